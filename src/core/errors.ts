@@ -1,0 +1,126 @@
+/**
+ * One error root for idmint. Every failure a caller can see carries a stable `code`
+ * (documented in README.md; a unit test keeps the two in step), whether a retry may help,
+ * the HTTP status it maps to, and the facts that explain it.
+ */
+
+export const ERROR_CODES = {
+  UNKNOWN_BIZ_TAG: { status: 404, retriable: false, summary: 'No business tag of that name exists (or it was deleted).' },
+  BIZ_TAG_EXISTS: { status: 409, retriable: false, summary: 'A business tag of that name already exists.' },
+  BAD_REQUEST: { status: 400, retriable: false, summary: 'A parameter, field or message is malformed; the message names it.' },
+  POOL_EMPTY: { status: 503, retriable: true, summary: 'The pool ran dry and the tag\'s fallback policy is `error`.' },
+  SEGMENT_EXHAUSTED: { status: 409, retriable: false, summary: 'The tag reached its `max_limit`; no further IDs will be issued.' },
+  CLOCK_BACKWARDS: { status: 503, retriable: true, summary: 'The clock moved back beyond what can be waited out.' },
+  WORKER_ID_UNAVAILABLE: { status: 503, retriable: false, summary: 'No worker id could be obtained that fits the layout.' },
+  NOT_READY: { status: 503, retriable: true, summary: 'A backing server is unreachable or the process is starting or stopping.' },
+  UNAUTHORIZED: { status: 401, retriable: false, summary: 'The admin token is missing or wrong.' },
+  TIMEOUT: { status: 504, retriable: true, summary: 'No answer arrived before the deadline.' },
+} as const satisfies Record<string, { status: number; retriable: boolean; summary: string }>;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+export interface IdmintErrorOptions {
+  cause?: unknown;
+  /** Facts that explain the failure; serialised into logs, never into HTTP bodies wholesale. */
+  details?: Record<string, unknown>;
+  /** Overrides the code's default. */
+  retriable?: boolean;
+}
+
+export class IdmintError extends Error {
+  readonly code: ErrorCode;
+  readonly retriable: boolean;
+  readonly details: Readonly<Record<string, unknown>>;
+
+  constructor(code: ErrorCode, message: string, options: IdmintErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'IdmintError';
+    this.code = code;
+    this.retriable = options.retriable ?? ERROR_CODES[code].retriable;
+    this.details = Object.freeze({ ...(options.details ?? {}) });
+  }
+
+  /** The HTTP status this error maps to. */
+  get status(): number {
+    return ERROR_CODES[this.code].status;
+  }
+
+  /** The public JSON shape: `{"error":{"code","message"}}`. */
+  toJSON(): { error: { code: ErrorCode; message: string } } {
+    return { error: { code: this.code, message: this.message } };
+  }
+}
+
+export class ClockBackwardsError extends IdmintError {
+  readonly lastMs: number;
+  readonly nowMs: number;
+
+  constructor(lastMs: number, nowMs: number, message?: string) {
+    super(
+      'CLOCK_BACKWARDS',
+      message ??
+        `clock moved backwards by ${lastMs - nowMs} ms (last issued at ${new Date(lastMs).toISOString()}, now ${new Date(nowMs).toISOString()}); refusing to issue IDs until it catches up`,
+      { details: { lastMs, nowMs, offsetMs: lastMs - nowMs } },
+    );
+    this.name = 'ClockBackwardsError';
+    this.lastMs = lastMs;
+    this.nowMs = nowMs;
+  }
+}
+
+export class SegmentExhaustedError extends IdmintError {
+  readonly bizTag: string;
+  readonly maxLimit: number;
+
+  constructor(bizTag: string, maxLimit: number) {
+    super('SEGMENT_EXHAUSTED', `biz tag "${bizTag}" reached its max_limit ${maxLimit}; no further IDs can be issued (raise maxLimit or create a new tag)`, {
+      details: { bizTag, maxLimit },
+    });
+    this.name = 'SegmentExhaustedError';
+    this.bizTag = bizTag;
+    this.maxLimit = maxLimit;
+  }
+}
+
+export class UnknownBizTagError extends IdmintError {
+  readonly bizTag: string;
+
+  constructor(bizTag: string) {
+    super('UNKNOWN_BIZ_TAG', `unknown biz tag "${bizTag}": create it with POST /v1/biz or \`idmint biz create ${bizTag}\``, {
+      details: { bizTag },
+    });
+    this.name = 'UnknownBizTagError';
+    this.bizTag = bizTag;
+  }
+}
+
+export class BadRequestError extends IdmintError {
+  /** The field, parameter or message part at fault. */
+  readonly field: string | undefined;
+
+  constructor(message: string, field?: string) {
+    super('BAD_REQUEST', message, { details: field === undefined ? {} : { field } });
+    this.name = 'BadRequestError';
+    this.field = field;
+  }
+}
+
+export class TimeoutError extends IdmintError {
+  readonly timeoutMs: number;
+
+  constructor(what: string, timeoutMs: number, cause?: unknown) {
+    super('TIMEOUT', `${what} did not complete within ${timeoutMs} ms`, { cause, details: { timeoutMs } });
+    this.name = 'TimeoutError';
+    this.timeoutMs = timeoutMs;
+  }
+}
+
+export function isIdmintError(err: unknown): err is IdmintError {
+  return err instanceof IdmintError;
+}
+
+/** Wraps an unknown failure of a backing server as NOT_READY, keeping the cause. */
+export function notReady(what: string, cause: unknown): IdmintError {
+  const reason = cause instanceof Error ? cause.message : String(cause);
+  return new IdmintError('NOT_READY', `${what} is unavailable: ${reason}`, { cause });
+}
