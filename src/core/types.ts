@@ -114,3 +114,15 @@ export interface IdSource {
   take(tag: BizTag, count: number, context?: TakeContext): Promise<string[]>;
   close?(): Promise<void>;
 }
+
+export interface DispenseResult {
+  readonly bizTag: string;
+  /** Decimal strings (invariant 7). */
+  readonly ids: string[];
+  readonly source: IdSourceName;
+}
+
+/** What every transport (HTTP, Kafka responder, CLI) calls: see src/dispenser.ts. */
+export interface IdDispenser {
+  get(bizTag: string, count: number, context?: TakeContext): Promise<DispenseResult>;
+}
