@@ -126,3 +126,17 @@ export interface DispenseResult {
 export interface IdDispenser {
   get(bizTag: string, count: number, context?: TakeContext): Promise<DispenseResult>;
 }
+
+/**
+ * Where a refill puts fresh segments: a Redis list, a Redis counter, or a Kafka pool topic.
+ * The refill processor (src/refill) takes a segment from the store, then calls `push`; it never
+ * pushes one segment twice (invariant 3): a retry takes a new segment.
+ */
+export interface PoolSink {
+  readonly kind: Exclude<PoolKind, 'auto' | 'memory'>;
+  /** IDs ready to hand out for this tag and shard (list length, counter room, unconsumed topic IDs). */
+  depth(bizTag: string, shard: number): Promise<number>;
+  push(segment: Segment): Promise<void>;
+  /** Drops a deleted tag's pool. */
+  remove(bizTag: string): Promise<void>;
+}
