@@ -1,0 +1,40 @@
+import type { FastifyError, FastifyInstance } from 'fastify';
+import { ERROR_CODES, IdmintError, isIdmintError } from '../core/errors.js';
+
+/**
+ * Every failure leaves as `{"error":{"code","message"}}`. A caller's mistake is a 4xx naming
+ * the field; a fault of ours is a 503 with a code. Never a stack trace in a body.
+ */
+export function installErrorHandling(app: FastifyInstance): void {
+  app.setErrorHandler((raw: FastifyError | Error, request, reply) => {
+    const error = toIdmintError(raw);
+    if (error.status >= 500) request.log.error({ err: raw, code: error.code }, 'request failed');
+    else request.log.debug({ code: error.code, reason: error.message }, 'request refused');
+    void reply.status(error.status).type('application/json; charset=utf-8').send(error.toJSON());
+  });
+  app.setNotFoundHandler((request, reply) => {
+    void reply.status(404).send({ error: { code: 'BAD_REQUEST', message: `no route ${request.method} ${request.url.split('?')[0]}; see README.md for the API` } });
+  });
+}
+
+const FASTIFY_CLIENT_ERRORS: Record<string, string> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: 'request body is too large',
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: 'unsupported Content-Type; send application/json',
+  FST_ERR_CTP_EMPTY_JSON_BODY: 'body is empty; send a JSON object',
+  FST_ERR_CTP_INVALID_JSON_BODY: 'body is not valid JSON',
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'Content-Length does not match the body',
+};
+
+export function toIdmintError(raw: unknown): IdmintError {
+  if (isIdmintError(raw)) return raw;
+  const fastifyError = raw as Partial<FastifyError> & { message?: string };
+  const code = fastifyError.code ?? '';
+  if (code in FASTIFY_CLIENT_ERRORS) return new IdmintError('BAD_REQUEST', `body: ${FASTIFY_CLIENT_ERRORS[code]}`, { cause: raw });
+  if (raw instanceof SyntaxError || (typeof fastifyError.statusCode === 'number' && fastifyError.statusCode >= 400 && fastifyError.statusCode < 500)) {
+    return new IdmintError('BAD_REQUEST', fastifyError.message ?? 'bad request', { cause: raw });
+  }
+  return new IdmintError('NOT_READY', 'internal fault; the server logged the details', { cause: raw });
+}
+
+/** For tests and docs: every code the HTTP layer can emit, with its status. */
+export const HTTP_STATUS_BY_CODE = Object.fromEntries(Object.entries(ERROR_CODES).map(([code, { status }]) => [code, status]));

@@ -1,0 +1,81 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import { BadRequestError, UnknownBizTagError } from '../core/errors.js';
+import type { BizStore, BizTag } from '../core/types.js';
+import { BIZ_TAG_PATTERN, MAX_SEGMENT_ID } from '../core/types.js';
+import { parseBizTag } from './params.js';
+
+const fields = {
+  mode: z.enum(['segment', 'snowflake', 'uid', 'sharded']),
+  step: z.number().int().min(1).max(100_000_000),
+  maxLimit: z.number().int().min(1).max(MAX_SEGMENT_ID).nullable(),
+  shards: z.number().int().min(1).max(64),
+  fallback: z.enum(['segment', 'snowflake', 'error']),
+  pool: z.enum(['auto', 'memory', 'redis-list', 'redis-counter', 'kafka']),
+  description: z.string().max(1024),
+};
+
+const createBody = z.strictObject({ bizTag: z.string().regex(BIZ_TAG_PATTERN), ...partial(fields) });
+const patchBody = z.strictObject(partial(fields));
+
+function partial<T extends Record<string, z.ZodType>>(shape: T): { [K in keyof T]: z.ZodOptional<T[K]> } {
+  return Object.fromEntries(Object.entries(shape).map(([k, v]) => [k, v.optional()])) as { [K in keyof T]: z.ZodOptional<T[K]> };
+}
+
+function parseBody<T>(schema: z.ZodType<T>, body: unknown): T {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new BadRequestError('body must be a JSON object', 'body');
+  const parsed = schema.safeParse(body);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0]!;
+  const field = issue.code === 'unrecognized_keys' ? issue.keys.join(', ') : issue.path.join('.') || 'body';
+  const what = issue.code === 'unrecognized_keys' ? 'is not a known field' : issue.message;
+  throw new BadRequestError(`${field}: ${what}`, field);
+}
+
+/** The public JSON shape of a tag: limits as numbers (all < 2^53), dates as ISO strings. */
+export function bizJson(tag: BizTag): Record<string, unknown> {
+  return { ...tag, createdAt: tag.createdAt.toISOString(), updatedAt: tag.updatedAt.toISOString() };
+}
+
+export interface BizRoutesOptions {
+  store: BizStore;
+  authorize: (request: FastifyRequest) => void;
+  /** Called after a change so this process's caches drop the tag at once. */
+  onChange?: (bizTag: string) => void;
+}
+
+export async function bizRoutes(app: FastifyInstance, options: BizRoutesOptions): Promise<void> {
+  const { store, authorize, onChange } = options;
+  app.addHook('onRequest', async (request) => authorize(request));
+
+  app.post('/v1/biz', async (request, reply) => {
+    const body = parseBody(createBody, request.body);
+    const tag = await store.createBiz(body);
+    onChange?.(tag.bizTag);
+    return reply.status(201).send(bizJson(tag));
+  });
+
+  app.get('/v1/biz', async () => ({ tags: (await store.listBiz()).map(bizJson) }));
+
+  app.get<{ Params: { bizTag: string } }>('/v1/biz/:bizTag', async (request) => {
+    const bizTag = parseBizTag(request.params.bizTag);
+    const tag = await store.getBiz(bizTag);
+    if (!tag) throw new UnknownBizTagError(bizTag);
+    return bizJson(tag);
+  });
+
+  app.patch<{ Params: { bizTag: string } }>('/v1/biz/:bizTag', async (request) => {
+    const bizTag = parseBizTag(request.params.bizTag);
+    const patch = parseBody(patchBody, request.body);
+    const tag = await store.updateBiz(bizTag, patch);
+    onChange?.(bizTag);
+    return bizJson(tag);
+  });
+
+  app.delete<{ Params: { bizTag: string } }>('/v1/biz/:bizTag', async (request, reply) => {
+    const bizTag = parseBizTag(request.params.bizTag);
+    await store.deleteBiz(bizTag);
+    onChange?.(bizTag);
+    return reply.status(204).send();
+  });
+}

@@ -1,0 +1,187 @@
+import { describe, expect, it } from 'vitest';
+import { Registry } from 'prom-client';
+import { IdmintError, SegmentExhaustedError, notReady } from '../../../src/core/errors.js';
+import type { BizStore, BizTag, BizTagInput, IdSource, IdSourceName, Segment } from '../../../src/core/types.js';
+import { Dispenser, type DispenserPlugin } from '../../../src/dispenser.js';
+import { DispenserMetrics } from '../../../src/metrics.js';
+
+// Pure dispenser logic over in-process implementations of our own interfaces; the real
+// store and pools are exercised by the integration and e2e suites.
+
+function tag(bizTag: string, overrides: Partial<BizTag> = {}): BizTag {
+  const now = new Date();
+  return { bizTag, mode: 'segment', step: 100, maxLimit: null, shards: 1, fallback: 'segment', pool: 'auto', description: '', createdAt: now, updatedAt: now, ...overrides };
+}
+
+class TagTable implements BizStore {
+  readonly tags = new Map<string, BizTag>();
+  lookups = 0;
+  constructor(...tags: BizTag[]) {
+    for (const t of tags) this.tags.set(t.bizTag, t);
+  }
+  async createBiz(input: BizTagInput): Promise<BizTag> {
+    const t = tag(input.bizTag);
+    this.tags.set(t.bizTag, t);
+    return t;
+  }
+  async getBiz(bizTag: string): Promise<BizTag | null> {
+    this.lookups++;
+    return this.tags.get(bizTag) ?? null;
+  }
+  async listBiz(): Promise<BizTag[]> {
+    return [...this.tags.values()];
+  }
+  async updateBiz(bizTag: string): Promise<BizTag> {
+    return this.tags.get(bizTag)!;
+  }
+  async deleteBiz(bizTag: string): Promise<void> {
+    this.tags.delete(bizTag);
+  }
+  async allocate(bizTag: string, step: number): Promise<Segment> {
+    return { bizTag, shard: 0, start: 1, end: step };
+  }
+  async close(): Promise<void> {}
+}
+
+/** A source that serves from a counter, optionally short or failing. */
+class CounterSource implements IdSource {
+  next: bigint;
+  limit = Infinity;
+  failWith: IdmintError | undefined;
+  constructor(
+    readonly name: IdSourceName,
+    start: bigint,
+  ) {
+    this.next = start;
+  }
+  async take(_tag: BizTag, count: number): Promise<string[]> {
+    if (this.failWith) throw this.failWith;
+    const n = Math.min(count, this.limit);
+    this.limit -= n;
+    return Array.from({ length: n }, () => (this.next++).toString());
+  }
+}
+
+function setup(tags: BizTag[] = [tag('order')]) {
+  const store = new TagTable(...tags);
+  const pool = new CounterSource('pool', 1n);
+  const segment = new CounterSource('segment', 1_000_000n);
+  const snowflake = new CounterSource('snowflake', 1n << 53n);
+  const metrics = new DispenserMetrics(new Registry());
+  const dispenser = new Dispenser({ store, pools: { memory: pool }, segment, snowflake, metrics });
+  return { store, pool, segment, snowflake, metrics, dispenser };
+}
+
+describe('Dispenser', () => {
+  it('serves a segment tag from its pool', async () => {
+    const { dispenser } = setup();
+    await expect(dispenser.get('order', 3)).resolves.toEqual({ bizTag: 'order', ids: ['1', '2', '3'], source: 'pool' });
+  });
+
+  it('rejects bad tags and counts with BAD_REQUEST naming the field', async () => {
+    const { dispenser } = setup();
+    await expect(dispenser.get('Order!', 1)).rejects.toMatchObject({ code: 'BAD_REQUEST', details: { field: 'bizTag' } });
+    for (const count of [0, -1, 1.5, 10_001, Number.NaN]) {
+      await expect(dispenser.get('order', count)).rejects.toMatchObject({ code: 'BAD_REQUEST', details: { field: 'count' } });
+    }
+  });
+
+  it('answers UNKNOWN_BIZ_TAG for a tag that does not exist', async () => {
+    const { dispenser } = setup();
+    await expect(dispenser.get('nope', 1)).rejects.toMatchObject({ code: 'UNKNOWN_BIZ_TAG' });
+  });
+
+  it('completes a short pool batch from the segment fallback and reports it', async () => {
+    const { dispenser, pool } = setup();
+    pool.limit = 2;
+    const result = await dispenser.get('order', 5);
+    expect(result.ids).toEqual(['1', '2', '1000000', '1000001', '1000002']);
+    expect(result.source).toBe('segment');
+  });
+
+  it('falls back to Snowflake when the pool is down and the tag says so', async () => {
+    const { dispenser, pool } = setup([tag('order', { fallback: 'snowflake' })]);
+    pool.failWith = notReady('redis', new Error('ECONNREFUSED'));
+    const result = await dispenser.get('order', 2);
+    expect(result.source).toBe('snowflake');
+    expect(result.ids.every((id) => BigInt(id) >= 1n << 53n)).toBe(true);
+  });
+
+  it('refuses with POOL_EMPTY when the fallback policy is error', async () => {
+    const { dispenser, pool } = setup([tag('order', { fallback: 'error' })]);
+    pool.limit = 0;
+    await expect(dispenser.get('order', 1)).rejects.toMatchObject({ code: 'POOL_EMPTY' });
+  });
+
+  it('keeps the pool failure as the error when the policy is error', async () => {
+    const { dispenser, pool } = setup([tag('order', { fallback: 'error' })]);
+    pool.failWith = notReady('redis', new Error('down'));
+    await expect(dispenser.get('order', 1)).rejects.toMatchObject({ code: 'NOT_READY' });
+  });
+
+  it('never falls back past a hard limit', async () => {
+    const { dispenser, pool } = setup([tag('order', { fallback: 'snowflake' })]);
+    pool.failWith = new SegmentExhaustedError('order', 100);
+    await expect(dispenser.get('order', 1)).rejects.toMatchObject({ code: 'SEGMENT_EXHAUSTED' });
+  });
+
+  it('serves snowflake-mode tags from the Snowflake source', async () => {
+    const { dispenser } = setup([tag('trace', { mode: 'snowflake' })]);
+    await expect(dispenser.get('trace', 1)).resolves.toMatchObject({ source: 'snowflake' });
+  });
+
+  it('says NOT_READY for a mode this process has no generator for', async () => {
+    const { dispenser } = setup([tag('u', { mode: 'uid' })]);
+    await expect(dispenser.get('u', 1)).rejects.toMatchObject({ code: 'NOT_READY' });
+  });
+
+  it('runs plugins in order: before may veto, after sees the IDs, onError sees failures', async () => {
+    const seen: string[] = [];
+    const plugins: DispenserPlugin[] = [
+      { name: 'a', before: (r) => void seen.push(`a.before:${r.bizTag}`), after: (_r, res) => void seen.push(`a.after:${res.ids.length}`) },
+      {
+        name: 'gate',
+        before: (r) => {
+          if (r.count > 10) throw new IdmintError('BAD_REQUEST', 'too many for this caller');
+        },
+        onError: (_r, e) => void seen.push(`gate.onError:${e.code}`),
+      },
+    ];
+    const store = new TagTable(tag('order'));
+    const dispenser = new Dispenser({ store, pools: { memory: new CounterSource('pool', 1n) }, plugins });
+    await dispenser.get('order', 2);
+    await expect(dispenser.get('order', 11)).rejects.toMatchObject({ code: 'BAD_REQUEST' });
+    expect(seen).toEqual(['a.before:order', 'a.after:2', 'a.before:order', 'gate.onError:BAD_REQUEST']);
+  });
+
+  it('lets a rejection handler answer instead of failing', async () => {
+    const store = new TagTable(tag('order', { fallback: 'error' }));
+    const pool = new CounterSource('pool', 1n);
+    pool.limit = 0;
+    const dispenser = new Dispenser({
+      store,
+      pools: { memory: pool },
+      onRejected: (request, error) => (error.code === 'POOL_EMPTY' ? { bizTag: request.bizTag, ids: [], source: 'pool' } : undefined),
+    });
+    await expect(dispenser.get('order', 1)).resolves.toEqual({ bizTag: 'order', ids: [], source: 'pool' });
+  });
+
+  it('caches tag lookups briefly and reloads after invalidate', async () => {
+    const { dispenser, store } = setup();
+    await dispenser.get('order', 1);
+    await dispenser.get('order', 1);
+    expect(store.lookups).toBe(1);
+    dispenser.invalidate('order');
+    await dispenser.get('order', 1);
+    expect(store.lookups).toBe(2);
+  });
+
+  it('counts issued IDs and errors in metrics', async () => {
+    const { dispenser, metrics } = setup();
+    await dispenser.get('order', 7);
+    await expect(dispenser.get('nope', 1)).rejects.toThrow();
+    const text = await metrics.registry.metrics();
+    expect(text).toMatch(/idmint_ids_issued_total\{biz_tag="order",source="pool"\} 7/);
+    expect(text).toMatch(/idmint_errors_total\{code="UNKNOWN_BIZ_TAG"\} 1/);
+  });
+});
