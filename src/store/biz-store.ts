@@ -1,0 +1,219 @@
+import { hostname } from 'node:os';
+import { BadRequestError, IdmintError, SegmentExhaustedError, UnknownBizTagError } from '../core/errors.js';
+import {
+  MAX_SEGMENT_ID,
+  type BizMode,
+  type BizStore,
+  type BizTag,
+  type BizTagInput,
+  type BizTagPatch,
+  type FallbackPolicy,
+  type PoolKind,
+  type Segment,
+} from '../core/types.js';
+import { silentLogger, type Logger } from '../log.js';
+import type { Database, SqlClient } from './db.js';
+import { validateBizInput, validateBizPatch, validateBizTag, validateShard, validateStep } from './validate.js';
+
+export interface PostgresBizStoreOptions {
+  /** Recorded as `allocated_by` in the ledger when `allocate` is not given `by`. Default `<hostname>:<pid>`. */
+  owner?: string;
+  /** Whether `close()` also closes the Database. Default false: whoever opened it closes it. */
+  closeDatabase?: boolean;
+  logger?: Logger;
+}
+
+export const POSTGRES_BIZ_STORE_DEFAULTS = Object.freeze({
+  owner: `${hostname()}:${process.pid}`,
+  closeDatabase: false,
+});
+
+interface BizRow {
+  biz_tag: string;
+  mode: BizMode;
+  step: number;
+  max_limit: bigint | null;
+  shards: number;
+  fallback: FallbackPolicy;
+  pool: PoolKind;
+  description: string;
+  created_at: Date;
+  updated_at: Date;
+}
+
+const BIZ_COLUMNS = 'biz_tag, mode, step, max_limit, shards, fallback, pool, description, created_at, updated_at';
+
+/**
+ * One statement, so atomic without an explicit transaction: take the next range (cut short at the
+ * tag's limit, never past it) and record it in the ledger. `step` keeps the size actually taken,
+ * which gives the start on both Postgres 15 and 18 (no OLD in RETURNING before 18).
+ */
+const ALLOCATE_SQL = `
+WITH lim AS (
+  SELECT COALESCE(max_limit, ${MAX_SEGMENT_ID}) AS lim FROM idmint_biz WHERE biz_tag = $1 AND deleted_at IS NULL
+), seg AS (
+  UPDATE idmint_segment s
+     SET max_id = LEAST(s.max_id + $2, lim.lim),
+         step = LEAST(s.max_id + $2, lim.lim) - s.max_id,
+         updated_at = now()
+    FROM lim
+   WHERE s.biz_tag = $1 AND s.shard = $3 AND s.max_id < lim.lim
+  RETURNING s.max_id - s.step + 1 AS start_id, s.max_id AS end_id
+)
+INSERT INTO idmint_ledger (biz_tag, shard, start_id, end_id, allocated_by)
+SELECT $1, $3, start_id, end_id, $4 FROM seg
+RETURNING start_id, end_id`;
+
+/** Business tags and segment allocation over Postgres or PGlite (the same SQL on both). */
+export class PostgresBizStore implements BizStore {
+  readonly options: Readonly<Required<Omit<PostgresBizStoreOptions, 'logger'>>>;
+  private readonly db: Database;
+  private readonly log: Logger;
+  private closed = false;
+
+  constructor(db: Database, options: PostgresBizStoreOptions = {}) {
+    const merged = { ...POSTGRES_BIZ_STORE_DEFAULTS, ...definedOnly({ owner: options.owner, closeDatabase: options.closeDatabase }) };
+    if (typeof merged.owner !== 'string') throw new BadRequestError('owner must be a string', 'owner');
+    this.options = Object.freeze(merged);
+    this.db = db;
+    this.log = (options.logger ?? silentLogger).child({ component: 'biz-store' });
+  }
+
+  async createBiz(input: BizTagInput): Promise<BizTag> {
+    const v = validateBizInput(input);
+    const tag = await this.db.transaction(async (tx) => {
+      // A soft-deleted tag comes back to life on its old counters, so its IDs never repeat.
+      const { rows } = await tx.query<BizRow>(
+        `INSERT INTO idmint_biz AS b (biz_tag, mode, step, current_step, max_limit, shards, fallback, pool, description)
+         VALUES ($1, $2, $3, $3, $4, $5, $6, $7, $8)
+         ON CONFLICT (biz_tag) DO UPDATE SET
+           mode = EXCLUDED.mode, step = EXCLUDED.step, current_step = EXCLUDED.current_step, max_limit = EXCLUDED.max_limit,
+           shards = EXCLUDED.shards, fallback = EXCLUDED.fallback, pool = EXCLUDED.pool, description = EXCLUDED.description,
+           created_at = now(), updated_at = now(), deleted_at = NULL
+         WHERE b.deleted_at IS NOT NULL
+         RETURNING ${BIZ_COLUMNS}`,
+        [v.bizTag, v.mode, v.step, v.maxLimit, v.shards, v.fallback, v.pool, v.description],
+      );
+      const row = rows[0];
+      if (!row) throw new IdmintError('BIZ_TAG_EXISTS', `biz tag "${v.bizTag}" already exists`, { details: { bizTag: v.bizTag } });
+      await ensureSegments(tx, v.bizTag, v.shards);
+      return toBizTag(row);
+    });
+    this.log.info({ bizTag: tag.bizTag, mode: tag.mode, step: tag.step }, 'biz tag created');
+    return tag;
+  }
+
+  async getBiz(bizTag: string): Promise<BizTag | null> {
+    validateBizTag(bizTag);
+    const { rows } = await this.db.query<BizRow>(`SELECT ${BIZ_COLUMNS} FROM idmint_biz WHERE biz_tag = $1 AND deleted_at IS NULL`, [bizTag]);
+    return rows[0] ? toBizTag(rows[0]) : null;
+  }
+
+  async listBiz(): Promise<BizTag[]> {
+    const { rows } = await this.db.query<BizRow>(`SELECT ${BIZ_COLUMNS} FROM idmint_biz WHERE deleted_at IS NULL ORDER BY biz_tag`);
+    return rows.map(toBizTag);
+  }
+
+  async updateBiz(bizTag: string, patch: BizTagPatch): Promise<BizTag> {
+    validateBizTag(bizTag);
+    const p = validateBizPatch(patch);
+    const sets: string[] = ['updated_at = now()'];
+    const params: unknown[] = [bizTag];
+    const set = (column: string, value: unknown): void => {
+      params.push(value);
+      sets.push(`${column} = $${params.length}`);
+    };
+    if (p.mode !== undefined) set('mode', p.mode);
+    if (p.step !== undefined) {
+      set('step', p.step);
+      sets.push(`current_step = $${params.length}`);
+    }
+    if (p.maxLimit !== undefined) set('max_limit', p.maxLimit);
+    if (p.shards !== undefined) set('shards', p.shards);
+    if (p.fallback !== undefined) set('fallback', p.fallback);
+    if (p.pool !== undefined) set('pool', p.pool);
+    if (p.description !== undefined) set('description', p.description);
+    const tag = await this.db.transaction(async (tx) => {
+      const { rows } = await tx.query<BizRow>(
+        `UPDATE idmint_biz SET ${sets.join(', ')} WHERE biz_tag = $1 AND deleted_at IS NULL RETURNING ${BIZ_COLUMNS}`,
+        params,
+      );
+      const row = rows[0];
+      if (!row) throw new UnknownBizTagError(bizTag);
+      await ensureSegments(tx, bizTag, row.shards);
+      return toBizTag(row);
+    });
+    this.log.info({ bizTag, patch: p }, 'biz tag updated');
+    return tag;
+  }
+
+  async deleteBiz(bizTag: string): Promise<void> {
+    validateBizTag(bizTag);
+    const { rows } = await this.db.query(
+      'UPDATE idmint_biz SET deleted_at = now(), updated_at = now() WHERE biz_tag = $1 AND deleted_at IS NULL RETURNING biz_tag',
+      [bizTag],
+    );
+    if (rows.length === 0) throw new UnknownBizTagError(bizTag);
+    this.log.info({ bizTag }, 'biz tag deleted');
+  }
+
+  async allocate(bizTag: string, step: number, options: { shard?: number; by?: string } = {}): Promise<Segment> {
+    validateBizTag(bizTag);
+    validateStep(step);
+    const shard = validateShard(options.shard ?? 0);
+    const by = options.by ?? this.options.owner;
+    if (typeof by !== 'string') throw new BadRequestError('by must be a string', 'by');
+    const { rows } = await this.db.query<{ start_id: bigint; end_id: bigint }>(ALLOCATE_SQL, [bizTag, step, shard, by]);
+    const row = rows[0];
+    if (!row) throw await this.whyNoSegment(bizTag, shard);
+    return { bizTag, shard, start: Number(row.start_id), end: Number(row.end_id) };
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.options.closeDatabase) await this.db.close();
+  }
+
+  /** Only on the failure path: tells an unknown tag from a bad shard from an exhausted one. */
+  private async whyNoSegment(bizTag: string, shard: number): Promise<IdmintError> {
+    const { rows } = await this.db.query<{ max_limit: bigint | null; shards: number; max_id: bigint | null }>(
+      `SELECT b.max_limit, b.shards, s.max_id FROM idmint_biz b
+         LEFT JOIN idmint_segment s ON s.biz_tag = b.biz_tag AND s.shard = $2
+        WHERE b.biz_tag = $1 AND b.deleted_at IS NULL`,
+      [bizTag, shard],
+    );
+    const row = rows[0];
+    if (!row) return new UnknownBizTagError(bizTag);
+    if (row.max_id === null) return new BadRequestError(`shard must be in [0, ${row.shards - 1}] for biz tag "${bizTag}", got ${shard}`, 'shard');
+    return new SegmentExhaustedError(bizTag, row.max_limit === null ? MAX_SEGMENT_ID : Number(row.max_limit));
+  }
+}
+
+/** Counter rows for shards 0..shards-1; existing rows (and their max_id) are kept. */
+async function ensureSegments(tx: SqlClient, bizTag: string, shards: number): Promise<void> {
+  await tx.query(
+    `INSERT INTO idmint_segment (biz_tag, shard) SELECT $1, g FROM generate_series(0, $2::integer - 1) AS g
+     ON CONFLICT (biz_tag, shard) DO NOTHING`,
+    [bizTag, shards],
+  );
+}
+
+function toBizTag(row: BizRow): BizTag {
+  return Object.freeze({
+    bizTag: row.biz_tag,
+    mode: row.mode,
+    step: row.step,
+    maxLimit: row.max_limit === null ? null : Number(row.max_limit),
+    shards: row.shards,
+    fallback: row.fallback,
+    pool: row.pool,
+    description: row.description,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  });
+}
+
+function definedOnly<T extends Record<string, unknown>>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}

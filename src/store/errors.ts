@@ -1,0 +1,19 @@
+import { IdmintError, notReady } from '../core/errors.js';
+
+/**
+ * Maps a driver failure to what callers can act on: SQL errors (constraint, syntax) pass through
+ * with their SQLSTATE; anything that means "the server is not there" becomes NOT_READY.
+ */
+export function mapDriverError(what: string, err: unknown): unknown {
+  if (err instanceof IdmintError) return err;
+  const code = sqlState(err);
+  // Class 08 connection, 53 resources, 57 operator intervention (shutdown): the server, not the query.
+  if (code !== undefined && !/^(08|53|57)/.test(code)) return err;
+  return notReady(what, err);
+}
+
+/** The five-character SQLSTATE of a Postgres error, if it has one. */
+export function sqlState(err: unknown): string | undefined {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) ? code : undefined;
+}

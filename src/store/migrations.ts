@@ -1,0 +1,107 @@
+import { silentLogger, type Logger } from '../log.js';
+import type { Database } from './db.js';
+
+export interface Migration {
+  readonly version: number;
+  readonly name: string;
+  readonly sql: string;
+}
+
+/**
+ * Append-only: never edit or reorder a released migration, add the next number instead.
+ * The same SQL runs on Postgres 15 and PGlite (Postgres 18). Each statement ends with `;` at the
+ * end of a line (PGlite's extended protocol takes one statement per query).
+ */
+export const MIGRATIONS: readonly Migration[] = Object.freeze([
+  {
+    version: 1,
+    name: 'initial',
+    sql: `
+CREATE TABLE idmint_biz (
+  biz_tag      text PRIMARY KEY CHECK (biz_tag ~ '^[a-z0-9][a-z0-9._-]{0,63}$'),
+  mode         text NOT NULL DEFAULT 'segment' CHECK (mode IN ('segment', 'snowflake', 'uid', 'sharded')),
+  step         integer NOT NULL DEFAULT 1000 CHECK (step > 0),
+  current_step integer NOT NULL DEFAULT 1000 CHECK (current_step > 0),
+  max_limit    bigint NULL CHECK (max_limit IS NULL OR (max_limit >= 1 AND max_limit <= 9007199254740991)),
+  shards       integer NOT NULL DEFAULT 1 CHECK (shards BETWEEN 1 AND 64),
+  fallback     text NOT NULL DEFAULT 'snowflake' CHECK (fallback IN ('segment', 'snowflake', 'error')),
+  pool         text NOT NULL DEFAULT 'auto' CHECK (pool IN ('auto', 'memory', 'redis-list', 'redis-counter', 'kafka')),
+  description  text NOT NULL DEFAULT '',
+  created_at   timestamptz NOT NULL DEFAULT now(),
+  updated_at   timestamptz NOT NULL DEFAULT now(),
+  deleted_at   timestamptz NULL
+);
+
+-- max_id is the last ID handed out for (tag, shard); segments are (max_id - step, max_id].
+CREATE TABLE idmint_segment (
+  biz_tag    text NOT NULL REFERENCES idmint_biz (biz_tag),
+  shard      integer NOT NULL CHECK (shard BETWEEN 0 AND 63),
+  max_id     bigint NOT NULL DEFAULT 0 CHECK (max_id >= 0 AND max_id <= 9007199254740991),
+  step       integer NOT NULL DEFAULT 0 CHECK (step >= 0),
+  updated_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (biz_tag, shard)
+);
+
+CREATE TABLE idmint_ledger (
+  id           bigserial PRIMARY KEY,
+  biz_tag      text NOT NULL,
+  shard        integer NOT NULL,
+  start_id     bigint NOT NULL CHECK (start_id >= 1),
+  end_id       bigint NOT NULL CHECK (end_id >= start_id AND end_id <= 9007199254740991),
+  allocated_at timestamptz NOT NULL DEFAULT now(),
+  allocated_by text NOT NULL DEFAULT '',
+  -- A second line of defence for invariant 3: no range can start twice.
+  UNIQUE (biz_tag, shard, start_id)
+);
+
+-- uid-generator's WORKER_NODE: the serial id is the worker id.
+CREATE TABLE idmint_worker_node (
+  id          bigserial PRIMARY KEY,
+  host_name   text NOT NULL,
+  port        text NOT NULL,
+  type        integer NOT NULL,
+  launch_date date NOT NULL DEFAULT CURRENT_DATE,
+  created_at  timestamptz NOT NULL DEFAULT now(),
+  updated_at  timestamptz NOT NULL DEFAULT now()
+);
+`,
+  },
+]);
+
+/** First key of the two-key advisory lock; the second is the schema, so schemas migrate independently. */
+const LOCK_CLASS = 0x1d_4d17;
+
+/**
+ * Applies the migrations the database lacks, in order, in one transaction under an advisory lock,
+ * so several processes starting at once apply each migration exactly once. Returns the versions applied.
+ */
+export async function migrate(db: Database, logger: Logger = silentLogger, migrations: readonly Migration[] = MIGRATIONS): Promise<number[]> {
+  const log = logger.child({ component: 'migrate' });
+  return db.transaction(async (tx) => {
+    await tx.query('SELECT pg_advisory_xact_lock($1, hashtext(current_schema()))', [LOCK_CLASS]);
+    await tx.query(`CREATE TABLE IF NOT EXISTS idmint_migrations (
+      version    integer PRIMARY KEY,
+      name       text NOT NULL,
+      applied_at timestamptz NOT NULL DEFAULT now()
+    )`);
+    const { rows } = await tx.query<{ version: number }>('SELECT version FROM idmint_migrations');
+    const done = new Set(rows.map((r) => r.version));
+    const applied: number[] = [];
+    for (const m of [...migrations].sort((a, b) => a.version - b.version)) {
+      if (done.has(m.version)) continue;
+      log.info({ version: m.version, name: m.name }, 'applying migration');
+      for (const statement of splitStatements(m.sql)) await tx.query(statement);
+      await tx.query('INSERT INTO idmint_migrations (version, name) VALUES ($1, $2)', [m.version, m.name]);
+      applied.push(m.version);
+    }
+    return applied;
+  });
+}
+
+/** Splits a migration at `;` line ends, dropping comment-only pieces. */
+export function splitStatements(sql: string): string[] {
+  return sql
+    .split(/;[ \t]*(?:\r?\n|$)/)
+    .map((s) => s.trim())
+    .filter((s) => s.split('\n').some((line) => line.trim() !== '' && !line.trim().startsWith('--')));
+}

@@ -1,0 +1,130 @@
+import pg from 'pg';
+import { BadRequestError, IdmintError } from '../core/errors.js';
+import { silentLogger, type Logger } from '../log.js';
+import type { Database, SqlClient } from './db.js';
+import { mapDriverError, sqlState } from './errors.js';
+
+export interface PgDatabaseOptions {
+  /** `postgres://user@host:port/db`. Required. */
+  connectionString: string;
+  /** Schema holding idmint's tables; created if missing and put first on every connection's search_path. Default: the server's search_path. */
+  schema?: string | undefined;
+  /** Pool size. Default 10. */
+  max?: number;
+  logger?: Logger;
+}
+
+export const PG_DATABASE_DEFAULTS = Object.freeze({ max: 10 });
+
+const SCHEMA_PATTERN = /^[a-z_][a-z0-9_]{0,62}$/;
+type TypeId = Parameters<typeof pg.types.getTypeParser>[0];
+const INT8_OID = 20 as TypeId;
+const INT8_ARRAY_OID = 1016 as TypeId;
+
+/** A Database over a `pg.Pool`. `int8` comes back as `bigint` through this pool's own type parsers. */
+export function createPgDatabase(options: PgDatabaseOptions): Database {
+  const opts = Object.freeze({ ...PG_DATABASE_DEFAULTS, ...options });
+  if (typeof opts.connectionString !== 'string' || opts.connectionString === '') {
+    throw new BadRequestError('connectionString is required', 'connectionString');
+  }
+  if (opts.schema !== undefined && !SCHEMA_PATTERN.test(opts.schema)) {
+    throw new BadRequestError(`schema must match ${String(SCHEMA_PATTERN)}`, 'schema');
+  }
+  if (!Number.isSafeInteger(opts.max) || opts.max < 1) throw new BadRequestError('max must be a positive integer', 'max');
+  const log = (opts.logger ?? silentLogger).child({ component: 'pg' });
+
+  // Per pool, not pg.types: other code in the process may expect the global defaults.
+  const types = new pg.TypeOverrides();
+  types.setTypeParser(INT8_OID, (v: string) => BigInt(v));
+  const parseInt8Array = pg.types.getTypeParser(INT8_ARRAY_OID);
+  types.setTypeParser(INT8_ARRAY_OID, (v: string) => (parseInt8Array(v) as (string | null)[]).map((x) => (x === null ? null : BigInt(x))));
+
+  const pool = new pg.Pool({
+    connectionString: opts.connectionString,
+    max: opts.max,
+    types,
+    ...(opts.schema === undefined ? {} : { options: `-c search_path=${opts.schema}` }),
+  });
+  // An idle client losing its server must not crash the process; the next query reports it.
+  pool.on('error', (err) => log.warn({ err }, 'idle postgres connection failed'));
+
+  let ready: Promise<void> | undefined;
+  let closing: Promise<void> | undefined;
+
+  const ensureReady = (): Promise<void> => {
+    if (closing) return Promise.reject(new IdmintError('NOT_READY', 'the database is closed'));
+    if (opts.schema === undefined) return Promise.resolve();
+    ready ??= createSchema(pool, opts.schema).catch((err: unknown) => {
+      ready = undefined; // retry on the next query: the server may come back
+      throw mapDriverError('postgres', err);
+    });
+    return ready;
+  };
+
+  const query = async <R>(sql: string, params?: readonly unknown[]): Promise<{ rows: R[] }> => {
+    await ensureReady();
+    try {
+      const res = await pool.query(sql, params as unknown[] | undefined);
+      return { rows: res.rows as R[] };
+    } catch (err) {
+      throw mapDriverError('postgres', err);
+    }
+  };
+
+  const transaction = async <T>(fn: (tx: SqlClient) => Promise<T>): Promise<T> => {
+    await ensureReady();
+    let client: pg.PoolClient;
+    try {
+      client = await pool.connect();
+    } catch (err) {
+      throw mapDriverError('postgres', err);
+    }
+    let broken: unknown;
+    let fnError: unknown;
+    try {
+      await client.query('BEGIN');
+      const tx: SqlClient = {
+        query: async <R>(sql: string, params?: readonly unknown[]) => {
+          try {
+            return { rows: (await client.query(sql, params as unknown[] | undefined)).rows as R[] };
+          } catch (err) {
+            throw mapDriverError('postgres', err);
+          }
+        },
+      };
+      const result = await fn(tx).catch((err: unknown) => {
+        fnError = err;
+        throw err;
+      });
+      await client.query('COMMIT');
+      return result;
+    } catch (err) {
+      try {
+        await client.query('ROLLBACK');
+      } catch (rollbackErr) {
+        broken = rollbackErr; // the connection is unusable: destroy it rather than return it to the pool
+      }
+      // The caller's own failure passes through untouched; only BEGIN/COMMIT failures are mapped.
+      throw err === fnError ? err : mapDriverError('postgres', err);
+    } finally {
+      client.release(broken === undefined ? undefined : true);
+    }
+  };
+
+  const close = (): Promise<void> => {
+    closing ??= pool.end().catch((err: unknown) => log.warn({ err }, 'closing the postgres pool failed'));
+    return closing;
+  };
+
+  return Object.freeze({ query, transaction, close });
+}
+
+async function createSchema(pool: pg.Pool, schema: string): Promise<void> {
+  try {
+    await pool.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
+  } catch (err) {
+    // Two processes creating the schema at once: the loser sees a duplicate, which is success.
+    const code = sqlState(err);
+    if (code !== '23505' && code !== '42P06') throw err;
+  }
+}

@@ -1,0 +1,97 @@
+import { BadRequestError } from '../core/errors.js';
+import {
+  BIZ_TAG_PATTERN,
+  MAX_SEGMENT_ID,
+  type BizMode,
+  type BizTagInput,
+  type BizTagPatch,
+  type FallbackPolicy,
+  type PoolKind,
+} from '../core/types.js';
+
+export const BIZ_MODES = Object.freeze(['segment', 'snowflake', 'uid', 'sharded'] as const satisfies readonly BizMode[]);
+export const FALLBACK_POLICIES = Object.freeze(['segment', 'snowflake', 'error'] as const satisfies readonly FallbackPolicy[]);
+export const POOL_KINDS = Object.freeze(['auto', 'memory', 'redis-list', 'redis-counter', 'kafka'] as const satisfies readonly PoolKind[]);
+
+/** Largest step (segment size): steps live in an `int4` column. */
+export const MAX_STEP = 2_147_483_647;
+/** Most shards a tag may have: the `sharded` layout has 6 shard bits. */
+export const MAX_SHARDS = 64;
+export const MAX_DESCRIPTION_LENGTH = 1024;
+
+/** What a created tag gets for each field the input leaves out. */
+export const BIZ_DEFAULTS = Object.freeze({
+  mode: 'segment' as BizMode,
+  step: 1000,
+  maxLimit: null as number | null,
+  shards: 1,
+  fallback: 'snowflake' as FallbackPolicy,
+  pool: 'auto' as PoolKind,
+  description: '',
+});
+
+export type ValidBizInput = Required<BizTagInput>;
+
+export function validateBizTag(bizTag: unknown, field = 'bizTag'): string {
+  if (typeof bizTag !== 'string' || !BIZ_TAG_PATTERN.test(bizTag)) {
+    throw new BadRequestError(`${field} must match ${String(BIZ_TAG_PATTERN)}, got ${show(bizTag)}`, field);
+  }
+  return bizTag;
+}
+
+export function validateStep(step: unknown, field = 'step'): number {
+  return intInRange(step, field, 1, MAX_STEP);
+}
+
+export function validateShard(shard: unknown, field = 'shard'): number {
+  return intInRange(shard, field, 0, MAX_SHARDS - 1);
+}
+
+/** Full input for a new tag, defaults filled in; throws BadRequestError naming the first bad field. */
+export function validateBizInput(input: BizTagInput): ValidBizInput {
+  if (typeof input !== 'object' || input === null) throw new BadRequestError('the tag must be an object', 'body');
+  const bizTag = validateBizTag(input.bizTag);
+  return { bizTag, ...BIZ_DEFAULTS, ...validateBizPatch(input, ['bizTag']) };
+}
+
+/** The fields a patch sets (undefined ones are left out); `maxLimit: null` means "no limit". */
+export function validateBizPatch(patch: BizTagPatch, allowExtra: readonly string[] = []): BizTagPatch {
+  if (typeof patch !== 'object' || patch === null) throw new BadRequestError('the patch must be an object', 'body');
+  const known = new Set(['mode', 'step', 'maxLimit', 'shards', 'fallback', 'pool', 'description', ...allowExtra]);
+  for (const key of Object.keys(patch)) {
+    if (!known.has(key)) throw new BadRequestError(`unknown field "${key}"`, key);
+  }
+  const out: BizTagPatch = {};
+  if (patch.mode !== undefined) out.mode = oneOf(patch.mode, 'mode', BIZ_MODES);
+  if (patch.step !== undefined) out.step = validateStep(patch.step);
+  if (patch.maxLimit !== undefined) out.maxLimit = patch.maxLimit === null ? null : intInRange(patch.maxLimit, 'maxLimit', 1, MAX_SEGMENT_ID);
+  if (patch.shards !== undefined) out.shards = intInRange(patch.shards, 'shards', 1, MAX_SHARDS);
+  if (patch.fallback !== undefined) out.fallback = oneOf(patch.fallback, 'fallback', FALLBACK_POLICIES);
+  if (patch.pool !== undefined) out.pool = oneOf(patch.pool, 'pool', POOL_KINDS);
+  if (patch.description !== undefined) {
+    if (typeof patch.description !== 'string' || patch.description.length > MAX_DESCRIPTION_LENGTH) {
+      throw new BadRequestError(`description must be a string of at most ${MAX_DESCRIPTION_LENGTH} characters`, 'description');
+    }
+    out.description = patch.description;
+  }
+  return out;
+}
+
+function intInRange(value: unknown, field: string, min: number, max: number): number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min || value > max) {
+    throw new BadRequestError(`${field} must be an integer in [${min}, ${max}], got ${show(value)}`, field);
+  }
+  return value;
+}
+
+function oneOf<T extends string>(value: unknown, field: string, allowed: readonly T[]): T {
+  if (typeof value !== 'string' || !(allowed as readonly string[]).includes(value)) {
+    throw new BadRequestError(`${field} must be one of ${allowed.join(', ')}, got ${show(value)}`, field);
+  }
+  return value as T;
+}
+
+function show(value: unknown): string {
+  if (typeof value === 'bigint') return `${value}n`;
+  return JSON.stringify(value) ?? String(value);
+}
