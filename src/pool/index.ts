@@ -9,3 +9,9 @@ export { RedisPoolMeta, POOL_META_DEFAULTS } from './redis-pool-meta.js';
 export type { RedisPoolMetaOptions } from './redis-pool-meta.js';
 export { poolKeys, allTagKeys, trackedTagsKey, MAX_POOL_SHARDS } from './redis-keys.js';
 export type { PoolKeys } from './redis-keys.js';
+
+// Kafka pool topics (issue #6).
+export { KafkaPoolSink, KAFKA_POOL_SINK_DEFAULTS } from './kafka-sink.js';
+export type { KafkaPoolSinkOptions, KafkaPoolSinkSettings } from './kafka-sink.js';
+export { KafkaPoolConsumer, KAFKA_POOL_CONSUMER_DEFAULTS } from './kafka-consumer.js';
+export type { KafkaPoolConsumerOptions, KafkaPoolConsumerSettings } from './kafka-consumer.js';
