@@ -1,0 +1,42 @@
+import { IdmintError } from '../core/errors.js';
+import type { Clock, WorkerIdLease, WorkerIdProvider } from '../core/types.js';
+import type { Logger } from '../log.js';
+import { checkWorkerIdRange, SimpleLease, withDefaults } from './lease.js';
+import { LocalTimeMark, localMarkPath, readLocalMark } from './local-time-mark.js';
+
+export interface FileWorkerIdProviderOptions {
+  /** Directory of the worker-id file (IDMINT_DATA_DIR). */
+  dataDir: string;
+  /** Names the file, so several identities can share a data dir. Default `local`. */
+  key?: string;
+  /** The id written when the file does not exist yet; the file's id wins afterwards. Default 0. */
+  workerId?: number;
+  clock?: Clock;
+  logger?: Logger;
+  /** See LocalTimeMarkOptions. */
+  markAheadMs?: number;
+  maxStartWaitMs?: number;
+}
+
+export const FILE_WORKER_ID_DEFAULTS = Object.freeze({ key: 'local', workerId: 0 });
+
+/** The embedded default: the worker id lives in a file under the data dir, next to its clock mark. */
+export class FileWorkerIdProvider implements WorkerIdProvider {
+  readonly options: Readonly<FileWorkerIdProviderOptions & { key: string; workerId: number }>;
+
+  constructor(options: FileWorkerIdProviderOptions) {
+    if (typeof options.dataDir !== 'string' || options.dataDir === '') throw new IdmintError('BAD_REQUEST', 'FileWorkerIdProvider needs a dataDir', { details: { field: 'dataDir' } });
+    const merged: FileWorkerIdProviderOptions & { key: string; workerId: number } = withDefaults(FILE_WORKER_ID_DEFAULTS, options);
+    if (!Number.isSafeInteger(merged.workerId) || merged.workerId < 0) throw new IdmintError('BAD_REQUEST', `workerId must be a non-negative integer, got ${merged.workerId}`, { details: { field: 'workerId' } });
+    this.options = Object.freeze(merged);
+  }
+
+  async acquire({ maxWorkerId }: { maxWorkerId: number }): Promise<WorkerIdLease> {
+    const path = localMarkPath(this.options.dataDir, this.options.key);
+    const previous = readLocalMark(path);
+    const workerId = previous?.workerId ?? this.options.workerId;
+    checkWorkerIdRange(workerId, maxWorkerId, previous ? `the file ${path}` : 'the configured initial id');
+    const mark = await LocalTimeMark.start({ ...this.options, workerId, source: 'file', previous });
+    return new SimpleLease(workerId, 'file', mark);
+  }
+}

@@ -1,0 +1,33 @@
+import { IdmintError } from '../core/errors.js';
+import type { Clock, WorkerIdLease, WorkerIdProvider } from '../core/types.js';
+import type { Logger } from '../log.js';
+import { checkWorkerIdRange, SimpleLease } from './lease.js';
+import { LocalTimeMark } from './local-time-mark.js';
+
+export interface StaticWorkerIdProviderOptions {
+  /** When set, a local clock mark is kept there (recommended: a static id is reused across restarts). */
+  dataDir?: string;
+  clock?: Clock;
+  logger?: Logger;
+  markAheadMs?: number;
+  maxStartWaitMs?: number;
+}
+
+/** A worker id from configuration (IDMINT_WORKER_ID); the operator guarantees it is unique. */
+export class StaticWorkerIdProvider implements WorkerIdProvider {
+  readonly workerId: number;
+  readonly options: Readonly<StaticWorkerIdProviderOptions>;
+
+  constructor(workerId: number, options: StaticWorkerIdProviderOptions = {}) {
+    if (!Number.isSafeInteger(workerId) || workerId < 0) throw new IdmintError('BAD_REQUEST', `a static worker id must be a non-negative integer, got ${workerId}`, { details: { field: 'workerId' } });
+    this.workerId = workerId;
+    this.options = Object.freeze({ ...options });
+  }
+
+  async acquire({ maxWorkerId }: { maxWorkerId: number }): Promise<WorkerIdLease> {
+    checkWorkerIdRange(this.workerId, maxWorkerId, 'static configuration (IDMINT_WORKER_ID)');
+    const { dataDir } = this.options;
+    const mark = dataDir === undefined ? null : await LocalTimeMark.start({ ...this.options, dataDir, key: 'static', workerId: this.workerId, source: 'static' });
+    return new SimpleLease(this.workerId, 'static', mark);
+  }
+}

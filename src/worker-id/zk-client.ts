@@ -1,0 +1,157 @@
+import { EventEmitter } from 'node:events';
+import zookeeper from 'node-zookeeper-client';
+import type { Client, ClientOptions, Stat } from 'node-zookeeper-client';
+import { IdmintError, TimeoutError } from '../core/errors.js';
+import { silentLogger, type Logger } from '../log.js';
+
+export interface ZkClientOptions {
+  /** `host:port[,host:port]`, as in ZK_CONNECT. */
+  connect: string;
+  /** How long `connect()` waits for the first session. Default 5000 ms. */
+  connectTimeoutMs?: number;
+  /** How long one operation may wait (operations queue while disconnected). Default 5000 ms. */
+  operationTimeoutMs?: number;
+  /** Requested session timeout. Default 10000 ms. */
+  sessionTimeoutMs?: number;
+  /** Pause between connection attempts. Default 500 ms. */
+  spinDelayMs?: number;
+  /** Joins an existing session instead of opening one (used by tests to expire a session). */
+  session?: { id: Buffer; password: Buffer };
+  logger?: Logger;
+}
+
+export const ZK_CLIENT_DEFAULTS = Object.freeze({
+  connectTimeoutMs: 5000,
+  operationTimeoutMs: 5000,
+  sessionTimeoutMs: 10_000,
+  spinDelayMs: 500,
+});
+
+export const CreateMode = zookeeper.CreateMode;
+export const ZkException = zookeeper.Exception;
+
+/** True when `err` is a ZooKeeper exception with the given code (e.g. `ZkException.NO_NODE`). */
+export function isZkError(err: unknown, code: number): boolean {
+  return typeof err === 'object' && err !== null && typeof (err as { getCode?: unknown }).getCode === 'function' && (err as { getCode(): number }).getCode() === code;
+}
+
+/**
+ * A promise wrapper over node-zookeeper-client: connect with a deadline, per-operation deadlines
+ * (the library queues requests forever while disconnected), and `expired` / `disconnected` /
+ * `connected` events. An expired session never comes back: the owner opens a new ZkClient.
+ */
+export class ZkClient extends EventEmitter {
+  readonly options: Readonly<Required<Omit<ZkClientOptions, 'session' | 'logger'>>>;
+  private readonly client: Client;
+  private readonly logger: Logger;
+  private closed = false;
+
+  private constructor(options: ZkClientOptions) {
+    super();
+    if (!/^[^\s,:]+:\d{1,5}(,[^\s,:]+:\d{1,5})*(\/\S*)?$/.test(options.connect)) {
+      throw new IdmintError('BAD_REQUEST', `ZK_CONNECT must be host:port[,host:port], got "${options.connect}"`);
+    }
+    const { session: _session, logger: _logger, ...rest } = options;
+    this.options = Object.freeze({ ...ZK_CLIENT_DEFAULTS, ...stripUndefined(rest), connect: options.connect });
+    this.logger = (options.logger ?? silentLogger).child({ component: 'zookeeper' });
+    const clientOptions: ClientOptions = { sessionTimeout: this.options.sessionTimeoutMs, spinDelay: this.options.spinDelayMs, retries: 0 };
+    if (options.session) {
+      clientOptions.sessionId = options.session.id;
+      clientOptions.sessionPassword = options.session.password;
+    }
+    this.client = zookeeper.createClient(options.connect, clientOptions);
+    this.client.on('connected', () => this.emit('connected'));
+    this.client.on('disconnected', () => {
+      if (!this.closed) this.logger.warn({ connect: this.options.connect }, 'ZooKeeper connection lost; the client keeps retrying');
+      this.emit('disconnected');
+    });
+    this.client.on('expired', () => {
+      this.logger.warn({ connect: this.options.connect }, 'ZooKeeper session expired');
+      this.emit('expired');
+    });
+  }
+
+  /** Opens a session or throws NOT_READY naming the connect string (the client is closed then). */
+  static async connect(options: ZkClientOptions): Promise<ZkClient> {
+    const zk = new ZkClient(options);
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        zk.close();
+        reject(
+          new IdmintError('NOT_READY', `ZooKeeper at ZK_CONNECT=${zk.options.connect} did not accept a session within ${zk.options.connectTimeoutMs} ms`, {
+            details: { connect: zk.options.connect },
+          }),
+        );
+      }, zk.options.connectTimeoutMs);
+      zk.client.once('connected', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+      zk.client.connect();
+    });
+    return zk;
+  }
+
+  get session(): { id: Buffer; password: Buffer } {
+    return { id: this.client.getSessionId(), password: this.client.getSessionPassword() };
+  }
+
+  get connected(): boolean {
+    return this.client.getState() === zookeeper.State.SYNC_CONNECTED;
+  }
+
+  /** Creates a node; returns the actual path (with the sequence suffix for sequential modes). */
+  create(path: string, data: Buffer | null, mode: number = CreateMode.PERSISTENT): Promise<string> {
+    return this.call(`create ${path}`, (cb) => this.client.create(path, data, mode, (err, p) => cb(err, p)));
+  }
+
+  /** Creates `path` and its missing parents as persistent nodes. */
+  mkdirp(path: string): Promise<string> {
+    return this.call(`mkdirp ${path}`, (cb) => this.client.mkdirp(path, (err, p) => cb(err, p)));
+  }
+
+  getData(path: string): Promise<{ data: Buffer | undefined; stat: Stat }> {
+    return this.call(`getData ${path}`, (cb) => this.client.getData(path, (err, data, stat) => cb(err, { data, stat })));
+  }
+
+  setData(path: string, data: Buffer, version = -1): Promise<Stat> {
+    return this.call(`setData ${path}`, (cb) => this.client.setData(path, data, version, (err, stat) => cb(err, stat)));
+  }
+
+  /** The node's stat, or null when it does not exist. */
+  exists(path: string): Promise<Stat | null> {
+    return this.call(`exists ${path}`, (cb) => this.client.exists(path, (err, stat) => cb(err, stat)));
+  }
+
+  getChildren(path: string): Promise<string[]> {
+    return this.call(`getChildren ${path}`, (cb) => this.client.getChildren(path, (err, children) => cb(err, children)));
+  }
+
+  remove(path: string, version = -1): Promise<void> {
+    return this.call(`remove ${path}`, (cb) => this.client.remove(path, version, (err) => cb(err, undefined)));
+  }
+
+  /** Idempotent. Ends the session (ephemeral nodes go; idmint uses none). */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.client.close();
+  }
+
+  private call<T>(what: string, run: (cb: (err: Error | null, value: T) => void) => void): Promise<T> {
+    if (this.closed) return Promise.reject(new IdmintError('NOT_READY', `ZooKeeper ${what}: client is closed`));
+    const timeoutMs = this.options.operationTimeoutMs;
+    return new Promise<T>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new TimeoutError(`ZooKeeper ${what}`, timeoutMs)), timeoutMs);
+      run((err, value) => {
+        clearTimeout(timer);
+        if (err) reject(err);
+        else resolve(value);
+      });
+    });
+  }
+}
+
+function stripUndefined<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
