@@ -1,0 +1,271 @@
+/**
+ * Leaf's segment double buffer: serve IDs from the current segment while the next one loads in
+ * the background, so callers wait only when both halves are empty. The step adapts to demand.
+ */
+import { IdmintError, TimeoutError } from './errors.js';
+import type { Clock, Segment } from './types.js';
+import { MAX_SEGMENT_ID, systemClock } from './types.js';
+import { silentLogger, type Logger } from '../log.js';
+
+export interface SegmentBufferOptions {
+  bizTag: string;
+  /** The tag's step: the first segments use it and the step never shrinks below it. */
+  baseStep: number;
+  /** Largest step the buffer grows to. Default max(baseStep, 1,000,000), Leaf's MAX_STEP. */
+  maxStep?: number;
+  /** Takes one fresh segment; each call must return a new range (invariant 3). */
+  allocate: (bizTag: string, step: number) => Promise<Segment>;
+  /** Used for step durations only; wait timeouts are real timers. Default the system clock. */
+  clock?: Clock;
+  /** Fraction of the current segment used before the next one loads. Default 0.1 (Leaf). */
+  loadAt?: number;
+  /** How long a caller waits when both halves are empty before TIMEOUT. Default 3000 ms. */
+  waitTimeoutMs?: number;
+  /** After a failed background load, how long before the background tries again. Default 1000 ms. */
+  retryDelayMs?: number;
+  /** Segments lasting less than this double the next step. Default 15 minutes (Leaf). */
+  growBelowMs?: number;
+  /** Segments lasting more than this halve the next step. Default 30 minutes (Leaf). */
+  shrinkAboveMs?: number;
+  logger?: Logger;
+}
+
+export const SEGMENT_BUFFER_DEFAULTS = Object.freeze({
+  loadAt: 0.1,
+  waitTimeoutMs: 3000,
+  retryDelayMs: 1000,
+  growBelowMs: 15 * 60_000,
+  shrinkAboveMs: 30 * 60_000,
+  leafMaxStep: 1_000_000,
+});
+
+type ResolvedOptions = Readonly<Required<Omit<SegmentBufferOptions, 'logger'>>>;
+
+function invalid(message: string): IdmintError {
+  return new IdmintError('BAD_REQUEST', message);
+}
+
+function resolveOptions(options: SegmentBufferOptions): ResolvedOptions {
+  const o = {
+    ...SEGMENT_BUFFER_DEFAULTS,
+    clock: systemClock,
+    maxStep: Math.max(options.baseStep, SEGMENT_BUFFER_DEFAULTS.leafMaxStep),
+    ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)),
+  } as unknown as Required<SegmentBufferOptions>;
+  if (typeof o.bizTag !== 'string' || o.bizTag === '') throw invalid('segment buffer needs a bizTag');
+  if (!Number.isSafeInteger(o.baseStep) || o.baseStep < 1) throw invalid(`baseStep must be a positive integer, got ${o.baseStep}`);
+  if (!Number.isSafeInteger(o.maxStep) || o.maxStep < o.baseStep) throw invalid(`maxStep must be an integer ≥ baseStep (${o.baseStep}), got ${o.maxStep}`);
+  if (typeof o.allocate !== 'function') throw invalid('segment buffer needs an allocate(bizTag, step) function');
+  if (!(o.loadAt >= 0 && o.loadAt < 1)) throw invalid(`loadAt must be in [0, 1), got ${o.loadAt}`);
+  if (!(o.waitTimeoutMs > 0)) throw invalid(`waitTimeoutMs must be positive, got ${o.waitTimeoutMs}`);
+  if (!(o.retryDelayMs >= 0)) throw invalid(`retryDelayMs must be ≥ 0, got ${o.retryDelayMs}`);
+  if (!(o.growBelowMs <= o.shrinkAboveMs)) throw invalid('growBelowMs must not exceed shrinkAboveMs');
+  return Object.freeze({
+    bizTag: o.bizTag,
+    baseStep: o.baseStep,
+    maxStep: o.maxStep,
+    allocate: o.allocate,
+    clock: o.clock,
+    loadAt: o.loadAt,
+    waitTimeoutMs: o.waitTimeoutMs,
+    retryDelayMs: o.retryDelayMs,
+    growBelowMs: o.growBelowMs,
+    shrinkAboveMs: o.shrinkAboveMs,
+  });
+}
+
+export class SegmentBuffer {
+  readonly options: ResolvedOptions;
+  private readonly log: Logger;
+  // The current half: the next value to hand out, its inclusive end, and where the next load starts.
+  private cur = 1;
+  private end = 0;
+  private loadMark = Infinity;
+  private ready: Segment | null = null;
+  private loading: Promise<void> | null = null;
+  private nextStep: number;
+  private lastAllocAt: number | undefined;
+  private retryAt = 0;
+  // Highest ID ever accepted: a segment at or below it would repeat IDs (invariant 1).
+  private highWater = 0;
+  private closed = false;
+  private readonly waiters = new Set<(err: Error) => void>();
+
+  constructor(options: SegmentBufferOptions) {
+    this.options = resolveOptions(options);
+    this.nextStep = this.options.baseStep;
+    this.log = (options.logger ?? silentLogger).child({ component: 'segment-buffer', bizTag: this.options.bizTag });
+  }
+
+  /** The step the next allocation will ask for. */
+  get step(): number {
+    return this.nextStep;
+  }
+
+  /** IDs ready in both halves, without waiting. */
+  depth(): number {
+    const current = Math.max(0, this.end - this.cur + 1);
+    return current + (this.ready ? this.ready.end - this.ready.start + 1 : 0);
+  }
+
+  /** The sync fast path: an ID when one is in memory, else undefined (and a load is started). */
+  tryNext(): number | undefined {
+    const v = this.cur;
+    if (v <= this.end) {
+      this.cur = v + 1;
+      if (v >= this.loadMark) this.loadInBackground();
+      return v;
+    }
+    return this.switchAndTake();
+  }
+
+  async next(): Promise<number> {
+    const v = this.tryNext();
+    if (v !== undefined) return v;
+    const [id] = await this.nextBatch(1);
+    return id as number;
+  }
+
+  /** `n` IDs, across segment boundaries. On failure the IDs already taken are dropped (a gap, never a repeat). */
+  async nextBatch(n: number): Promise<number[]> {
+    if (!Number.isSafeInteger(n) || n < 0) throw invalid(`count must be a non-negative integer, got ${n}`);
+    const out: number[] = [];
+    const deadline = Date.now() + this.options.waitTimeoutMs;
+    while (out.length < n) {
+      if (this.closed) throw this.closedError();
+      const take = Math.min(n - out.length, this.end - this.cur + 1);
+      if (take > 0) {
+        const from = this.cur;
+        this.cur += take;
+        for (let i = 0; i < take; i++) out.push(from + i);
+        if (this.cur - 1 >= this.loadMark) this.loadInBackground();
+        continue;
+      }
+      if (this.ready) {
+        this.install(this.ready);
+        continue;
+      }
+      await this.waitForLoad(deadline);
+    }
+    return out;
+  }
+
+  /** Stops serving: buffered IDs are dropped and waiting callers get NOT_READY. */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.cur = 1;
+    this.end = 0;
+    this.ready = null;
+    const err = this.closedError();
+    for (const reject of this.waiters) reject(err);
+    this.waiters.clear();
+  }
+
+  private closedError(): IdmintError {
+    return new IdmintError('NOT_READY', `segment buffer for biz tag "${this.options.bizTag}" is closed`, { retriable: false });
+  }
+
+  private switchAndTake(): number | undefined {
+    if (this.closed) return undefined;
+    if (this.ready) {
+      this.install(this.ready);
+      return this.tryNext();
+    }
+    if (this.options.clock.now() >= this.retryAt) this.loadInBackground();
+    return undefined;
+  }
+
+  private install(segment: Segment): void {
+    this.ready = null;
+    this.cur = segment.start;
+    this.end = segment.end;
+    this.loadMark = segment.start + Math.floor((segment.end - segment.start + 1) * this.options.loadAt);
+  }
+
+  private loadInBackground(): void {
+    // One load at a time, and none while the other half is full.
+    if (this.closed || this.loading || this.ready) {
+      this.loadMark = Infinity;
+      return;
+    }
+    if (this.options.clock.now() < this.retryAt) return;
+    this.loadMark = Infinity;
+    this.load().catch(() => {
+      // Logged in load(); the next call retries after retryDelayMs, a blocked caller at once.
+      if (!this.closed && this.end >= this.cur) this.loadMark = this.cur;
+    });
+  }
+
+  private load(): Promise<void> {
+    if (this.loading) return this.loading;
+    const { clock, allocate, bizTag } = this.options;
+    const now = clock.now();
+    const step = this.adaptStep(now);
+    this.lastAllocAt = now;
+    const loading = (async () => {
+      try {
+        const segment = await allocate(bizTag, step);
+        this.check(segment);
+        if (this.closed) return;
+        this.highWater = segment.end;
+        this.ready = segment;
+        this.log.debug({ start: segment.start, end: segment.end, step }, 'segment loaded');
+      } catch (err) {
+        this.retryAt = clock.now() + this.options.retryDelayMs;
+        this.log.warn({ err, step }, 'segment allocation failed');
+        throw err;
+      } finally {
+        this.loading = null;
+      }
+    })();
+    this.loading = loading;
+    return loading;
+  }
+
+  /** Leaf's rule: time since the previous allocation decides the next step. */
+  private adaptStep(now: number): number {
+    const { baseStep, maxStep, growBelowMs, shrinkAboveMs } = this.options;
+    if (this.lastAllocAt !== undefined) {
+      const lasted = now - this.lastAllocAt;
+      if (lasted < growBelowMs) this.nextStep = Math.min(maxStep, this.nextStep * 2);
+      else if (lasted > shrinkAboveMs) this.nextStep = Math.max(baseStep, Math.floor(this.nextStep / 2));
+    }
+    return this.nextStep;
+  }
+
+  private check(segment: Segment): void {
+    const { start, end } = segment ?? ({} as Segment);
+    if (!Number.isSafeInteger(start) || !Number.isSafeInteger(end) || start < 1 || start > end || end > MAX_SEGMENT_ID) {
+      throw new IdmintError('NOT_READY', `allocator returned an invalid segment [${start}, ${end}] for biz tag "${this.options.bizTag}"`, { retriable: false });
+    }
+    if (start <= this.highWater) {
+      throw new IdmintError('NOT_READY', `allocator returned segment [${start}, ${end}] for biz tag "${this.options.bizTag}" overlapping IDs up to ${this.highWater} already served; refusing to repeat IDs`, {
+        retriable: false,
+      });
+    }
+  }
+
+  private async waitForLoad(deadline: number): Promise<void> {
+    const remaining = deadline - Date.now();
+    const { waitTimeoutMs, bizTag } = this.options;
+    const what = `allocating a segment of ${this.nextStep} IDs for biz tag "${bizTag}" (both halves of its buffer are empty)`;
+    if (remaining <= 0) throw new TimeoutError(what, waitTimeoutMs);
+    const loading = this.load();
+    let timer: NodeJS.Timeout | undefined;
+    let rejectWaiter: ((err: Error) => void) | undefined;
+    try {
+      await Promise.race([
+        loading,
+        new Promise<never>((_, reject) => {
+          rejectWaiter = reject;
+          this.waiters.add(reject);
+          timer = setTimeout(() => reject(new TimeoutError(what, waitTimeoutMs)), remaining);
+        }),
+      ]);
+    } finally {
+      clearTimeout(timer);
+      if (rejectWaiter) this.waiters.delete(rejectWaiter);
+    }
+  }
+}

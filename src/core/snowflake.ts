@@ -1,0 +1,174 @@
+/**
+ * Leaf's Snowflake generator: time | worker | sequence with a random sequence start per tick,
+ * overflow waits for the next tick, and small clock steps back are waited out (invariant 6).
+ */
+import { ClockBackwardsError, IdmintError } from './errors.js';
+import type { Layout } from './layout.js';
+import { LEAF_LAYOUT } from './layout.js';
+import type { Clock } from './types.js';
+import { systemClock } from './types.js';
+import { silentLogger, type Logger } from '../log.js';
+
+export interface SnowflakeOptions {
+  /** This process's worker id, in [0, layout.maxWorkerId]. */
+  workerId: number;
+  /** Datacenter/rack id for layouts with datacenter bits. Default 0. */
+  datacenterId?: number;
+  /** Default LEAF_LAYOUT. */
+  layout?: Layout;
+  /** Default the system clock. */
+  clock?: Clock;
+  /** Returns [0, 1); picks each tick's first sequence. Default Math.random. */
+  random?: () => number;
+  /** Largest step back waited out; more throws CLOCK_BACKWARDS. Default 5 ms (Leaf). */
+  maxBackwardsMs?: number;
+  /** Blocks the thread for `ms`; injected so tests can move a fake clock. Default Atomics.wait. */
+  sleep?: (ms: number) => void;
+  logger?: Logger;
+}
+
+export const SNOWFLAKE_DEFAULTS = Object.freeze({
+  datacenterId: 0,
+  maxBackwardsMs: 5,
+  /** Each tick starts its sequence in [0, 100) so low-traffic IDs are not all even (Leaf). */
+  randomStartBound: 100,
+  /** A layout with less than this left is logged as a warning at start. */
+  warnBeforeExhaustionMs: 365 * 24 * 3600_000,
+});
+
+const sleepCell = new Int32Array(new SharedArrayBuffer(4));
+/** Sleeps without spinning a core; fine on Node's main thread. */
+export function sleepSync(ms: number): void {
+  if (ms > 0) Atomics.wait(sleepCell, 0, 0, ms);
+}
+
+/**
+ * Checks a time-based layout against the clock before a generator starts: refuses before
+ * `layout.safeFrom` (IDs < 2^53, invariant 4) and at or after `layout.exhaustsAt`; warns within a year.
+ */
+export function assertLayoutUsable(layout: Layout, now: number, log: Logger): void {
+  if (now < layout.safeFrom.getTime()) {
+    throw new IdmintError(
+      'CLOCK_BACKWARDS',
+      `clock reads ${new Date(now).toISOString()}, before ${layout.safeFrom.toISOString()} when layout "${layout.name}" (epoch ${layout.epoch.toISOString()}) yields IDs ≥ 2^53; fix the clock or choose an earlier epoch`,
+      { retriable: false, details: { nowMs: now, safeFromMs: layout.safeFrom.getTime() } },
+    );
+  }
+  const left = layout.exhaustsAt.getTime() - now;
+  if (left <= 0) {
+    throw new IdmintError('BAD_REQUEST', `layout "${layout.name}" ran out of time bits on ${layout.exhaustsAt.toISOString()}; configure a later epoch or more time bits`, {
+      details: { field: 'epoch', exhaustsAt: layout.exhaustsAt.toISOString() },
+    });
+  }
+  if (left < SNOWFLAKE_DEFAULTS.warnBeforeExhaustionMs) {
+    log.warn({ layout: layout.name, exhaustsAt: layout.exhaustsAt.toISOString() }, 'ID layout runs out of time bits within a year; plan a new epoch');
+  }
+}
+
+export function assertIdInRange(name: string, value: number, max: number): void {
+  if (!Number.isSafeInteger(value) || value < 0 || value > max) {
+    throw new IdmintError('WORKER_ID_UNAVAILABLE', `${name} ${value} does not fit the layout: it must be in [0, ${max}]`, { details: { [name]: value, max } });
+  }
+}
+
+export class SnowflakeGenerator {
+  readonly layout: Layout;
+  readonly workerId: number;
+  readonly datacenterId: number;
+  private readonly clock: Clock;
+  private readonly random: () => number;
+  private readonly sleep: (ms: number) => void;
+  private readonly maxBackwardsMs: number;
+  private readonly startBound: number;
+  private readonly maxSequence: number;
+  private readonly timeShift: bigint;
+  private readonly fixedBits: bigint;
+  // Sequence values as bigints, so the hot path allocates one bigint per ID.
+  private readonly seqTable: bigint[];
+  private lastMs = -Infinity;
+  private lastDelta = -1;
+  private sequence = 0;
+  private base = 0n;
+
+  constructor(options: SnowflakeOptions) {
+    const layout = options.layout ?? LEAF_LAYOUT;
+    const clock = options.clock ?? systemClock;
+    const log = (options.logger ?? silentLogger).child({ component: 'snowflake' });
+    const datacenterId = options.datacenterId ?? SNOWFLAKE_DEFAULTS.datacenterId;
+    assertIdInRange('workerId', options.workerId, layout.maxWorkerId);
+    assertIdInRange('datacenterId', datacenterId, layout.maxDatacenterId);
+    const maxBackwardsMs = options.maxBackwardsMs ?? SNOWFLAKE_DEFAULTS.maxBackwardsMs;
+    if (!(maxBackwardsMs >= 0)) throw new IdmintError('BAD_REQUEST', `maxBackwardsMs must be ≥ 0, got ${maxBackwardsMs}`);
+    assertLayoutUsable(layout, clock.now(), log);
+    this.layout = layout;
+    this.workerId = options.workerId;
+    this.datacenterId = datacenterId;
+    this.clock = clock;
+    this.random = options.random ?? Math.random;
+    this.sleep = options.sleep ?? sleepSync;
+    this.maxBackwardsMs = maxBackwardsMs;
+    this.startBound = Math.min(SNOWFLAKE_DEFAULTS.randomStartBound, layout.maxSequence + 1);
+    this.maxSequence = layout.maxSequence;
+    this.timeShift = BigInt(layout.timeShift);
+    this.fixedBits = (BigInt(datacenterId) << BigInt(layout.datacenterShift)) | (BigInt(options.workerId) << BigInt(layout.workerShift));
+    this.seqTable = Array.from({ length: layout.maxSequence + 1 }, (_, i) => BigInt(i));
+    log.info({ workerId: this.workerId, datacenterId, layout: layout.name }, 'snowflake generator ready');
+  }
+
+  nextId(): bigint {
+    let now = this.clock.now();
+    if (now < this.lastMs) now = this.waitOutBackwards(now);
+    const delta = this.layout.unitMs === 1 ? now - this.layout.epochMs : this.layout.deltaAt(now);
+    if (delta === this.lastDelta) {
+      const s = this.sequence + 1;
+      if (s > this.maxSequence) {
+        // Never wrap inside one tick: that would repeat the tick's first IDs.
+        this.startTick(this.tilNextTick());
+      } else {
+        this.sequence = s;
+      }
+    } else {
+      this.lastMs = now;
+      this.startTick(delta);
+    }
+    return this.base + (this.seqTable[this.sequence] as bigint);
+  }
+
+  nextIds(n: number): bigint[] {
+    if (!Number.isSafeInteger(n) || n < 0) throw new IdmintError('BAD_REQUEST', `count must be a non-negative integer, got ${n}`);
+    const out = new Array<bigint>(n);
+    for (let i = 0; i < n; i++) out[i] = this.nextId();
+    return out;
+  }
+
+  private startTick(delta: number): void {
+    if (delta > this.layout.maxDelta) {
+      throw new IdmintError('BAD_REQUEST', `layout "${this.layout.name}" ran out of time bits on ${this.layout.exhaustsAt.toISOString()}`, { details: { field: 'epoch' } });
+    }
+    this.lastDelta = delta;
+    this.sequence = Math.floor(this.random() * this.startBound);
+    this.base = (BigInt(delta) << this.timeShift) | this.fixedBits;
+  }
+
+  /** Leaf waits twice the offset once, then gives up if the clock is still behind. */
+  private waitOutBackwards(now: number): number {
+    const offset = this.lastMs - now;
+    if (offset > this.maxBackwardsMs) throw new ClockBackwardsError(this.lastMs, now);
+    this.sleep(offset * 2);
+    const after = this.clock.now();
+    if (after < this.lastMs) throw new ClockBackwardsError(this.lastMs, after);
+    return after;
+  }
+
+  private tilNextTick(): number {
+    for (;;) {
+      let now = this.clock.now();
+      if (now < this.lastMs) now = this.waitOutBackwards(now);
+      const delta = this.layout.deltaAt(now);
+      if (delta > this.lastDelta) {
+        this.lastMs = now;
+        return delta;
+      }
+    }
+  }
+}

@@ -1,0 +1,122 @@
+/**
+ * uid-generator's DefaultUidGenerator: seconds | worker | sequence. A clock step back throws
+ * (seconds are too coarse to wait out); sequence overflow waits for the next second.
+ */
+import { ClockBackwardsError, IdmintError } from './errors.js';
+import type { Layout } from './layout.js';
+import { UID_LAYOUT } from './layout.js';
+import { assertIdInRange, assertLayoutUsable, sleepSync } from './snowflake.js';
+import type { Clock } from './types.js';
+import { systemClock } from './types.js';
+import { silentLogger, type Logger } from '../log.js';
+
+export interface UidGeneratorOptions {
+  /** In [0, layout.maxWorkerId]. uid-generator assumes a fresh worker id per start (see WORKER_NODE). */
+  workerId: number;
+  /** Datacenter/rack id for layouts with datacenter bits. Default 0. */
+  datacenterId?: number;
+  /** Default UID_LAYOUT (28 s / 22 worker / 13 sequence, epoch 2025-01-01). */
+  layout?: Layout;
+  /** Default the system clock. */
+  clock?: Clock;
+  /** Blocks the thread while waiting for the next second. Default Atomics.wait. */
+  sleep?: (ms: number) => void;
+  logger?: Logger;
+}
+
+/** Shared set-up of the two uid generators: validated ids, the fixed bits, a bigint per sequence. */
+export abstract class UidGeneratorBase {
+  readonly layout: Layout;
+  readonly workerId: number;
+  readonly datacenterId: number;
+  protected readonly clock: Clock;
+  protected readonly log: Logger;
+  protected readonly timeShift: bigint;
+  protected readonly fixedBits: bigint;
+  protected readonly seqTable: bigint[];
+
+  constructor(options: UidGeneratorOptions, component: string) {
+    const layout = options.layout ?? UID_LAYOUT;
+    const datacenterId = options.datacenterId ?? 0;
+    assertIdInRange('workerId', options.workerId, layout.maxWorkerId);
+    assertIdInRange('datacenterId', datacenterId, layout.maxDatacenterId);
+    this.layout = layout;
+    this.workerId = options.workerId;
+    this.datacenterId = datacenterId;
+    this.clock = options.clock ?? systemClock;
+    this.log = (options.logger ?? silentLogger).child({ component });
+    assertLayoutUsable(layout, this.clock.now(), this.log);
+    this.timeShift = BigInt(layout.timeShift);
+    this.fixedBits = (BigInt(datacenterId) << BigInt(layout.datacenterShift)) | (BigInt(options.workerId) << BigInt(layout.workerShift));
+    this.seqTable = Array.from({ length: layout.maxSequence + 1 }, (_, i) => BigInt(i));
+  }
+
+  abstract getUid(): bigint;
+
+  getUids(n: number): bigint[] {
+    if (!Number.isSafeInteger(n) || n < 0) throw new IdmintError('BAD_REQUEST', `count must be a non-negative integer, got ${n}`);
+    const out = new Array<bigint>(n);
+    for (let i = 0; i < n; i++) out[i] = this.getUid();
+    return out;
+  }
+
+  /** uid-generator's parseUID: every field, time as ISO. */
+  parseUid(uid: bigint): ReturnType<Layout['decode']> {
+    return this.layout.decode(uid);
+  }
+
+  protected exhausted(): IdmintError {
+    return new IdmintError('BAD_REQUEST', `layout "${this.layout.name}" ran out of time bits on ${this.layout.exhaustsAt.toISOString()}`, { details: { field: 'epoch' } });
+  }
+}
+
+export class DefaultUidGenerator extends UidGeneratorBase {
+  private readonly sleep: (ms: number) => void;
+  private lastSecond = -1;
+  private lastMs = -Infinity;
+  private sequence = 0;
+  private base = 0n;
+
+  constructor(options: UidGeneratorOptions) {
+    super(options, 'uid');
+    this.sleep = options.sleep ?? sleepSync;
+  }
+
+  getUid(): bigint {
+    const now = this.clock.now();
+    const second = this.layout.deltaAt(now);
+    if (second < this.lastSecond) throw new ClockBackwardsError(this.lastMs, now);
+    if (second === this.lastSecond) {
+      if (this.sequence < this.layout.maxSequence) {
+        this.sequence += 1;
+      } else {
+        // Never wrap inside one second: wait for the next one.
+        this.startSecond(this.waitNextSecond());
+      }
+    } else {
+      this.lastMs = now;
+      this.startSecond(second);
+    }
+    return this.base + (this.seqTable[this.sequence] as bigint);
+  }
+
+  private startSecond(second: number): void {
+    if (second > this.layout.maxDelta) throw this.exhausted();
+    this.lastSecond = second;
+    this.sequence = 0;
+    this.base = (BigInt(second) << this.timeShift) | this.fixedBits;
+  }
+
+  private waitNextSecond(): number {
+    for (;;) {
+      const now = this.clock.now();
+      const second = this.layout.deltaAt(now);
+      if (second > this.lastSecond) {
+        this.lastMs = now;
+        return second;
+      }
+      if (now < this.lastMs) throw new ClockBackwardsError(this.lastMs, now);
+      this.sleep(Math.max(1, this.layout.epochMs + (this.lastSecond + 1) * this.layout.unitMs - now));
+    }
+  }
+}
