@@ -61,6 +61,10 @@ export const envSchema = z.object({
   IDMINT_POOL_SECONDS: int(1, 86_400).default(60),
   /** Kafka request topic partitions, used by `idmint kafka init`. Default 4. */
   IDMINT_KAFKA_PARTITIONS: int(1, 1000).default(4),
+  /** App number embedded in sharded-mode IDs (8 bits). Default 0. */
+  IDMINT_APP_ID: int(0, 255).default(0),
+  /** When set, `GET /v1/ids` requires `gatePass=<this>` (Tinyid's token). */
+  IDMINT_GATE_PASS: z.string().min(1).optional(),
   /** Static worker id (skips ZooKeeper and the file). */
   IDMINT_WORKER_ID: int(0, 4_194_303).optional(),
   /** The address this process advertises for its ZooKeeper worker node. Default IDMINT_HOST:IDMINT_PORT. */

@@ -2,6 +2,12 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import type { BizStore, IdSourceName, Segment } from './core/types.js';
 import { isIdmintError } from './core/errors.js';
 
+export interface DepthReading {
+  bizTag: string;
+  shard: number;
+  depth: number;
+}
+
 /**
  * The dispenser's Prometheus metrics, on an injected registry (one per process, or one per
  * test). Transports and pools register their own metrics on the same registry.
@@ -14,6 +20,8 @@ export class DispenserMetrics {
   readonly allocations: Counter<'biz_tag'>;
   readonly allocationSeconds: Histogram<'biz_tag'>;
   readonly bufferDepth: Gauge<'biz_tag' | 'shard'>;
+  /** Read at scrape time for idmint_buffer_depth. */
+  depthSource: (() => DepthReading[]) | undefined;
 
   constructor(registry: Registry = new Registry(), options: { defaultMetrics?: boolean } = {}) {
     this.registry = registry;
@@ -29,7 +37,17 @@ export class DispenserMetrics {
       buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
       registers: [registry],
     });
-    this.bufferDepth = new Gauge({ name: 'idmint_buffer_depth', help: 'IDs ready in in-memory double buffers', labelNames: ['biz_tag', 'shard'], registers: [registry] });
+    const depths = (): DepthReading[] => this.depthSource?.() ?? [];
+    this.bufferDepth = new Gauge({
+      name: 'idmint_buffer_depth',
+      help: 'IDs ready in in-memory double buffers',
+      labelNames: ['biz_tag', 'shard'],
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const { bizTag, shard, depth } of depths()) this.set({ biz_tag: bizTag, shard: String(shard) }, depth);
+      },
+    });
   }
 
   recordIssued(bizTag: string, source: IdSourceName, count: number): void {

@@ -1,5 +1,7 @@
 import { Command } from 'commander';
 import { isIdmintError } from '../core/errors.js';
+import { registerClientCommands } from './client-commands.js';
+import { registerServeCommand } from './serve.js';
 
 /**
  * The `idmint` command. Each subcommand lives in its own module under src/cli/ and registers
@@ -12,6 +14,8 @@ export function buildProgram(): Command {
     .description('Distributed ID dispenser: segments, pools, refills, Kafka request/reply, Snowflake fallback')
     .version('0.1.0')
     .showHelpAfterError('(run `idmint --help` for the list of commands)');
+  registerServeCommand(program);
+  registerClientCommands(program);
   return program;
 }
 

@@ -53,10 +53,10 @@ export async function idRoutes(app: FastifyInstance, options: IdRoutesOptions): 
     const id = parseId(request.query.snowflakeId, 'snowflakeId');
     const fields = decode(id, null);
     // Leaf's shape: timestamp "<ms>(<local time>)", workerId, sequenceId, all strings.
-    const ms = typeof fields.timestampMs === 'number' ? fields.timestampMs : Date.parse(String(fields.time));
+    const ms = Number(fields.timestamp);
     return {
       timestamp: `${ms}(${new Date(ms).toISOString()})`,
-      workerId: String(fields.workerId ?? ''),
+      workerId: String(fields.worker ?? ''),
       sequenceId: String(fields.sequence ?? ''),
     };
   });

@@ -1,4 +1,4 @@
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Registry } from 'prom-client';
 import type { BizStore, BizTag } from '../core/types.js';
 import type { Dispenser } from '../dispenser.js';
@@ -41,7 +41,7 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
   const app: FastifyInstance = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
     // Per-request info logs would cost more than serving an ID; failures are logged by the error handler.
-    disableRequestLogging: true,
+    logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: options.bodyLimit ?? 64 * 1024,
     return503OnClosing: true,
     forceCloseConnections: 'idle',

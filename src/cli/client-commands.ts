@@ -1,0 +1,77 @@
+import type { Command } from 'commander';
+import { BadRequestError } from '../core/errors.js';
+import { call, targetFrom } from './http-client.js';
+
+const print = (value: unknown): void => void process.stdout.write(`${typeof value === 'string' ? value : JSON.stringify(value, null, 2)}\n`);
+
+function positiveInt(name: string, max = Number.MAX_SAFE_INTEGER) {
+  return (raw: string): number => {
+    if (!/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > max) throw new BadRequestError(`${name} must be an integer from 1 to ${max}, got "${raw}"`, name);
+    return Number(raw);
+  };
+}
+
+function nullableLimit(raw: string): number | null {
+  if (raw === 'none' || raw === 'null') return null;
+  return positiveInt('--max-limit')(raw);
+}
+
+interface TargetFlags {
+  url?: string;
+  token?: string;
+}
+
+function withTarget(command: Command): Command {
+  return command.option('--url <url>', 'server URL (default $IDMINT_URL or http://127.0.0.1:$IDMINT_PORT)').option('--token <token>', 'admin token (default $IDMINT_ADMIN_TOKEN)');
+}
+
+/** `idmint biz ...`, `idmint get`, `idmint decode`: thin clients of a running server's HTTP API. */
+export function registerClientCommands(program: Command): void {
+  const biz = program.command('biz').description('create, list, update and delete business tags on a running server');
+
+  const tagFlags = (command: Command): Command =>
+    command
+      .option('--mode <mode>', 'segment | snowflake | uid | sharded')
+      .option('--step <n>', 'segment size', positiveInt('--step'))
+      .option('--max-limit <n|none>', 'largest ID ever issued, or none', nullableLimit)
+      .option('--shards <n>', 'shards (sharded mode)', positiveInt('--shards', 64))
+      .option('--fallback <policy>', 'segment | snowflake | error')
+      .option('--pool <kind>', 'auto | memory | redis-list | redis-counter | kafka')
+      .option('--description <text>', 'free text');
+
+  const pickTagFields = (o: Record<string, unknown>): Record<string, unknown> =>
+    Object.fromEntries(Object.entries(o).filter(([k, v]) => v !== undefined && !['url', 'token'].includes(k)));
+
+  withTarget(tagFlags(biz.command('create <bizTag>').description('create a tag'))).action(async (bizTag: string, o: TargetFlags & Record<string, unknown>) => {
+    print(await call(targetFrom(o), 'POST', '/v1/biz', { bizTag, ...pickTagFields(o) }));
+  });
+  withTarget(biz.command('list').description('list tags')).action(async (o: TargetFlags) => {
+    const { tags } = await call<{ tags: Array<Record<string, unknown>> }>(targetFrom(o), 'GET', '/v1/biz');
+    if (tags.length === 0) return print('no tags yet: create one with `idmint biz create <bizTag>`');
+    for (const t of tags) print(`${String(t.bizTag).padEnd(24)} ${String(t.mode).padEnd(10)} step=${t.step} fallback=${t.fallback} pool=${t.pool}`);
+  });
+  withTarget(tagFlags(biz.command('update <bizTag>').description('change a tag'))).action(async (bizTag: string, o: TargetFlags & Record<string, unknown>) => {
+    const patch = pickTagFields(o);
+    if (Object.keys(patch).length === 0) throw new BadRequestError('nothing to change: pass at least one of --mode, --step, --max-limit, --shards, --fallback, --pool, --description');
+    print(await call(targetFrom(o), 'PATCH', `/v1/biz/${encodeURIComponent(bizTag)}`, patch));
+  });
+  withTarget(biz.command('delete <bizTag>').description('delete a tag (its counter is kept, so IDs never repeat)')).action(async (bizTag: string, o: TargetFlags) => {
+    await call(targetFrom(o), 'DELETE', `/v1/biz/${encodeURIComponent(bizTag)}`);
+    print(`deleted ${bizTag}`);
+  });
+
+  withTarget(program.command('get <bizTag>').description('fetch IDs from a running server'))
+    .option('-n, --count <n>', 'how many', positiveInt('--count'), 1)
+    .option('--json', 'print the whole JSON answer')
+    .action(async (bizTag: string, o: TargetFlags & { count: number; json?: boolean }) => {
+      const result = await call<{ ids: string[]; source: string }>(targetFrom(o), 'GET', `/v1/ids/${encodeURIComponent(bizTag)}?count=${o.count}`);
+      print(o.json ? result : result.ids.join('\n'));
+    });
+
+  withTarget(program.command('decode <id>').description("decode an ID's fields (time, worker, sequence) on a running server"))
+    .option('--biz-tag <bizTag>', "decode by this tag's layout")
+    .action(async (id: string, o: TargetFlags & { bizTag?: string }) => {
+      const query = o.bizTag ? `?bizTag=${encodeURIComponent(o.bizTag)}` : '';
+      print(await call(targetFrom(o), 'GET', `/v1/decode/${encodeURIComponent(id)}${query}`));
+    });
+}

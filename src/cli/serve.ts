@@ -1,0 +1,59 @@
+import type { Command } from 'commander';
+import { loadConfig } from '../config.js';
+import { createLogger } from '../log.js';
+import { startRuntime } from '../runtime.js';
+
+/** How long a graceful stop may take before the process exits anyway. */
+export const CLOSE_DEADLINE_MS = 10_000;
+
+/** `idmint serve`: every role this config allows, in one process, until SIGINT or SIGTERM. */
+export function registerServeCommand(program: Command): void {
+  program
+    .command('serve')
+    .description('serve IDs over HTTP (embedded PGlite and in-memory pools unless DATABASE_URL, REDIS_URL, ... are set)')
+    .option('-p, --port <port>', 'HTTP port (default $IDMINT_PORT or 8080)')
+    .option('--host <host>', 'bind address (default $IDMINT_HOST or 127.0.0.1)')
+    .option('--data-dir <dir>', 'embedded state directory (default $IDMINT_DATA_DIR or ./data)')
+    .action(async (flags: { port?: string; host?: string; dataDir?: string }) => {
+      const config = loadConfig({
+        ...process.env,
+        ...(flags.port === undefined ? {} : { IDMINT_PORT: flags.port }),
+        ...(flags.host === undefined ? {} : { IDMINT_HOST: flags.host }),
+        ...(flags.dataDir === undefined ? {} : { IDMINT_DATA_DIR: flags.dataDir }),
+      });
+      const logger = createLogger({ level: config.LOG_LEVEL });
+      const runtime = await startRuntime({ config, logger });
+      const firstTag = (await runtime.store.listBiz())[0]?.bizTag ?? 'demo';
+      logger.info({ url: runtime.url, embedded: !config.DATABASE_URL }, `idmint is serving at ${runtime.url}`);
+      logger.info(`try: curl '${runtime.url}/v1/ids/${firstTag}?count=5'`);
+
+      let stopping = false;
+      const stop = (signal: NodeJS.Signals): void => {
+        // A second signal means "now": skip the graceful path.
+        if (stopping) {
+          logger.warn({ signal }, 'second signal: exiting immediately');
+          process.exit(130);
+        }
+        stopping = true;
+        logger.info({ signal }, 'shutting down');
+        const deadline = setTimeout(() => {
+          logger.error(`shutdown took over ${CLOSE_DEADLINE_MS} ms; exiting`);
+          process.exit(1);
+        }, CLOSE_DEADLINE_MS);
+        deadline.unref();
+        runtime.close().then(
+          () => {
+            logger.info('stopped cleanly');
+            // Exit explicitly: a client library's lingering timer must not keep a stopped server alive.
+            logger.flush(() => process.exit(0));
+          },
+          (err: unknown) => {
+            logger.error({ err }, 'shutdown failed');
+            process.exitCode = 1;
+          },
+        );
+      };
+      process.on('SIGINT', stop);
+      process.on('SIGTERM', stop);
+    });
+}

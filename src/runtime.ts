@@ -1,0 +1,160 @@
+import { mkdirSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import type { FastifyInstance } from 'fastify';
+import { Registry } from 'prom-client';
+import type { Config } from './config.js';
+import { isIdmintError } from './core/errors.js';
+import { SHARDED_LAYOUT } from './core/sharded.js';
+import type { BizStore, IdSource } from './core/types.js';
+import { lockDataDir } from './data-lock.js';
+import { makeDecoder } from './decode.js';
+import { Dispenser, type PoolSources } from './dispenser.js';
+import { buildHttpServer, type ReadinessReport } from './http/server.js';
+import type { Logger } from './log.js';
+import { DispenserMetrics, instrumentStore } from './metrics.js';
+import { MemoryPool } from './pool/memory.js';
+import { DirectSegmentSource } from './segment-source.js';
+import { ShardedSource } from './sharded-source.js';
+import type { Database } from './store/db.js';
+import { migrate } from './store/migrations.js';
+import { createPgDatabase } from './store/pg.js';
+import { createPgliteDatabase } from './store/pglite.js';
+import { PostgresBizStore } from './store/biz-store.js';
+
+export interface Runtime {
+  readonly app: FastifyInstance;
+  readonly dispenser: Dispenser;
+  readonly store: BizStore;
+  readonly registry: Registry;
+  /** Where the HTTP API listens, e.g. `http://127.0.0.1:8080`. */
+  readonly url: string;
+  /** Idempotent; stops serving, then closes pools, generators and the database in that order. */
+  close(): Promise<void>;
+}
+
+export interface RuntimeOptions {
+  config: Config;
+  logger: Logger;
+  /** Create a `demo` tag when the store has none (the embedded first run). Default true. */
+  seedDemoTag?: boolean;
+}
+
+type Closer = { name: string; close: () => Promise<void> | void };
+
+/**
+ * Wires one serving process from the config: the embedded default (PGlite, in-memory double
+ * buffers, file worker id) or, as servers are named, Postgres, Redis pools and the rest.
+ */
+export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
+  const { config, logger } = options;
+  const log = logger.child({ component: 'runtime' });
+  // Closed in reverse order of opening; a failed start closes what it opened.
+  const closers: Closer[] = [];
+  const closeAll = async (): Promise<void> => {
+    for (const closer of closers.splice(0).reverse()) {
+      try {
+        await closer.close();
+      } catch (err) {
+        log.error({ err, part: closer.name }, 'close failed');
+      }
+    }
+  };
+
+  try {
+    const dataDir = resolve(config.IDMINT_DATA_DIR);
+    mkdirSync(dataDir, { recursive: true });
+
+    const db = await openDatabase(config, dataDir, logger, closers);
+    await migrate(db, logger);
+
+    const registry = new Registry();
+    const metrics = new DispenserMetrics(registry, { defaultMetrics: true });
+    const store = instrumentStore(new PostgresBizStore(db, { logger }), metrics);
+
+    const memory = new MemoryPool({ allocator: store, logger });
+    closers.push({ name: 'memory pool', close: () => memory.close() });
+    const pools: PoolSources = { memory };
+    const segment = new DirectSegmentSource(store);
+    const sharded = new ShardedSource(memory, SHARDED_LAYOUT, config.IDMINT_APP_ID);
+    const snowflake: IdSource | undefined = undefined;
+
+    const dispenser = new Dispenser({
+      store,
+      pools,
+      defaultPool: 'memory',
+      segment,
+      sharded,
+      ...(snowflake ? { snowflake } : {}),
+      maxCount: config.IDMINT_MAX_COUNT,
+      metrics,
+      logger,
+    });
+    metrics.depthSource = () => memory.depths();
+
+    if (options.seedDemoTag !== false) await seedDemoTag(store, log);
+
+    const readiness = async (): Promise<ReadinessReport> => {
+      const checks: ReadinessReport['checks'] = {};
+      try {
+        await db.query('SELECT 1');
+        checks.database = { ok: true };
+      } catch (err) {
+        checks.database = { ok: false, message: (err as Error).message };
+      }
+      return { status: checks.database.ok ? 'ready' : 'not_ready', checks };
+    };
+
+    const app = await buildHttpServer({
+      dispenser,
+      store,
+      registry,
+      decode: makeDecoder(),
+      host: config.IDMINT_HOST,
+      ...(config.IDMINT_ADMIN_TOKEN ? { adminToken: config.IDMINT_ADMIN_TOKEN } : {}),
+      ...(config.IDMINT_GATE_PASS ? { gatePass: config.IDMINT_GATE_PASS } : {}),
+      readiness,
+      logger,
+    });
+    closers.push({ name: 'http', close: () => app.close() });
+    const address = await app.listen({ host: config.IDMINT_HOST, port: config.IDMINT_PORT });
+    const url = address.replace('[::1]', 'localhost');
+
+    let closing: Promise<void> | undefined;
+    return {
+      app,
+      dispenser,
+      store,
+      registry,
+      url,
+      close: () => (closing ??= closeAll()),
+    };
+  } catch (err) {
+    await closeAll();
+    throw err;
+  }
+}
+
+async function openDatabase(config: Config, dataDir: string, logger: Logger, closers: Closer[]): Promise<Database> {
+  if (config.DATABASE_URL) {
+    const db = createPgDatabase({ connectionString: config.DATABASE_URL, logger });
+    closers.push({ name: 'postgres', close: () => db.close() });
+    return db;
+  }
+  const lock = lockDataDir(dataDir);
+  closers.push({ name: 'data lock', close: () => lock.release() });
+  const db = await createPgliteDatabase({ dataDir: join(dataDir, 'pglite'), logger });
+  closers.push({ name: 'pglite', close: () => db.close() });
+  return db;
+}
+
+async function seedDemoTag(store: BizStore, log: Logger): Promise<void> {
+  if ((await store.listBiz()).length > 0) return;
+  try {
+    await store.createBiz({ bizTag: 'demo', description: 'created on first start; delete it when you have your own tags' });
+    log.info('created the demo tag');
+  } catch (err) {
+    // Another process seeded it first.
+    if (!(isIdmintError(err) && err.code === 'BIZ_TAG_EXISTS')) throw err;
+  }
+}
+
