@@ -1,0 +1,210 @@
+import { hostname } from 'node:os';
+import type { Registry } from 'prom-client';
+import { IdmintError } from '../core/errors.js';
+import type { BizStore, BizTag, PoolSink, Segment } from '../core/types.js';
+import { silentLogger, type Logger } from '../log.js';
+import type { RefillReason, RefillTrigger } from '../pool/redis-pool-base.js';
+import type { RedisPoolMeta } from '../pool/redis-pool-meta.js';
+import { refillMetrics, type RefillMetrics } from './metrics.js';
+import { targetDepth } from './target.js';
+
+export type SinkKind = PoolSink['kind'];
+
+export interface RefillJobData {
+  bizTag: string;
+  shard: number;
+  reason: RefillReason;
+}
+
+/** The part of a BullMQ job the processor reads. */
+export interface RefillJobLike {
+  readonly name: string;
+  readonly data: unknown;
+  readonly attemptsMade?: number;
+}
+
+export interface RefillProcessorOptions {
+  store: Pick<BizStore, 'getBiz' | 'listBiz' | 'allocate'>;
+  /** One sink per pool kind this process fills; tags whose kind has no sink are skipped. */
+  sinks: Partial<Record<SinkKind, PoolSink>>;
+  /** Demand, targets and the set of filled tags (Redis). */
+  meta: RedisPoolMeta;
+  /** Where a sweep enqueues refills; without one the sweep refills inline. */
+  trigger?: RefillTrigger;
+  /** The kind a tag with pool `auto` uses. Default `redis-list`. */
+  autoKind?: SinkKind;
+  /** Seconds a pool should last at the observed rate. Default 60. */
+  poolSeconds?: number;
+  /** Smallest target depth. Default 1000. */
+  minDepth?: number;
+  /** Largest target depth. Default 1,000,000. */
+  maxDepth?: number;
+  /** Refill when depth < thresholdRatio × target. Default 0.2 (same as the pools'). */
+  thresholdRatio?: number;
+  /** Largest segment taken in one allocation: a crash loses at most this many IDs. Default 100,000. */
+  maxSegment?: number;
+  /** Test hook for crash tests: wait this long between taking a segment and pushing it. Default 0. */
+  pauseAfterAllocateMs?: number;
+  /** Recorded as `allocated_by` in the ledger. Default `refill:<hostname>:<pid>`. */
+  owner?: string;
+  logger?: Logger;
+  registry?: Registry;
+}
+
+export const REFILL_PROCESSOR_DEFAULTS = Object.freeze({
+  autoKind: 'redis-list' as SinkKind,
+  poolSeconds: 60,
+  minDepth: 1000,
+  maxDepth: 1_000_000,
+  thresholdRatio: 0.2,
+  maxSegment: 100_000,
+  pauseAfterAllocateMs: 0,
+  owner: `refill:${hostname()}:${process.pid}`,
+});
+
+export type RefillOutcome =
+  | { status: 'pushed'; bizTag: string; shard: number; target: number; depthBefore: number; segments: Array<{ start: number; end: number }> }
+  | { status: 'skipped'; bizTag: string; shard: number; why: string };
+
+export interface SweepOutcome {
+  checked: number;
+  requested: Array<{ bizTag: string; shard: number }>;
+  removed: string[];
+}
+
+export interface RefillProcessor {
+  /** The BullMQ processor: `refill` and `sweep` jobs. */
+  process(job: RefillJobLike): Promise<RefillOutcome | SweepOutcome>;
+  /** Tops one pool up to its target when it is under the threshold (or always, for `manual`). */
+  refill(bizTag: string, shard: number, reason: RefillReason): Promise<RefillOutcome>;
+  /** Asks for refills of every active tag under threshold and drops deleted tags' pools. */
+  sweep(): Promise<SweepOutcome>;
+}
+
+type Settings = typeof REFILL_PROCESSOR_DEFAULTS;
+
+function validate(s: Settings): void {
+  const bad = (what: string) => new IdmintError('BAD_REQUEST', `invalid refill option: ${what}`);
+  const posInt = (v: number) => Number.isInteger(v) && v >= 1;
+  if (!(s.poolSeconds > 0)) throw bad('poolSeconds must be > 0');
+  if (!posInt(s.minDepth) || !posInt(s.maxDepth) || s.minDepth > s.maxDepth) throw bad('minDepth and maxDepth must be integers with 1 <= minDepth <= maxDepth');
+  if (!(s.thresholdRatio > 0 && s.thresholdRatio <= 1)) throw bad('thresholdRatio must be in (0, 1]');
+  if (!posInt(s.maxSegment)) throw bad('maxSegment must be an integer >= 1');
+  if (!(s.pauseAfterAllocateMs >= 0)) throw bad('pauseAfterAllocateMs must be >= 0');
+  if (!['redis-list', 'redis-counter', 'kafka'].includes(s.autoKind)) throw bad('autoKind must be redis-list, redis-counter or kafka');
+}
+
+const POOLED_MODES = new Set(['segment', 'sharded']);
+
+export function createRefillProcessor(options: RefillProcessorOptions): RefillProcessor {
+  const { store, sinks, meta, trigger, logger, registry, ...rest } = options;
+  const settings = Object.freeze({
+    ...REFILL_PROCESSOR_DEFAULTS,
+    ...Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== undefined)),
+  } as Settings);
+  validate(settings);
+  const log = (logger ?? silentLogger).child({ component: 'refill' });
+  const metrics: RefillMetrics | undefined = refillMetrics(registry);
+
+  const sinkFor = (tag: BizTag): PoolSink | undefined => {
+    if (!POOLED_MODES.has(tag.mode) || tag.pool === 'memory') return undefined;
+    return sinks[tag.pool === 'auto' ? settings.autoKind : tag.pool];
+  };
+
+  const targetFor = async (tag: BizTag, shard: number): Promise<number> =>
+    targetDepth(await meta.rate(tag.bizTag, shard), tag.step, settings);
+
+  async function refill(bizTag: string, shard: number, reason: RefillReason): Promise<RefillOutcome> {
+    const started = performance.now();
+    const skipped = (why: string): RefillOutcome => {
+      metrics?.refills.inc({ biz_tag: bizTag, reason, outcome: 'skipped' });
+      log.debug({ bizTag, shard, reason, why }, 'refill skipped');
+      return { status: 'skipped', bizTag, shard, why };
+    };
+    const tag = await store.getBiz(bizTag);
+    if (!tag) return skipped('unknown or deleted tag');
+    const sink = sinkFor(tag);
+    if (!sink) return skipped(`no pool sink for mode ${tag.mode}, pool ${tag.pool}`);
+    if (!Number.isInteger(shard) || shard < 0 || shard >= tag.shards) return skipped(`shard ${shard} outside [0, ${tag.shards - 1}]`);
+
+    const target = await targetFor(tag, shard);
+    await meta.setTarget(bizTag, shard, target);
+    const depthBefore = await sink.depth(bizTag, shard);
+    if (reason !== 'manual' && depthBefore >= target * settings.thresholdRatio) return skipped(`depth ${depthBefore} above threshold of target ${target}`);
+    // Tracked before the first push, so a sweep finds this pool even if the tag is deleted mid-refill.
+    await meta.track(bizTag);
+
+    const segments: Segment[] = [];
+    let pushed = 0;
+    const need = target - depthBefore;
+    try {
+      while (pushed < need) {
+        const size = Math.min(settings.maxSegment, Math.max(tag.step, need - pushed));
+        // Every attempt allocates afresh (invariant 3): a retry after a failed push wastes that range, never repeats it.
+        const segment = await store.allocate(bizTag, size, { shard, by: settings.owner });
+        metrics?.segments.inc({ biz_tag: bizTag, kind: sink.kind });
+        log.info({ bizTag, shard, start: segment.start, end: segment.end, reason }, 'segment allocated for refill');
+        if (settings.pauseAfterAllocateMs > 0) await new Promise((r) => setTimeout(r, settings.pauseAfterAllocateMs));
+        await sink.push(segment);
+        segments.push(segment);
+        const n = segment.end - segment.start + 1;
+        pushed += n;
+        metrics?.ids.inc({ biz_tag: bizTag, kind: sink.kind }, n);
+      }
+    } catch (err) {
+      metrics?.refills.inc({ biz_tag: bizTag, reason, outcome: 'failed' });
+      log.warn({ err, bizTag, shard, reason, pushed }, 'refill failed');
+      throw err;
+    }
+    metrics?.refills.inc({ biz_tag: bizTag, reason, outcome: 'pushed' });
+    metrics?.duration.observe({ reason }, (performance.now() - started) / 1000);
+    log.debug({ bizTag, shard, reason, target, depthBefore, pushed }, 'refilled');
+    return { status: 'pushed', bizTag, shard, target, depthBefore, segments: segments.map(({ start, end }) => ({ start, end })) };
+  }
+
+  async function sweep(): Promise<SweepOutcome> {
+    const outcome: SweepOutcome = { checked: 0, requested: [], removed: [] };
+    try {
+      const tags = await store.listBiz();
+      for (const tag of tags) {
+        const sink = sinkFor(tag);
+        if (!sink) continue;
+        for (let shard = 0; shard < tag.shards; shard++) {
+          outcome.checked++;
+          const [depth, target] = await Promise.all([sink.depth(tag.bizTag, shard), targetFor(tag, shard)]);
+          if (depth >= target * settings.thresholdRatio) continue;
+          outcome.requested.push({ bizTag: tag.bizTag, shard });
+          if (trigger) await trigger.requestRefill(tag.bizTag, shard, 'cron');
+          else await refill(tag.bizTag, shard, 'cron');
+        }
+      }
+      const active = new Set(tags.map((t) => t.bizTag));
+      for (const bizTag of await meta.tracked()) {
+        if (active.has(bizTag)) continue;
+        // Deleted tags: drop every kind of pool they may have had, then forget them.
+        for (const sink of Object.values(sinks)) await sink?.remove(bizTag);
+        await meta.untrack(bizTag);
+        outcome.removed.push(bizTag);
+      }
+    } catch (err) {
+      metrics?.sweeps.inc({ outcome: 'failed' });
+      throw err;
+    }
+    metrics?.sweeps.inc({ outcome: 'done' });
+    log.debug({ checked: outcome.checked, requested: outcome.requested.length, removed: outcome.removed }, 'sweep done');
+    return outcome;
+  }
+
+  async function process(job: RefillJobLike): Promise<RefillOutcome | SweepOutcome> {
+    if (job.name === 'sweep') return sweep();
+    if (job.name !== 'refill') throw new IdmintError('BAD_REQUEST', `unknown refill job name "${job.name}"`);
+    const data = job.data as Partial<RefillJobData> | null;
+    if (!data || typeof data.bizTag !== 'string' || typeof data.shard !== 'number') {
+      throw new IdmintError('BAD_REQUEST', 'refill job data must be {bizTag, shard, reason}', { details: { data } });
+    }
+    const reason: RefillReason = data.reason === 'cron' || data.reason === 'manual' ? data.reason : 'threshold';
+    return refill(data.bizTag, data.shard, reason);
+  }
+
+  return Object.freeze({ process, refill, sweep });
+}

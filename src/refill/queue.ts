@@ -1,0 +1,106 @@
+import { Queue, type JobsOptions } from 'bullmq';
+import { Redis } from 'ioredis';
+import { IdmintError } from '../core/errors.js';
+import { silentLogger, type Logger } from '../log.js';
+import type { RefillReason, RefillTrigger } from '../pool/redis-pool-base.js';
+import type { RefillJobData } from './processor.js';
+
+export const REFILL_QUEUE_NAME = 'idmint-refill';
+export const SWEEP_SCHEDULER_ID = 'idmint-sweep';
+
+export interface RefillQueueOptions {
+  /** A Redis URL (a client is created and closed here) or a client the caller owns. */
+  connection: string | Redis;
+  /** Queue name. Default `idmint-refill`. */
+  name?: string;
+  /** BullMQ key prefix. Default `bull`. */
+  prefix?: string;
+  /** Attempts per refill job; each attempt takes a new segment. Default 5. */
+  attempts?: number;
+  /** First retry delay, doubled per attempt. Default 500 ms. */
+  backoffMs?: number;
+  /** Cron sweep interval. Default 30000 ms. */
+  sweepEveryMs?: number;
+  /** Finished jobs kept for the dashboard. Default 500 completed, 1000 failed. */
+  keepCompleted?: number;
+  keepFailed?: number;
+  logger?: Logger;
+}
+
+export const REFILL_QUEUE_DEFAULTS = Object.freeze({
+  name: REFILL_QUEUE_NAME,
+  prefix: 'bull',
+  attempts: 5,
+  backoffMs: 500,
+  sweepEveryMs: 30_000,
+  keepCompleted: 500,
+  keepFailed: 1000,
+});
+
+type Settings = typeof REFILL_QUEUE_DEFAULTS;
+
+/** The producer side of refills: threshold requests (deduplicated per tag/shard) and the sweep scheduler. */
+export class RefillQueue implements RefillTrigger {
+  readonly queue: Queue;
+  readonly settings: Readonly<Settings>;
+  private readonly ownsConnection: Redis | undefined;
+  private readonly log: Logger;
+  private closing: Promise<void> | undefined;
+
+  constructor(options: RefillQueueOptions) {
+    const { connection, logger, ...rest } = options;
+    const s = { ...REFILL_QUEUE_DEFAULTS, ...Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== undefined)) } as Settings;
+    const bad = (what: string) => new IdmintError('BAD_REQUEST', `invalid refill queue option: ${what}`);
+    if (!Number.isInteger(s.attempts) || s.attempts < 1) throw bad('attempts must be an integer >= 1');
+    if (!(s.backoffMs >= 0)) throw bad('backoffMs must be >= 0');
+    if (!Number.isInteger(s.sweepEveryMs) || s.sweepEveryMs < 100) throw bad('sweepEveryMs must be an integer >= 100');
+    if (!s.name || s.name.includes(':')) throw bad('name must be non-empty and contain no ":"');
+    this.settings = Object.freeze(s);
+    this.log = (logger ?? silentLogger).child({ component: 'refill-queue' });
+    const client = typeof connection === 'string' ? new Redis(connection, { maxRetriesPerRequest: null }) : connection;
+    this.ownsConnection = typeof connection === 'string' ? client : undefined;
+    this.queue = new Queue(s.name, { connection: client, prefix: s.prefix });
+    this.queue.on('error', (err) => this.log.warn({ err }, 'refill queue error'));
+  }
+
+  private jobOptions(): JobsOptions {
+    return {
+      attempts: this.settings.attempts,
+      backoff: { type: 'exponential', delay: this.settings.backoffMs },
+      removeOnComplete: this.settings.keepCompleted,
+      removeOnFail: this.settings.keepFailed,
+    };
+  }
+
+  /** At most one refill pending or running per tag/shard: later requests are dropped until it finishes. */
+  async requestRefill(bizTag: string, shard: number, reason: RefillReason): Promise<void> {
+    const data: RefillJobData = { bizTag, shard, reason };
+    await this.queue.add('refill', data, { ...this.jobOptions(), deduplication: { id: `${bizTag}/${shard}` } });
+  }
+
+  /** Creates or updates the cron sweep (idempotent across processes: one scheduler id). */
+  async scheduleSweeps(everyMs: number = this.settings.sweepEveryMs): Promise<void> {
+    await this.queue.upsertJobScheduler(SWEEP_SCHEDULER_ID, { every: everyMs }, {
+      name: 'sweep',
+      data: {},
+      opts: { attempts: 1, removeOnComplete: this.settings.keepCompleted, removeOnFail: this.settings.keepFailed },
+    });
+  }
+
+  async unscheduleSweeps(): Promise<void> {
+    await this.queue.removeJobScheduler(SWEEP_SCHEDULER_ID);
+  }
+
+  /** Job counts by state, for /v1/stats and /readyz. */
+  async counts(): Promise<Record<string, number>> {
+    return this.queue.getJobCounts('waiting', 'active', 'delayed', 'completed', 'failed', 'prioritized');
+  }
+
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      await this.queue.close();
+      if (this.ownsConnection) await this.ownsConnection.quit().catch(() => this.ownsConnection?.disconnect());
+    })();
+    return this.closing;
+  }
+}

@@ -1,0 +1,90 @@
+import { UnrecoverableError, Worker, type Job } from 'bullmq';
+import { Redis } from 'ioredis';
+import { IdmintError, isIdmintError } from '../core/errors.js';
+import { silentLogger, type Logger } from '../log.js';
+import type { RefillProcessor } from './processor.js';
+import { REFILL_QUEUE_DEFAULTS } from './queue.js';
+
+export interface RefillWorkerOptions {
+  /** A Redis URL (clients are created and closed here) or a client the caller owns (needs `maxRetriesPerRequest: null`). */
+  connection: string | Redis;
+  processor: RefillProcessor;
+  /** Queue name. Default `idmint-refill`. */
+  name?: string;
+  /** BullMQ key prefix. Default `bull`. */
+  prefix?: string;
+  /** Jobs run at once. Default 2. */
+  concurrency?: number;
+  /** Job lock; a worker silent this long is presumed dead and its job is retried. Default 30000 ms. */
+  lockDurationMs?: number;
+  /** How often stalled jobs are looked for. Default 30000 ms. */
+  stalledIntervalMs?: number;
+  logger?: Logger;
+}
+
+export const REFILL_WORKER_DEFAULTS = Object.freeze({
+  name: REFILL_QUEUE_DEFAULTS.name,
+  prefix: REFILL_QUEUE_DEFAULTS.prefix,
+  concurrency: 2,
+  lockDurationMs: 30_000,
+  stalledIntervalMs: 30_000,
+});
+
+type Settings = typeof REFILL_WORKER_DEFAULTS;
+
+/** The consumer side: a BullMQ worker running the refill processor. */
+export class RefillWorker {
+  readonly settings: Readonly<Settings>;
+  readonly worker: Worker;
+  private readonly ownsConnection: Redis | undefined;
+  private readonly log: Logger;
+  private closing: Promise<void> | undefined;
+
+  constructor(options: RefillWorkerOptions) {
+    const { connection, processor, logger, ...rest } = options;
+    const s = { ...REFILL_WORKER_DEFAULTS, ...Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== undefined)) } as Settings;
+    const bad = (what: string) => new IdmintError('BAD_REQUEST', `invalid refill worker option: ${what}`);
+    if (!Number.isInteger(s.concurrency) || s.concurrency < 1) throw bad('concurrency must be an integer >= 1');
+    if (!(s.lockDurationMs >= 100) || !(s.stalledIntervalMs >= 100)) throw bad('lockDurationMs and stalledIntervalMs must be >= 100');
+    this.settings = Object.freeze(s);
+    this.log = (logger ?? silentLogger).child({ component: 'refill-worker' });
+    const client = typeof connection === 'string' ? new Redis(connection, { maxRetriesPerRequest: null }) : connection;
+    this.ownsConnection = typeof connection === 'string' ? client : undefined;
+
+    const run = async (job: Job) => {
+      try {
+        return await processor.process(job);
+      } catch (err) {
+        // A tag that hit max_limit or was malformed will not get better by retrying.
+        if (isIdmintError(err) && !err.retriable && err.code !== 'NOT_READY') throw new UnrecoverableError(`${err.code}: ${err.message}`);
+        throw err;
+      }
+    };
+    this.worker = new Worker(s.name, run, {
+      connection: client,
+      prefix: s.prefix,
+      concurrency: s.concurrency,
+      lockDuration: s.lockDurationMs,
+      stalledInterval: s.stalledIntervalMs,
+      autorun: true,
+    });
+    this.worker.on('error', (err) => this.log.warn({ err }, 'refill worker error'));
+    this.worker.on('failed', (job, err) =>
+      this.log.warn({ err, jobId: job?.id, name: job?.name, data: job?.data, attemptsMade: job?.attemptsMade }, 'refill job failed'),
+    );
+  }
+
+  /** Resolves once the worker is connected and waiting for jobs. */
+  async waitUntilReady(): Promise<void> {
+    await this.worker.waitUntilReady();
+  }
+
+  /** Waits for running jobs to finish (or `force` to abandon them to the stall checker). */
+  close(force = false): Promise<void> {
+    this.closing ??= (async () => {
+      await this.worker.close(force);
+      if (this.ownsConnection) await this.ownsConnection.quit().catch(() => this.ownsConnection?.disconnect());
+    })();
+    return this.closing;
+  }
+}
