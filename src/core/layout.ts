@@ -108,13 +108,18 @@ export class Layout {
     if (epochMs >= clock.now()) {
       throw new BadRequestError(`layout epoch ${new Date(epochMs).toISOString()} must lie in the past`, 'epoch');
     }
+    const unitMs = timeUnit === 'ms' ? 1 : 1000;
+    // Every instant the time bits can hold must be a valid Date, so decode never loses precision.
+    if (epochMs + 2 ** options.timeBits * unitMs > MAX_DATE_MS || epochMs < -MAX_DATE_MS) {
+      throw new BadRequestError(`layout time range (${options.timeBits} bits of ${timeUnit} from ${new Date(epochMs).toISOString()}) ends past the last valid date; use fewer time bits`, 'timeBits');
+    }
     this.name = options.name ?? 'custom';
     this.timeBits = options.timeBits;
     this.datacenterBits = datacenterBits;
     this.workerBits = options.workerBits;
     this.sequenceBits = options.sequenceBits;
     this.timeUnit = timeUnit;
-    this.unitMs = timeUnit === 'ms' ? 1 : 1000;
+    this.unitMs = unitMs;
     this.epochMs = epochMs;
     this.epoch = new Date(epochMs);
     this.maxDelta = 2 ** options.timeBits - 1;
@@ -124,7 +129,7 @@ export class Layout {
     this.workerShift = options.sequenceBits;
     this.datacenterShift = this.workerShift + options.workerBits;
     this.timeShift = this.datacenterShift + datacenterBits;
-    this.exhaustsAt = new Date(Math.min(MAX_DATE_MS, epochMs + 2 ** options.timeBits * this.unitMs));
+    this.exhaustsAt = new Date(epochMs + 2 ** options.timeBits * unitMs);
     const safeDelta = this.timeShift >= 53 ? 1 : 2 ** (53 - this.timeShift);
     this.safeFrom = new Date(Math.min(MAX_DATE_MS, epochMs + safeDelta * this.unitMs));
     Object.freeze(this);
@@ -170,7 +175,7 @@ export class Layout {
     const decoded: DecodedId = {
       id: id.toString(),
       layout: this.name,
-      time: new Date(Math.min(MAX_DATE_MS, timestamp)).toISOString(),
+      time: new Date(timestamp).toISOString(),
       timestamp,
       delta,
       worker: Number((id >> BigInt(this.workerShift)) & BigInt(this.maxWorkerId)),
