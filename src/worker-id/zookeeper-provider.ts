@@ -170,6 +170,7 @@ class ZooKeeperLease implements GuardedWorkerIdLease {
   private revoked: IdmintError | null = null;
   private closed = false;
   private recovering: Promise<void> | null = null;
+  private readonly stop = new AbortController();
   private readonly timer: NodeJS.Timeout;
 
   constructor(
@@ -215,6 +216,7 @@ class ZooKeeperLease implements GuardedWorkerIdLease {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.stop.abort();
     clearInterval(this.timer);
     this.zk?.close();
     this.zk = null;
@@ -264,7 +266,7 @@ class ZooKeeperLease implements GuardedWorkerIdLease {
       } catch (err) {
         zk?.close();
         logger.warn({ err }, 'ZooKeeper reconnect failed; serving on the local clock mark meanwhile');
-        await sleep(retryEveryMs, undefined, { ref: false });
+        await sleep(retryEveryMs, undefined, { ref: false, signal: this.stop.signal }).catch(() => undefined);
       }
     }
   }
