@@ -1,0 +1,36 @@
+import { Writable } from 'node:stream';
+import pino from 'pino';
+import type { Clock } from '../../../src/core/types.js';
+
+/** A clock tests move by hand. */
+export class ManualClock implements Clock {
+  calls = 0;
+  constructor(public ms: number) {}
+  now(): number {
+    this.calls += 1;
+    return this.ms;
+  }
+  advance(ms: number): void {
+    this.ms += ms;
+  }
+}
+
+/** A pino logger whose lines land in an array, as pino's own tests do. */
+export function memoryLogger(): { logger: pino.Logger; lines: Array<Record<string, unknown>> } {
+  const lines: Array<Record<string, unknown>> = [];
+  const stream = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      for (const line of chunk.toString().split('\n')) if (line) lines.push(JSON.parse(line) as Record<string, unknown>);
+      done();
+    },
+  });
+  return { logger: pino({ level: 'debug' }, stream), lines };
+}
+
+/** Counts values seen more than once, sorting a copy (memory-lean for millions of bigints). */
+export function countDuplicates(values: BigInt64Array | bigint[]): number {
+  const sorted = BigInt64Array.from(values).sort();
+  let dups = 0;
+  for (let i = 1; i < sorted.length; i++) if (sorted[i] === sorted[i - 1]) dups++;
+  return dups;
+}
