@@ -1,5 +1,6 @@
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Registry } from 'prom-client';
+import { IdmintError } from '../core/errors.js';
 import type { BizStore, BizTag } from '../core/types.js';
 import type { Dispenser } from '../dispenser.js';
 import { silentLogger, type Logger } from '../log.js';
@@ -47,6 +48,16 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
     forceCloseConnections: 'idle',
   });
   installErrorHandling(app);
+  // An empty JSON body (DELETE from clients that always send Content-Type) means "no body".
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
+    if (body === '') return done(null, undefined);
+    try {
+      done(null, JSON.parse(body as string));
+    } catch {
+      done(new IdmintError('BAD_REQUEST', 'body: body is not valid JSON'), undefined);
+    }
+  });
   const authorize = makeAdminGuard(options.adminToken);
 
   await app.register(idRoutes, {

@@ -1,0 +1,65 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
+import { fileURLToPath } from 'node:url';
+
+const BIN = fileURLToPath(new URL('../../bin/idmint.js', import.meta.url));
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export interface SpawnedServer {
+  readonly url: string;
+  readonly child: ChildProcess;
+  /** Everything the process wrote, for assertions and for failure messages. */
+  output(): string;
+  /** Sends a signal and waits for the exit; resolves with the exit code (null when killed). */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+/** Spawns `idmint serve` as a user would and waits until /healthz answers. */
+export async function spawnServer(env: Record<string, string>, options: { timeoutMs?: number } = {}): Promise<SpawnedServer> {
+  const port = env.IDMINT_PORT ? Number(env.IDMINT_PORT) : await freePort();
+  const child = spawn(process.execPath, [BIN, 'serve'], {
+    env: { ...process.env, LOG_LEVEL: 'info', ...env, IDMINT_PORT: String(port) },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + (options.timeoutMs ?? 60_000);
+  for (;;) {
+    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`idmint serve exited early:\n${output}`);
+    try {
+      const response = await fetch(`${url}/healthz`);
+      if (response.ok) break;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`idmint serve did not answer /healthz in time:\n${output}`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return {
+    url,
+    child,
+    output: () => output,
+    async stop(signal: NodeJS.Signals = 'SIGTERM') {
+      if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
+      child.kill(signal);
+      return exited;
+    },
+  };
+}
