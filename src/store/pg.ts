@@ -11,10 +11,12 @@ export interface PgDatabaseOptions {
   schema?: string | undefined;
   /** Pool size. Default 10. */
   max?: number;
+  /** How long to wait for a connection before failing with NOT_READY. Default 5000. */
+  connectionTimeoutMillis?: number;
   logger?: Logger;
 }
 
-export const PG_DATABASE_DEFAULTS = Object.freeze({ max: 10 });
+export const PG_DATABASE_DEFAULTS = Object.freeze({ max: 10, connectionTimeoutMillis: 5000 });
 
 const SCHEMA_PATTERN = /^[a-z_][a-z0-9_]{0,62}$/;
 type TypeId = Parameters<typeof pg.types.getTypeParser>[0];
@@ -31,6 +33,9 @@ export function createPgDatabase(options: PgDatabaseOptions): Database {
     throw new BadRequestError(`schema must match ${String(SCHEMA_PATTERN)}`, 'schema');
   }
   if (!Number.isSafeInteger(opts.max) || opts.max < 1) throw new BadRequestError('max must be a positive integer', 'max');
+  if (!Number.isSafeInteger(opts.connectionTimeoutMillis) || opts.connectionTimeoutMillis < 1) {
+    throw new BadRequestError('connectionTimeoutMillis must be a positive integer', 'connectionTimeoutMillis');
+  }
   const log = (opts.logger ?? silentLogger).child({ component: 'pg' });
 
   // Per pool, not pg.types: other code in the process may expect the global defaults.
@@ -42,6 +47,7 @@ export function createPgDatabase(options: PgDatabaseOptions): Database {
   const pool = new pg.Pool({
     connectionString: opts.connectionString,
     max: opts.max,
+    connectionTimeoutMillis: opts.connectionTimeoutMillis,
     types,
     ...(opts.schema === undefined ? {} : { options: `-c search_path=${opts.schema}` }),
   });

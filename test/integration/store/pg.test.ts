@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
+import type { Segment } from '../../../src/core/types.js';
 import { createPgDatabase, migrate, PostgresBizStore, type Database } from '../../../src/store/index.js';
 import { bizStoreContract, rates } from './biz-store.contract.js';
 
@@ -80,9 +82,70 @@ describe('createPgDatabase', () => {
     }
   });
 
+  it('never repeats a range while connections are killed mid-allocation; the ledger has every committed range', async () => {
+    const schema = newSchema();
+    schemas.push(schema);
+    const app = `idmint_fault_${randomUUID().slice(0, 8)}`;
+    const db = createPgDatabase({ connectionString: `${url}${url.includes('?') ? '&' : '?'}application_name=${app}`, schema, max: 8 });
+    const admin = new pg.Client({ connectionString: url });
+    await admin.connect();
+    try {
+      await migrate(db);
+      const store = new PostgresBizStore(db);
+      await store.createBiz({ bizTag: 'fault' });
+      let stop = false;
+      let kills = 0;
+      const killer = (async () => {
+        while (!stop) {
+          const r = await admin.query<{ ok: boolean }>('SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE application_name = $1', [app]);
+          kills += r.rows.filter((x) => x.ok).length;
+          await sleep(10);
+        }
+      })();
+      const got: Segment[] = [];
+      const failures: unknown[] = [];
+      await Promise.all(
+        Array.from({ length: 8 }, async () => {
+          for (let i = 0; i < 150; i++) {
+            try {
+              got.push(await store.allocate('fault', 7));
+            } catch (err) {
+              failures.push(err);
+            }
+          }
+        }),
+      );
+      stop = true;
+      await killer;
+      expect(kills).toBeGreaterThan(0);
+      console.info(`fault: ${kills} connections killed, ${failures.length} allocations failed, ${got.length} succeeded`);
+      for (const err of failures) expect(err).toMatchObject({ code: 'NOT_READY', retriable: true });
+
+      const sorted = [...got].sort((a, b) => a.start - b.start);
+      for (let i = 1; i < sorted.length; i++) expect(sorted[i]!.start).toBeGreaterThan(sorted[i - 1]!.end);
+      // Counter and ledger move in one statement: the ledger tiles [1, max_id] exactly, gaps or not in what callers saw.
+      const ledger = await db.query<{ start_id: bigint; end_id: bigint }>("SELECT start_id, end_id FROM idmint_ledger WHERE biz_tag = 'fault' ORDER BY start_id");
+      let next = 1n;
+      for (const row of ledger.rows) {
+        expect(row.start_id).toBe(next);
+        next = row.end_id + 1n;
+      }
+      const counter = await db.query<{ max_id: bigint }>("SELECT max_id FROM idmint_segment WHERE biz_tag = 'fault'");
+      expect(counter.rows[0]!.max_id).toBe(next - 1n);
+      const inLedger = new Set(ledger.rows.map((r) => `${r.start_id}-${r.end_id}`));
+      for (const s of got) expect(inLedger.has(`${s.start}-${s.end}`)).toBe(true);
+    } finally {
+      await admin.end();
+      await db.close();
+    }
+  });
+
   it('validates its options', () => {
     expect(() => createPgDatabase({ connectionString: '' })).toThrow(expect.objectContaining({ code: 'BAD_REQUEST', field: 'connectionString' }));
     expect(() => createPgDatabase({ connectionString: url, schema: 'x"; drop' })).toThrow(expect.objectContaining({ code: 'BAD_REQUEST', field: 'schema' }));
     expect(() => createPgDatabase({ connectionString: url, max: 0 })).toThrow(expect.objectContaining({ code: 'BAD_REQUEST', field: 'max' }));
+    expect(() => createPgDatabase({ connectionString: url, connectionTimeoutMillis: -1 })).toThrow(
+      expect.objectContaining({ code: 'BAD_REQUEST', field: 'connectionTimeoutMillis' }),
+    );
   });
 });
