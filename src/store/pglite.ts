@@ -13,6 +13,7 @@ export interface PgliteDatabaseOptions {
 /**
  * A Database over PGlite (Postgres 18 in WASM, one connection). PGlite runs one query or
  * transaction at a time, so concurrent callers queue; `int8` comes back as `bigint`.
+ * Inside `transaction(fn)` use only `tx`: a `db.query` there would wait for the transaction forever.
  */
 export async function createPgliteDatabase(options: PgliteDatabaseOptions = {}): Promise<Database> {
   const log = (options.logger ?? silentLogger).child({ component: 'pglite' });
