@@ -1,0 +1,108 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ClockBackwardsError, IdmintError } from '../../../src/core/errors.js';
+import { createLayout, LEAF_LAYOUT, MIN_TIME_BASED_ID, UID_LAYOUT } from '../../../src/core/layout.js';
+import type { BizTag, WorkerIdLease, WorkerIdProvider } from '../../../src/core/types.js';
+import { createSnowflakeSource, createSnowflakeSourceFromConfig } from '../../../src/snowflake-source.js';
+import { FileWorkerIdProvider, readLocalMark, StaticWorkerIdProvider, workerIdProviderFromConfig } from '../../../src/worker-id/index.js';
+
+const tag = { bizTag: 'order', mode: 'snowflake' } as BizTag;
+const dir = () => mkdtempSync(join(tmpdir(), 'idmint-sfs-'));
+
+/** Counts acquisitions, to prove a refused start registers nothing. */
+function counting(inner: WorkerIdProvider): WorkerIdProvider & { calls: number } {
+  const p = { calls: 0, acquire: (o: { maxWorkerId: number }): Promise<WorkerIdLease> => (p.calls++, inner.acquire(o)) };
+  return p;
+}
+
+describe('SnowflakeSource', () => {
+  it('hands out distinct, increasing decimal strings ≥ 2^53 carrying its worker id', async () => {
+    const source = await createSnowflakeSource({ provider: new StaticWorkerIdProvider(42) });
+    const ids = [...(await source.take(tag, 5000)), ...(await source.take(tag, 1)), source.nextId().toString()];
+    expect(new Set(ids).size).toBe(ids.length);
+    for (const id of ids) expect(id).toMatch(/^[1-9]\d*$/);
+    const big = ids.map(BigInt);
+    for (let i = 1; i < big.length; i++) expect(big[i]! > big[i - 1]!).toBe(true);
+    expect(big[0]! >= MIN_TIME_BASED_ID).toBe(true);
+    expect(source.decode(big[0]!).worker).toBe(42);
+    expect(source.name).toBe('snowflake');
+    expect(source.workerId).toBe(42);
+    await source.close();
+  });
+
+  it('refuses a layout whose IDs would fall below 2^53 before registering a worker id (invariant 4)', async () => {
+    const provider = counting(new StaticWorkerIdProvider(1));
+    const recent = createLayout({ name: 'recent', timeBits: 41, workerBits: 10, sequenceBits: 12, epoch: Date.now() - 86_400_000 });
+    await expect(createSnowflakeSource({ provider, layout: recent })).rejects.toMatchObject({ code: 'CLOCK_BACKWARDS' });
+    expect(provider.calls).toBe(0);
+  });
+
+  it('refuses a worker id beyond the layout: WORKER_ID_UNAVAILABLE', async () => {
+    const tiny = createLayout({ name: 'tiny', timeBits: 41, workerBits: 2, sequenceBits: 20, epoch: LEAF_LAYOUT.epochMs });
+    await expect(createSnowflakeSource({ provider: new StaticWorkerIdProvider(4), layout: tiny })).rejects.toMatchObject({ code: 'WORKER_ID_UNAVAILABLE' });
+  });
+
+  it('never hands out an ID stamped past the persisted mark, as the clock moves', async () => {
+    const dataDir = dir();
+    const clock = { ms: Date.now(), now: () => clock.ms };
+    const source = await createSnowflakeSource({ provider: new FileWorkerIdProvider({ dataDir, clock, markAheadMs: 100 }), clock });
+    for (let step = 0; step < 50; step++) {
+      clock.ms += 37;
+      const ids = step % 2 ? [source.nextId()] : source.nextIds(10);
+      const stamped = source.decode(ids[ids.length - 1]!).timestamp;
+      expect(readLocalMark(join(dataDir, 'worker-id.local.json'))!.markMs).toBeGreaterThanOrEqual(stamped);
+    }
+    await source.close();
+  });
+
+  it('guards second-resolution layouts up to the end of the tick', async () => {
+    const dataDir = dir();
+    const source = await createSnowflakeSource({ provider: new FileWorkerIdProvider({ dataDir, markAheadMs: 1 }), layout: UID_LAYOUT });
+    const id = source.nextId();
+    expect(readLocalMark(join(dataDir, 'worker-id.local.json'))!.markMs).toBeGreaterThanOrEqual(source.decode(id).timestamp + 999);
+    await source.close();
+  });
+
+  it('a restart behind the mark refuses; the closed source refuses too', async () => {
+    const dataDir = dir();
+    const clock = { ms: Date.now(), now: () => clock.ms };
+    const first = await createSnowflakeSource({ provider: new FileWorkerIdProvider({ dataDir, clock }), clock });
+    first.nextIds(100);
+    await first.close();
+    await first.close();
+    expect(() => first.nextId()).toThrow(IdmintError);
+    await expect(first.take(tag, 1)).rejects.toMatchObject({ code: 'NOT_READY' });
+    clock.ms -= 2000;
+    await expect(createSnowflakeSource({ provider: new FileWorkerIdProvider({ dataDir, clock }), clock })).rejects.toBeInstanceOf(ClockBackwardsError);
+  });
+
+  it('validates count', async () => {
+    const source = await createSnowflakeSource({ provider: new StaticWorkerIdProvider(0) });
+    await expect(source.take(tag, 0)).rejects.toMatchObject({ code: 'BAD_REQUEST' });
+    expect(() => source.nextIds(1.5)).toThrow(IdmintError);
+    await source.close();
+  });
+});
+
+describe('workerIdProviderFromConfig', () => {
+  const base = { IDMINT_DATA_DIR: '/tmp/x', IDMINT_HOST: '127.0.0.1', IDMINT_PORT: 8080, ZK_CONNECT: undefined, IDMINT_WORKER_ID: undefined, IDMINT_ADVERTISE: undefined };
+
+  it('static wins, then ZooKeeper, then the file', () => {
+    expect(workerIdProviderFromConfig({ ...base, IDMINT_WORKER_ID: 3, ZK_CONNECT: 'zk:2181' }).constructor.name).toBe('StaticWorkerIdProvider');
+    const zk = workerIdProviderFromConfig({ ...base, ZK_CONNECT: 'zk:2181' });
+    expect(zk.constructor.name).toBe('ZooKeeperWorkerIdProvider');
+    expect((zk as unknown as { options: { address: string } }).options.address).toBe('127.0.0.1:8080');
+    const advertised = workerIdProviderFromConfig({ ...base, ZK_CONNECT: 'zk:2181', IDMINT_ADVERTISE: '10.0.0.9:9000' });
+    expect((advertised as unknown as { options: { address: string } }).options.address).toBe('10.0.0.9:9000');
+    expect(workerIdProviderFromConfig(base).constructor.name).toBe('FileWorkerIdProvider');
+  });
+
+  it('createSnowflakeSourceFromConfig serves from the file provider by default', async () => {
+    const source = await createSnowflakeSourceFromConfig({ ...base, IDMINT_DATA_DIR: dir() });
+    expect(source.lease.provider).toBe('file');
+    expect(source.nextId() >= MIN_TIME_BASED_ID).toBe(true);
+    await source.close();
+  });
+});
