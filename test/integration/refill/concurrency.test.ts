@@ -1,0 +1,40 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { findDuplicate, freshStore, outsideLedger, REDIS_URL, runTakers, startHarness, uid, type Harness, type TestStore } from './helpers.js';
+
+describe('Redis pools under 16 concurrent takers while refills run (real Redis, Postgres, BullMQ)', () => {
+  let store: TestStore | undefined;
+  let harness: Harness | undefined;
+  afterEach(async () => {
+    await harness?.close();
+    await store?.close();
+    harness = undefined;
+    store = undefined;
+  });
+
+  it.each([
+    ['redis-list', 1_000_000],
+    ['redis-counter', 300_000],
+  ] as const)('%s: %i IDs, zero duplicates, every ID inside a ledger segment', async (kind, total) => {
+    store = await freshStore();
+    const bizTag = `conc-${uid()}`;
+    const tag = await store.store.createBiz({ bizTag, step: 1000, pool: kind });
+    harness = await startHarness({
+      redisUrl: REDIS_URL,
+      store: store.store,
+      kind,
+      // Small bounds so the run needs dozens of refills rather than one big one.
+      processor: { minDepth: 20_000, maxDepth: 150_000, poolSeconds: 1, maxSegment: 50_000 },
+    });
+    const { ids, short } = await runTakers({ source: harness.pool, tag, total, takers: 16, batch: 250 });
+
+    expect(ids.length).toBe(total);
+    expect(findDuplicate(ids)).toBeUndefined();
+    const ledger = await store.ledger(bizTag);
+    expect(ledger.length).toBeGreaterThan(5);
+    expect(outsideLedger(ids, ledger)).toEqual([]);
+    // Refills ran during the run (the pool started empty, so takers waited on them).
+    const completed = await harness.queue.queue.getJobs(['completed'], 0, 1000);
+    expect(completed.filter((j) => j.name === 'refill').length).toBeGreaterThan(1);
+    expect(short).toBeGreaterThanOrEqual(0);
+  });
+});
