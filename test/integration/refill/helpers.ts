@@ -98,6 +98,7 @@ export class PrivateRedis {
     const args = ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', this.dir, '--dbfilename', 'dump.rdb'];
     this.proc = spawn('redis-server', args, { stdio: 'ignore' });
     const probe = new Redis(this.url, { lazyConnect: true, retryStrategy: () => 50, maxRetriesPerRequest: 1 });
+    probe.on('error', () => {}); // refused until the server listens
     for (let i = 0; i < 200; i++) {
       try {
         if (probe.status === 'wait') await probe.connect();
