@@ -1,0 +1,121 @@
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { ClockBackwardsError } from '../../../src/core/errors.js';
+import type { BizTag } from '../../../src/core/types.js';
+import { createSnowflakeSource, type SnowflakeSource } from '../../../src/snowflake-source.js';
+import { ZkClient, ZooKeeperWorkerIdProvider } from '../../../src/worker-id/index.js';
+import { capturingLogger, deadPort, env, eventually, steppedClock, tempDir, uniq } from './helpers.js';
+
+const run = promisify(execFile);
+const fixture = fileURLToPath(new URL('./fixtures/snowflake-issue.ts', import.meta.url));
+const tag = { bizTag: 'order', mode: 'snowflake' } as BizTag;
+const roots: string[] = [];
+const sources: SnowflakeSource[] = [];
+
+function newRoot(): string {
+  const root = `/${uniq('idmint-test-')}`;
+  roots.push(root);
+  return root;
+}
+
+async function start(root: string, address: string, more: Partial<ConstructorParameters<typeof ZooKeeperWorkerIdProvider>[0]> & { dataDir: string }): Promise<SnowflakeSource> {
+  const clock = more.clock;
+  const provider = new ZooKeeperWorkerIdProvider({ connect: env('ZK_CONNECT'), address, root, ...more });
+  const source = await createSnowflakeSource({ provider, ...(clock ? { clock } : {}) });
+  sources.push(source);
+  return source;
+}
+
+/** Issues batches until `ms` of wall time passed, yielding between batches; returns every ID. */
+async function issueFor(source: SnowflakeSource, ms: number): Promise<string[]> {
+  const out: string[] = [];
+  const until = Date.now() + ms;
+  while (Date.now() < until) {
+    for (const id of await source.take(tag, 50)) out.push(id);
+    await new Promise((r) => setImmediate(r));
+  }
+  return out;
+}
+
+function expectNoDuplicates(ids: string[]): void {
+  const seen = new Set(ids);
+  expect(seen.size).toBe(ids.length);
+}
+
+afterEach(async () => {
+  await Promise.all(sources.splice(0).map((s) => s.close()));
+});
+
+afterAll(async () => {
+  const zk = await ZkClient.connect({ connect: env('ZK_CONNECT') });
+  for (const root of roots) {
+    for (const child of await zk.getChildren(`${root}/forever`).catch(() => [])) await zk.remove(`${root}/forever/${child}`);
+    await zk.remove(`${root}/forever`).catch(() => undefined);
+    await zk.remove(root).catch(() => undefined);
+  }
+  zk.close();
+});
+
+describe('SnowflakeSource over ZooKeeper worker ids', () => {
+  it('several sources, in this process and in two child processes, issue concurrently with zero duplicates', async () => {
+    const root = newRoot();
+    const local = await Promise.all([1, 2, 3].map((i) => start(root, `10.5.0.${i}:8080`, { dataDir: tempDir() })));
+    expect(new Set(local.map((s) => s.workerId)).size).toBe(3);
+    const children = [4, 5].map((i) =>
+      run(process.execPath, ['--import', 'tsx', fixture, env('ZK_CONNECT'), `10.5.0.${i}:8080`, root, tempDir(), '30000'], { maxBuffer: 64 << 20, timeout: 60_000 }),
+    );
+    const [mine, ...theirs] = await Promise.all([Promise.all(local.map((s) => issueFor(s, 1500))), ...children]);
+    const all = [...mine.flat(), ...theirs.flatMap((r) => r.stdout.trim().split('\n'))];
+    expect(all.length).toBeGreaterThan(60_000);
+    expectNoDuplicates(all);
+    const workers = new Set(all.map((id) => local[0]!.decode(BigInt(id)).worker));
+    expect(workers.size).toBe(5);
+  });
+
+  it('a restart with the clock stepped back 2 s refuses; by less than the mark margin it waits and repeats nothing', async () => {
+    const root = newRoot();
+    const dataDir = tempDir();
+    const clock = steppedClock();
+    const first = await start(root, '10.6.0.1:8080', { dataDir, clock });
+    let ids = await issueFor(first, 400);
+    await first.close();
+
+    clock.offset = -2000;
+    await expect(start(root, '10.6.0.1:8080', { dataDir, clock })).rejects.toBeInstanceOf(ClockBackwardsError);
+
+    clock.offset = -300;
+    const second = await start(root, '10.6.0.1:8080', { dataDir, clock });
+    expect(second.workerId).toBe(first.workerId);
+    ids = ids.concat(await issueFor(second, 400));
+    expectNoDuplicates(ids);
+  });
+
+  it('ZooKeeper down at restart: the cached id serves and repeats nothing', async () => {
+    const root = newRoot();
+    const dataDir = tempDir();
+    const first = await start(root, '10.7.0.1:8080', { dataDir });
+    let ids = await issueFor(first, 200);
+    await first.close();
+    const second = await start(root, '10.7.0.1:8080', { dataDir, connect: `127.0.0.1:${await deadPort()}`, connectTimeoutMs: 300 });
+    expect(second.workerId).toBe(first.workerId);
+    ids = ids.concat(await issueFor(second, 200));
+    expectNoDuplicates(ids);
+  });
+
+  it('keeps issuing through a ZooKeeper session expiry, with zero duplicates', async () => {
+    const root = newRoot();
+    const { logger, lines } = capturingLogger();
+    const source = await start(root, '10.8.0.1:8080', { dataDir: tempDir(), logger, retryEveryMs: 100 });
+    const zk = (source.lease as unknown as { zk: ZkClient }).zk;
+    const issuing = issueFor(source, 1500);
+    const thief = await ZkClient.connect({ connect: env('ZK_CONNECT'), session: zk.session });
+    thief.close();
+    await eventually(() => lines.some((l) => String(l.msg).includes('re-established')));
+    const ids = await issuing;
+    expect(lines.some((l) => String(l.msg).includes('session expired'))).toBe(true);
+    expectNoDuplicates(ids);
+    expect(ids.length).toBeGreaterThan(1000);
+  });
+});
