@@ -1,11 +1,13 @@
 import { mkdirSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { Registry } from 'prom-client';
 import type { Config } from './config.js';
 import { isIdmintError } from './core/errors.js';
 import { SHARDED_LAYOUT } from './core/sharded.js';
-import type { BizStore, IdSource } from './core/types.js';
+import type { BizStore } from './core/types.js';
+import { UID_LAYOUT } from './core/layout.js';
 import { lockDataDir } from './data-lock.js';
 import { makeDecoder } from './decode.js';
 import { Dispenser, type PoolSources } from './dispenser.js';
@@ -15,6 +17,9 @@ import { DispenserMetrics, instrumentStore } from './metrics.js';
 import { MemoryPool } from './pool/memory.js';
 import { DirectSegmentSource } from './segment-source.js';
 import { ShardedSource } from './sharded-source.js';
+import { createSnowflakeSourceFromConfig } from './snowflake-source.js';
+import { UidSource } from './uid-source.js';
+import { PostgresWorkerIdProvider } from './worker-id/postgres-provider.js';
 import type { Database } from './store/db.js';
 import { migrate } from './store/migrations.js';
 import { createPgDatabase } from './store/pg.js';
@@ -76,7 +81,11 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     const pools: PoolSources = { memory };
     const segment = new DirectSegmentSource(store);
     const sharded = new ShardedSource(memory, SHARDED_LAYOUT, config.IDMINT_APP_ID);
-    const snowflake: IdSource | undefined = undefined;
+    // Every serving process embeds a Snowflake generator, so the fallback costs no network hop.
+    const snowflake = await createSnowflakeSourceFromConfig(config, { logger });
+    closers.push({ name: 'snowflake', close: () => snowflake.close() });
+    const uid = new UidSource({ provider: new PostgresWorkerIdProvider({ db, host: hostname(), port: `${config.IDMINT_PORT}-${process.pid}`, logger }), logger });
+    closers.push({ name: 'uid', close: () => uid.close() });
 
     const dispenser = new Dispenser({
       store,
@@ -84,7 +93,8 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       defaultPool: 'memory',
       segment,
       sharded,
-      ...(snowflake ? { snowflake } : {}),
+      snowflake,
+      uid,
       maxCount: config.IDMINT_MAX_COUNT,
       metrics,
       logger,
@@ -101,6 +111,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       } catch (err) {
         checks.database = { ok: false, message: (err as Error).message };
       }
+      checks.snowflake = { ok: true, message: `worker ${snowflake.workerId} from ${snowflake.lease.provider}` };
       return { status: checks.database.ok ? 'ready' : 'not_ready', checks };
     };
 
@@ -108,7 +119,8 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       dispenser,
       store,
       registry,
-      decode: makeDecoder(),
+      decode: makeDecoder({ snowflake: snowflake.layout, uid: UID_LAYOUT }),
+      nextSnowflakeId: () => snowflake.nextId(),
       host: config.IDMINT_HOST,
       ...(config.IDMINT_ADMIN_TOKEN ? { adminToken: config.IDMINT_ADMIN_TOKEN } : {}),
       ...(config.IDMINT_GATE_PASS ? { gatePass: config.IDMINT_GATE_PASS } : {}),

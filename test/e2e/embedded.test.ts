@@ -114,6 +114,50 @@ describe('embedded server (idmint serve with PGlite)', () => {
     expect(await response.text()).toMatch(/^\d+$/);
   });
 
+  it('serves snowflake, uid and sharded tags with unique IDs in their own spaces', async () => {
+    for (const [bizTag, mode] of [['trace', 'snowflake'], ['session', 'uid'], ['shop-order', 'sharded']] as const) {
+      const created = await fetch(`${server.url}/v1/biz`, { method: 'POST', headers: admin, body: JSON.stringify({ bizTag, mode, shards: 4 }) });
+      expect(created.status).toBe(201);
+    }
+    const pull = async (bizTag: string): Promise<string[]> => {
+      const ids: string[] = [];
+      const failures: string[] = [];
+      await collect(() => server.url, bizTag, 20_000, 16, ids, failures);
+      expect(failures).toEqual([]);
+      return ids;
+    };
+    const trace = await pull('trace');
+    const session = await pull('session');
+    const shop = await pull('shop-order');
+    for (const ids of [trace, session, shop]) expect(duplicates(ids)).toEqual([]);
+    // Invariant 4: time-based IDs live at or above 2^53; sharded IDs stay below it.
+    expect(trace.every((id) => BigInt(id) >= 1n << 53n)).toBe(true);
+    expect(session.every((id) => BigInt(id) >= 1n << 53n)).toBe(true);
+    expect(shop.every((id) => BigInt(id) < 1n << 53n)).toBe(true);
+
+    const decoded = (await (await fetch(`${server.url}/v1/decode/${trace[0]}?bizTag=trace`)).json()) as Record<string, unknown>;
+    expect(decoded).toMatchObject({ type: 'snowflake', layout: 'leaf' });
+    expect(Math.abs(Date.parse(String(decoded.time)) - Date.now())).toBeLessThan(10 * 60_000);
+    const uid = (await (await fetch(`${server.url}/v1/decode/${session[0]}?bizTag=session`)).json()) as Record<string, unknown>;
+    expect(uid).toMatchObject({ type: 'uid' });
+    const sharded = (await (await fetch(`${server.url}/v1/decode/${shop[0]}?bizTag=shop-order`)).json()) as { type: string; app: number };
+    expect(sharded).toMatchObject({ type: 'sharded', app: 0 });
+    // Requests rotate over the tag's 4 shards; the shard sits in bits 8..13.
+    const shards = new Set(shop.map((id) => Number((BigInt(id) >> 8n) & 63n)));
+    expect([...shards].sort()).toEqual([0, 1, 2, 3]);
+  });
+
+  it('answers Leaf-compatible Snowflake routes', async () => {
+    const response = await fetch(`${server.url}/api/snowflake/get/anything`);
+    expect(response.status).toBe(200);
+    const id = await response.text();
+    expect(BigInt(id) >= 1n << 53n).toBe(true);
+    const decoded = (await (await fetch(`${server.url}/decodeSnowflakeId?snowflakeId=${id}`)).json()) as Record<string, string>;
+    expect(decoded.timestamp).toMatch(/^\d{13}\(\d{4}-\d\d-\d\dT/);
+    expect(decoded.workerId).toMatch(/^\d+$/);
+    expect(decoded.sequenceId).toMatch(/^\d+$/);
+  });
+
   const bad: Array<[string, string, RequestInit | undefined, number, string, RegExp]> = [
     ['unknown tag', '/v1/ids/nope', undefined, 404, 'UNKNOWN_BIZ_TAG', /nope/],
     ['count zero', '/v1/ids/order?count=0', undefined, 400, 'BAD_REQUEST', /count/],
