@@ -128,9 +128,10 @@ export abstract class RedisPoolBase implements IdSource, PoolSink {
   }
 
   protected assertConnected(what: string): void {
-    // Fail fast while disconnected instead of queueing: the dispenser falls back by policy.
+    // Fail fast while the link is down instead of queueing: the dispenser falls back by policy.
+    // A connect in progress is waited for; its commands sit in ioredis's offline queue briefly.
     const status = this.redis.status;
-    if (status !== 'ready' && status !== 'wait') throw notReady(`Redis (${what})`, `connection is ${status}`);
+    if (status === 'reconnecting' || status === 'close' || status === 'end') throw notReady(`Redis (${what})`, `connection is ${status}`);
   }
 
   protected recordPushed(segment: Segment, depth: number, code: number): void {

@@ -1,0 +1,96 @@
+import { Registry } from 'prom-client';
+import { afterEach, describe, expect, it } from 'vitest';
+import { targetDepth } from '../../../src/refill/target.js';
+import { collectRefillStats } from '../../../src/refill/stats.js';
+import { SWEEP_SCHEDULER_ID } from '../../../src/refill/queue.js';
+import { freshStore, REDIS_URL, runTakers, sleep, startHarness, uid, type Harness, type TestStore } from './helpers.js';
+
+describe('refill triggers: threshold and cron (real Redis, Postgres, BullMQ)', () => {
+  let store: TestStore | undefined;
+  let harness: Harness | undefined;
+  afterEach(async () => {
+    await harness?.close();
+    await store?.close();
+    harness = undefined;
+    store = undefined;
+  });
+
+  it('a take under the threshold enqueues one refill job per tag/shard, deduplicated', async () => {
+    store = await freshStore();
+    const tag = await store.store.createBiz({ bizTag: `thr-${uid()}`, step: 100 });
+    harness = await startHarness({ redisUrl: REDIS_URL, store: store.store, worker: false });
+    for (let i = 0; i < 5; i++) {
+      expect(await harness.pool.take(tag, 10)).toEqual([]);
+      await sleep(30); // past the pool's 20 ms debounce, so each take really asks
+    }
+    await sleep(100);
+    const jobs = await harness.queue.queue.getJobs(['waiting', 'prioritized', 'delayed', 'active']);
+    expect(jobs.map((j) => [j.name, j.data])).toEqual([['refill', { bizTag: tag.bizTag, shard: 0, reason: 'threshold' }]]);
+  });
+
+  it('the cron sweep fires on its schedule and refills a tag under threshold', async () => {
+    store = await freshStore();
+    const tag = await store.store.createBiz({ bizTag: `cron-${uid()}`, step: 100 });
+    harness = await startHarness({ redisUrl: REDIS_URL, store: store.store, processor: { minDepth: 500 } });
+    await harness.queue.scheduleSweeps(300);
+    const schedulers = await harness.queue.queue.getJobSchedulers();
+    expect(schedulers.map((s) => [s.key, s.every])).toEqual([[SWEEP_SCHEDULER_ID, 300]]);
+
+    let depth = 0;
+    for (let i = 0; i < 200 && depth < 500; i++) {
+      await sleep(50);
+      depth = await harness.pool.depth(tag.bizTag, 0);
+    }
+    expect(depth).toBeGreaterThanOrEqual(500);
+    const done = await harness.queue.queue.getJobs(['completed'], 0, 100);
+    expect(done.some((j) => j.name === 'sweep')).toBe(true);
+    expect(done.some((j) => j.name === 'refill' && (j.data as { reason: string }).reason === 'cron')).toBe(true);
+    // Nothing was taken, so no threshold job ever existed.
+    expect(done.some((j) => j.name === 'refill' && (j.data as { reason: string }).reason === 'threshold')).toBe(false);
+  });
+
+  it('the sweep removes the pool of a deleted tag', async () => {
+    store = await freshStore();
+    const keep = await store.store.createBiz({ bizTag: `keep-${uid()}`, step: 100 });
+    const gone = await store.store.createBiz({ bizTag: `gone-${uid()}`, step: 100, shards: 1 });
+    harness = await startHarness({ redisUrl: REDIS_URL, store: store.store, worker: false, processor: { minDepth: 200 } });
+    await harness.processor.refill(keep.bizTag, 0, 'manual');
+    await harness.processor.refill(gone.bizTag, 0, 'manual');
+    expect(await harness.redis.keys(`${harness.keyPrefix}idmint:{${gone.bizTag}}*`)).not.toEqual([]);
+
+    await store.store.deleteBiz(gone.bizTag);
+    const outcome = await harness.processor.sweep();
+    expect(outcome.removed).toEqual([gone.bizTag]);
+    expect(await harness.redis.keys(`${harness.keyPrefix}idmint:{${gone.bizTag}}*`)).toEqual([]);
+    expect(await harness.pool.depth(keep.bizTag, 0)).toBeGreaterThanOrEqual(200);
+    expect(await harness.meta.tracked()).toEqual([keep.bizTag]);
+  });
+
+  it('the target depth follows demand: rate × poolSeconds within bounds, and stats report it', async () => {
+    expect(targetDepth(0, 100, { poolSeconds: 60, minDepth: 1000, maxDepth: 50_000 })).toBe(1000);
+    expect(targetDepth(0, 5000, { poolSeconds: 60, minDepth: 1000, maxDepth: 50_000 })).toBe(5000);
+    expect(targetDepth(100, 100, { poolSeconds: 60, minDepth: 1000, maxDepth: 50_000 })).toBe(6000);
+    expect(targetDepth(10_000, 100, { poolSeconds: 60, minDepth: 1000, maxDepth: 50_000 })).toBe(50_000);
+
+    store = await freshStore();
+    const tag = await store.store.createBiz({ bizTag: `rate-${uid()}`, step: 100 });
+    const registry = new Registry();
+    harness = await startHarness({ redisUrl: REDIS_URL, store: store.store, processor: { minDepth: 1000, maxDepth: 1_000_000, poolSeconds: 60, registry } });
+    await runTakers({ source: harness.pool, tag, total: 20_000, takers: 4, batch: 100 });
+    // 20,000 IDs asked within one 10 s bucket: at least 2,000/s, so a 60 s target far above minDepth.
+    const rate = await harness.meta.rate(tag.bizTag, 0);
+    expect(rate).toBeGreaterThanOrEqual(2000);
+    const outcome = await harness.processor.refill(tag.bizTag, 0, 'manual');
+    expect(outcome.status).toBe('pushed');
+    expect(outcome.status === 'pushed' && outcome.target).toBe(targetDepth(await harness.meta.rate(tag.bizTag, 0), 100, { poolSeconds: 60, minDepth: 1000, maxDepth: 1_000_000 }));
+
+    const stats = await collectRefillStats({ store: store.store, sinks: { 'redis-list': harness.pool }, meta: harness.meta, queue: harness.queue });
+    expect(stats.pools).toHaveLength(1);
+    expect(stats.pools[0]).toMatchObject({ bizTag: tag.bizTag, shard: 0, kind: 'redis-list' });
+    expect(stats.pools[0]!.target).toBeGreaterThanOrEqual(120_000);
+    expect(stats.queue).toHaveProperty('completed');
+    const metrics = await registry.metrics();
+    expect(metrics).toMatch(/idmint_refill_total\{biz_tag="rate-[a-z0-9]+",reason="manual",outcome="pushed"\} 1/);
+    expect(metrics).toContain('idmint_refill_duration_seconds_bucket');
+  });
+});
