@@ -104,7 +104,8 @@ export class ZooKeeperWorkerIdProvider implements WorkerIdProvider {
       return lease;
     } catch (err) {
       zk.close();
-      throw err;
+      if (err instanceof IdmintError) throw err;
+      throw new IdmintError('WORKER_ID_UNAVAILABLE', `ZooKeeper registration under ${o.root} failed: ${(err as Error).message}`, { cause: err, details: { connect: o.connect } });
     }
   }
 
