@@ -20,6 +20,7 @@ import { ShardedSource } from './sharded-source.js';
 import { createSnowflakeSourceFromConfig } from './snowflake-source.js';
 import { UidSource } from './uid-source.js';
 import { PostgresWorkerIdProvider } from './worker-id/postgres-provider.js';
+import { startRedisPools } from './runtime-redis.js';
 import type { Database } from './store/db.js';
 import { migrate } from './store/migrations.js';
 import { createPgDatabase } from './store/pg.js';
@@ -79,6 +80,9 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     const memory = new MemoryPool({ allocator: store, logger });
     closers.push({ name: 'memory pool', close: () => memory.close() });
     const pools: PoolSources = { memory };
+    const roles = rolesFrom(config);
+    const redis = config.REDIS_URL ? await startRedisPools({ config, roles, store, registry, logger, closers }) : undefined;
+    if (redis) Object.assign(pools, redis.pools);
     const segment = new DirectSegmentSource(store);
     const sharded = new ShardedSource(memory, SHARDED_LAYOUT, config.IDMINT_APP_ID);
     // Every serving process embeds a Snowflake generator, so the fallback costs no network hop.
@@ -90,7 +94,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     const dispenser = new Dispenser({
       store,
       pools,
-      defaultPool: 'memory',
+      defaultPool: redis ? 'redis-list' : 'memory',
       segment,
       sharded,
       snowflake,
@@ -112,7 +116,10 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
         checks.database = { ok: false, message: (err as Error).message };
       }
       checks.snowflake = { ok: true, message: `worker ${snowflake.workerId} from ${snowflake.lease.provider}` };
-      return { status: checks.database.ok ? 'ready' : 'not_ready', checks };
+      if (redis) checks.redis = redis.check();
+      // Without Redis the API still serves by each tag's fallback: degraded, not down.
+      const status = !checks.database.ok ? 'not_ready' : Object.values(checks).every((c) => c.ok) ? 'ready' : 'degraded';
+      return { status, checks };
     };
 
     const app = await buildHttpServer({
@@ -125,6 +132,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       ...(config.IDMINT_ADMIN_TOKEN ? { adminToken: config.IDMINT_ADMIN_TOKEN } : {}),
       ...(config.IDMINT_GATE_PASS ? { gatePass: config.IDMINT_GATE_PASS } : {}),
       readiness,
+      ...(redis ? { stats: redis.stats, extensions: redis.extensions } : {}),
       logger,
     });
     closers.push({ name: 'http', close: () => app.close() });
@@ -144,6 +152,17 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     await closeAll();
     throw err;
   }
+}
+
+export type Role = 'api' | 'refill' | 'responder';
+
+/** IDMINT_ROLES, or every role the configured servers allow. */
+export function rolesFrom(config: Config): ReadonlySet<Role> {
+  if (config.IDMINT_ROLES) return new Set(config.IDMINT_ROLES.split(',') as Role[]);
+  const roles = new Set<Role>(['api']);
+  if (config.REDIS_URL) roles.add('refill');
+  if (config.KAFKA_BROKERS) roles.add('responder');
+  return roles;
 }
 
 async function openDatabase(config: Config, dataDir: string, logger: Logger, closers: Closer[]): Promise<Database> {
