@@ -1,0 +1,122 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort, spawnServer, type SpawnedServer } from '../helpers/spawn-server.js';
+
+// A Redis of this test's own, so stopping it mid-run disturbs nobody else.
+async function startRedis(port: number): Promise<ChildProcess> {
+  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--maxmemory-policy', 'noeviction'], { stdio: 'ignore' });
+  for (let i = 0; i < 100; i++) {
+    const ok = await new Promise<boolean>((resolve) => {
+      const ping = spawn('redis-cli', ['-p', String(port), 'ping'], { stdio: ['ignore', 'pipe', 'ignore'] });
+      let out = '';
+      ping.stdout.on('data', (d: Buffer) => (out += d.toString()));
+      ping.on('exit', () => resolve(out.includes('PONG')));
+    });
+    if (ok) return child;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`redis-server on port ${port} did not answer`);
+}
+
+async function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGKILL');
+  await exited;
+}
+
+const TOKEN = 'fallback-admin-token';
+const admin = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
+
+describe('Redis pools with fallback (idmint serve + REDIS_URL)', () => {
+  let dataDir: string;
+  let redisPort: number;
+  let redis: ChildProcess;
+  let server: SpawnedServer;
+
+  beforeAll(async () => {
+    dataDir = mkdtempSync(join(tmpdir(), 'idmint-fallback-'));
+    redisPort = await freePort();
+    redis = await startRedis(redisPort);
+    server = await spawnServer({
+      IDMINT_DATA_DIR: dataDir,
+      IDMINT_ADMIN_TOKEN: TOKEN,
+      REDIS_URL: `redis://127.0.0.1:${redisPort}`,
+      IDMINT_REFILL_EVERY_MS: '1000',
+      IDMINT_POOL_MIN_DEPTH: '2000',
+    });
+  });
+
+  afterAll(async () => {
+    await server?.stop('SIGKILL');
+    if (redis) await stop(redis);
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('keeps serving by fallback while Redis is down and returns to the pool after, with zero duplicates', async () => {
+    for (const [bizTag, fallback] of [['pay', 'snowflake'], ['refund', 'segment']] as const) {
+      const response = await fetch(`${server.url}/v1/biz`, { method: 'POST', headers: admin, body: JSON.stringify({ bizTag, step: 500, fallback }) });
+      expect(response.status).toBe(201);
+    }
+
+    const ids = new Map<string, string[]>([['pay', []], ['refund', []]]);
+    const sources = new Map<string, Set<string>>([['pay', new Set()], ['refund', new Set()]]);
+    const errors: string[] = [];
+    let phase: 'up' | 'down' | 'back' = 'up';
+    const phaseSources: Record<string, Set<string>> = { up: new Set(), down: new Set(), back: new Set() };
+    let running = true;
+
+    const client = async (bizTag: string): Promise<void> => {
+      while (running) {
+        const response = await fetch(`${server.url}/v1/ids/${bizTag}?count=${1 + Math.floor(Math.random() * 50)}`);
+        const body = (await response.json()) as { ids?: string[]; source?: string; error?: { code: string } };
+        if (!response.ok || !body.ids) {
+          errors.push(`${response.status} ${JSON.stringify(body)}`);
+          continue;
+        }
+        ids.get(bizTag)!.push(...body.ids);
+        sources.get(bizTag)!.add(body.source!);
+        phaseSources[phase]!.add(`${bizTag}:${body.source}`);
+      }
+    };
+    const clients = Promise.all(Array.from({ length: 16 }, (_, i) => client(i % 2 === 0 ? 'pay' : 'refund')));
+    const total = (): number => ids.get('pay')!.length + ids.get('refund')!.length;
+    const waitFor = async (predicate: () => boolean, what: string): Promise<void> => {
+      const deadline = Date.now() + 60_000;
+      while (!predicate()) {
+        if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; sources so far ${JSON.stringify(Object.fromEntries(Object.entries(phaseSources).map(([k, v]) => [k, [...v]])))}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    };
+
+    try {
+      await waitFor(() => phaseSources.up!.has('pay:pool') && total() > 20_000, 'IDs from the Redis pool');
+      await stop(redis);
+      phase = 'down';
+      const atDown = total();
+      await waitFor(() => phaseSources.down!.has('pay:snowflake') && phaseSources.down!.has('refund:segment') && total() > atDown + 20_000, 'fallback IDs while Redis is down');
+      const degraded = (await (await fetch(`${server.url}/readyz`)).json()) as { status: string };
+      expect(degraded.status).toBe('degraded');
+
+      redis = await startRedis(redisPort);
+      phase = 'back';
+      await waitFor(() => phaseSources.back!.has('pay:pool') && phaseSources.back!.has('refund:pool'), 'the pool serving again after Redis returns');
+    } finally {
+      running = false;
+      await clients;
+    }
+
+    expect(errors).toEqual([]);
+    const pay = ids.get('pay')!;
+    const refund = ids.get('refund')!;
+    expect(new Set(pay).size).toBe(pay.length);
+    expect(new Set(refund).size).toBe(refund.length);
+    // Invariant 4: the Snowflake fallback lives above every segment ID.
+    expect(pay.some((id) => BigInt(id) >= 1n << 53n)).toBe(true);
+    expect(refund.every((id) => BigInt(id) < 1n << 53n)).toBe(true);
+    expect(((await (await fetch(`${server.url}/readyz`)).json()) as { status: string }).status).toBe('ready');
+  });
+});
