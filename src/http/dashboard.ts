@@ -1,0 +1,60 @@
+import { createBullBoard } from '@bull-board/api';
+import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
+import { FastifyAdapter } from '@bull-board/fastify';
+import type { Queue } from 'bullmq';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { IdmintError, isIdmintError } from '../core/errors.js';
+
+export interface DashboardOptions {
+  /** The queues shown: at least the refill queue (`RefillQueue.queue`). */
+  queues: Queue[];
+  /** Throws UNAUTHORIZED for a request without the admin token (src/http/auth.ts `makeAdminGuard`). */
+  authorize: (request: FastifyRequest) => void;
+  /** Where the board is served. Default `/ui`. */
+  basePath?: string;
+  /** Hide retry/clean/remove buttons. Default false: operators retry failed refills from here. */
+  readOnly?: boolean;
+  /** Board title. Default `idmint refills`. */
+  title?: string;
+}
+
+export const DASHBOARD_DEFAULTS = Object.freeze({ basePath: '/ui', readOnly: false, title: 'idmint refills' });
+
+/**
+ * bull-board over the refill queue at `/ui`: waiting, delayed (retries with backoff), failed
+ * and completed refills, and the repeatable sweep. Every route, static assets included, needs
+ * the admin token as a Bearer header or as the basic-auth password (browsers prompt for it).
+ */
+export async function registerDashboard(app: FastifyInstance, options: DashboardOptions): Promise<void> {
+  const basePath = options.basePath ?? DASHBOARD_DEFAULTS.basePath;
+  if (!/^\/[A-Za-z0-9/_-]*$/.test(basePath) || (basePath.length > 1 && basePath.endsWith('/'))) {
+    throw new IdmintError('BAD_REQUEST', `dashboard basePath must look like /ui, got "${basePath}"`);
+  }
+  if (options.queues.length === 0) throw new IdmintError('BAD_REQUEST', 'the dashboard needs at least one queue');
+  const readOnlyMode = options.readOnly ?? DASHBOARD_DEFAULTS.readOnly;
+  const serverAdapter = new FastifyAdapter();
+  serverAdapter.setBasePath(basePath);
+  createBullBoard({
+    queues: options.queues.map((q) => new BullMQAdapter(q, { readOnlyMode })),
+    serverAdapter,
+    options: { uiConfig: { boardTitle: options.title ?? DASHBOARD_DEFAULTS.title } },
+  });
+
+  await app.register(async (scope) => {
+    scope.addHook('onRequest', async (request, reply) => {
+      try {
+        options.authorize(request);
+      } catch (err) {
+        const error = isIdmintError(err) ? err : new IdmintError('UNAUTHORIZED', 'admin token required');
+        // The challenge makes a browser ask for a password: user `admin`, password the token.
+        return reply.code(error.status).header('www-authenticate', 'Basic realm="idmint", charset="UTF-8"').send(error.toJSON());
+      }
+    });
+    await scope.register(serverAdapter.registerPlugin(), { prefix: basePath });
+  });
+}
+
+/** The same, in the shape `buildHttpServer({ extensions })` takes. */
+export function dashboardExtension(options: Omit<DashboardOptions, 'authorize'>) {
+  return (app: FastifyInstance, authorize: (request: FastifyRequest) => void) => registerDashboard(app, { ...options, authorize });
+}

@@ -1,0 +1,95 @@
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, statSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import Fastify, { type FastifyInstance } from 'fastify';
+import { chromium, type Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { makeAdminGuard } from '../../src/http/auth.js';
+import { registerDashboard } from '../../src/http/dashboard.js';
+import { SWEEP_SCHEDULER_ID } from '../../src/refill/queue.js';
+import { freshStore, REDIS_URL, sleep, startHarness, uid, type Harness, type TestStore } from '../integration/refill/helpers.js';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const ARTIFACTS = `${ROOT}test/artifacts`;
+const TOKEN = `tok-${uid()}-${uid()}`;
+const CHROMIUM_FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'];
+
+describe('refill dashboard at /ui in real headless Chromium', () => {
+  let app: FastifyInstance;
+  let base: string;
+  let store: TestStore;
+  let harness: Harness;
+  let browser: Browser;
+
+  beforeAll(async () => {
+    const executablePath = execFileSync('bash', [`${ROOT}scripts/ensure-chromium.sh`], { encoding: 'utf8' }).trim();
+    store = await freshStore();
+    const tag = await store.store.createBiz({ bizTag: `ui-${uid()}`, step: 100 });
+    harness = await startHarness({ redisUrl: REDIS_URL, store: store.store, queueName: `idmint-refill-ui-${uid()}` });
+    // Something to look at: a completed threshold refill, a scheduled sweep and a failed job.
+    await harness.queue.requestRefill(tag.bizTag, 0, 'threshold');
+    await harness.queue.scheduleSweeps(60_000);
+    await harness.queue.queue.add('refill', { malformed: true }, { attempts: 2 });
+    for (let i = 0; i < 100 && (await harness.queue.counts()).failed === 0; i++) await sleep(50);
+
+    app = Fastify();
+    await registerDashboard(app, { queues: [harness.queue.queue], authorize: makeAdminGuard(TOKEN) });
+    base = await app.listen({ host: '127.0.0.1', port: 0 });
+    browser = await chromium.launch({ executablePath, headless: true, args: CHROMIUM_FLAGS });
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    await app?.close();
+    await harness?.close();
+    await store?.close();
+  });
+
+  it('refuses without the admin token (401 with a basic-auth challenge) and accepts Bearer or basic auth', async () => {
+    const none = await fetch(`${base}/ui`);
+    expect(none.status).toBe(401);
+    expect(none.headers.get('www-authenticate')).toMatch(/^Basic /);
+    expect(await none.json()).toMatchObject({ error: { code: 'UNAUTHORIZED' } });
+    expect((await fetch(`${base}/ui/api/queues`, { headers: { authorization: 'Bearer wrong-token' } })).status).toBe(401);
+    expect((await fetch(`${base}/ui/static/favicon-32x32.png`)).status).toBe(401);
+
+    const bearer = await fetch(`${base}/ui`, { headers: { authorization: `Bearer ${TOKEN}` } });
+    expect(bearer.status).toBe(200);
+    expect(await bearer.text()).toContain('<html');
+    const basic = await fetch(`${base}/ui/api/queues`, { headers: { authorization: `Basic ${Buffer.from(`admin:${TOKEN}`).toString('base64')}` } });
+    expect(basic.status).toBe(200);
+    const body = (await basic.json()) as { queues: Array<{ name: string; counts: Record<string, number> }> };
+    expect(body.queues.map((q) => q.name)).toEqual([harness.queueName]);
+    expect(body.queues[0]!.counts.failed).toBeGreaterThanOrEqual(1);
+  });
+
+  it('loads in Chromium behind basic auth, lists the refill queue, and saves a screenshot', async () => {
+    // Without credentials Chromium gets the challenge and, having no password to offer, gives up.
+    const anonymous = await browser.newContext();
+    await expect((await anonymous.newPage()).goto(`${base}/ui`)).rejects.toThrow(/ERR_INVALID_AUTH_CREDENTIALS/);
+    expect((await anonymous.request.get(`${base}/ui`)).status()).toBe(401);
+    await anonymous.close();
+
+    const context = await browser.newContext({ httpCredentials: { username: 'admin', password: TOKEN }, viewport: { width: 1280, height: 800 } });
+    const page = await context.newPage();
+    const response = await page.goto(`${base}/ui`);
+    expect(response?.status()).toBe(200);
+    await page.getByText(harness.queueName).first().waitFor({ timeout: 30_000 });
+
+    await page.goto(`${base}/ui/queue/${encodeURIComponent(harness.queueName)}?status=failed`);
+    await page.getByText(/refill job data must be/).first().waitFor({ timeout: 30_000 });
+    mkdirSync(ARTIFACTS, { recursive: true });
+    await page.screenshot({ path: `${ARTIFACTS}/dashboard-failed.png`, fullPage: true });
+
+    await page.goto(`${base}/ui/job-schedulers`);
+    await page.getByText(SWEEP_SCHEDULER_ID).first().waitFor({ timeout: 30_000 });
+    await page.screenshot({ path: `${ARTIFACTS}/dashboard-schedulers.png`, fullPage: true });
+
+    await page.goto(`${base}/ui`);
+    await page.getByText(harness.queueName).first().waitFor({ timeout: 30_000 });
+    await page.getByText('Loading...').waitFor({ state: 'hidden', timeout: 30_000 });
+    await page.screenshot({ path: `${ARTIFACTS}/dashboard.png`, fullPage: true });
+    expect(statSync(`${ARTIFACTS}/dashboard.png`).size).toBeGreaterThan(10_000);
+    await context.close();
+  });
+});
