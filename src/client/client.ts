@@ -1,0 +1,171 @@
+import { BadRequestError, IdmintError, TimeoutError } from '../core/errors.js';
+import { BIZ_TAG_PATTERN, systemClock } from '../core/types.js';
+import type { Clock } from '../core/types.js';
+import type { Logger } from '../log.js';
+import { silentLogger } from '../log.js';
+import { httpTransport } from './http-transport.js';
+import { TagBuffer } from './tag-buffer.js';
+import type { TagBufferSettings, TagBufferStats } from './tag-buffer.js';
+import type { IdTransport } from './transport.js';
+
+export interface IdmintClientSettings extends TagBufferSettings {
+  /** Longest a `next`/`nextMany` call waits for IDs before TIMEOUT (transport retries included). */
+  timeoutMs: number;
+}
+
+export const CLIENT_DEFAULTS: Readonly<IdmintClientSettings> = Object.freeze({
+  /** Tinyid's default segment size is 1000 too: one round trip per thousand IDs at first. */
+  batchSize: 1000,
+  /** The server's default IDMINT_MAX_COUNT; a larger ask is refused with BAD_REQUEST. */
+  maxBatchSize: 10_000,
+  /** Leaf and Tinyid load the next segment at 20 % left (CosId's safe distance is similar). */
+  prefetchAt: 0.2,
+  /** Grow when a batch lasts under 10 s: a busy tag then makes a round trip every few seconds at most. */
+  batchLifeMs: 10_000,
+  timeoutMs: 10_000,
+});
+
+export interface IdmintClientOptions extends Partial<IdmintClientSettings> {
+  /** How to reach the dispenser; or give `url` for an httpTransport with its defaults. */
+  transport?: IdTransport;
+  url?: string;
+  /** Tags to start fetching at once, so their first `next()` finds IDs ready. */
+  bizTags?: string[];
+  logger?: Logger;
+  /** Measures batch lifetimes; injected by tests. */
+  clock?: Clock;
+}
+
+const MAX_NUMBER_ID = BigInt(Number.MAX_SAFE_INTEGER);
+
+/**
+ * The SDK: IDs per tag from a double buffer that refills in the background (Leaf segment
+ * mode, Tinyid's client, CosId's SegmentChainId), over any IdTransport. `next` returns a
+ * bigint; `nextNumber` a number where the ID fits (segment and sharded tags).
+ */
+export class IdmintClient {
+  readonly settings: Readonly<IdmintClientSettings>;
+  private readonly transport: IdTransport;
+  private readonly logger: Logger;
+  private readonly clock: Clock;
+  private readonly buffers = new Map<string, TagBuffer>();
+  private closing: Promise<void> | undefined;
+
+  constructor(options: IdmintClientOptions) {
+    this.settings = validate({ ...CLIENT_DEFAULTS, ...definedOnly(options) });
+    if (options.transport && options.url !== undefined) throw new BadRequestError('give the idmint client `transport` or `url`, not both', 'transport');
+    this.logger = (options.logger ?? silentLogger).child({ component: 'client' });
+    this.clock = options.clock ?? systemClock;
+    if (options.transport) this.transport = options.transport;
+    else if (options.url !== undefined) this.transport = httpTransport({ url: options.url, logger: options.logger });
+    else throw new BadRequestError('the idmint client needs a `transport` (httpTransport, kafkaTransport...) or a `url`', 'transport');
+    for (const tag of options.bizTags ?? []) this.buffer(tag).warm();
+  }
+
+  /** One ID as a bigint (Snowflake and uid IDs exceed 2^53). */
+  async next(bizTag: string): Promise<bigint> {
+    const [id] = await this.collect(bizTag, 1, false);
+    return id as bigint;
+  }
+
+  /** `n` IDs, in the order handed out; not necessarily contiguous. */
+  async nextMany(bizTag: string, n: number): Promise<bigint[]> {
+    if (!Number.isSafeInteger(n) || n < 0) throw new BadRequestError(`n must be a non-negative integer, got ${n}`, 'n');
+    if (n === 0) {
+      this.buffer(bizTag);
+      return [];
+    }
+    return this.collect(bizTag, n, false);
+  }
+
+  /**
+   * One ID as a number, for tags whose IDs stay below 2^53 (segment and sharded modes).
+   * A larger ID (Snowflake, uid, or a segment tag's Snowflake fallback) is refused with
+   * BAD_REQUEST and stays buffered for the next `next()`.
+   */
+  async nextNumber(bizTag: string): Promise<number> {
+    const [id] = await this.collect(bizTag, 1, true);
+    return Number(id);
+  }
+
+  /** What each tag's buffer holds and does, for metrics and debugging. */
+  stats(): TagBufferStats[] {
+    return [...this.buffers.values()].map((b) => b.stats());
+  }
+
+  /** Idempotent. Buffered IDs are dropped (gaps); later calls reject with NOT_READY. */
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      for (const b of this.buffers.values()) b.close();
+      await this.transport.close();
+    })();
+    return this.closing;
+  }
+
+  private async collect(bizTag: string, n: number, asNumber: boolean): Promise<bigint[]> {
+    const buffer = this.buffer(bizTag);
+    const deadline = this.clock.now() + this.settings.timeoutMs;
+    const ids: bigint[] = [];
+    for (;;) {
+      this.assertOpen();
+      if (asNumber) {
+        const head = buffer.peek();
+        if (head !== undefined && head > MAX_NUMBER_ID) {
+          throw new BadRequestError(`ID ${head} of "${bizTag}" exceeds 2^53-1 and cannot be a JS number; use next() for a bigint`, 'bizTag');
+        }
+      }
+      buffer.take(n - ids.length, ids);
+      if (ids.length === n) return ids;
+      // Partly served: the IDs taken so far are this caller's and stay so across the wait.
+      await this.wait(buffer.fill(n - ids.length), deadline, bizTag);
+    }
+  }
+
+  private wait(fill: Promise<void>, deadline: number, bizTag: string): Promise<void> {
+    const left = deadline - this.clock.now();
+    if (left <= 0) return Promise.reject(new TimeoutError(`getting IDs of "${bizTag}"`, this.settings.timeoutMs));
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new TimeoutError(`getting IDs of "${bizTag}"`, this.settings.timeoutMs)), left);
+    });
+    return Promise.race([fill, timeout]).finally(() => clearTimeout(timer));
+  }
+
+  private buffer(bizTag: string): TagBuffer {
+    this.assertOpen();
+    let b = this.buffers.get(bizTag);
+    if (!b) {
+      if (typeof bizTag !== 'string' || !BIZ_TAG_PATTERN.test(bizTag)) {
+        throw new BadRequestError(`invalid biz tag ${JSON.stringify(bizTag)}: must match ${BIZ_TAG_PATTERN.source}`, 'bizTag');
+      }
+      b = new TagBuffer(bizTag, this.transport, this.settings, this.clock, this.logger);
+      this.buffers.set(bizTag, b);
+    }
+    return b;
+  }
+
+  private assertOpen(): void {
+    if (this.closing) throw new IdmintError('NOT_READY', 'the idmint client is closed');
+  }
+}
+
+export function createIdmintClient(options: IdmintClientOptions): IdmintClient {
+  return new IdmintClient(options);
+}
+
+function definedOnly(options: IdmintClientOptions): Partial<IdmintClientSettings> {
+  const out: Partial<IdmintClientSettings> = {};
+  for (const key of Object.keys(CLIENT_DEFAULTS) as (keyof IdmintClientSettings)[]) {
+    if (options[key] !== undefined) out[key] = options[key];
+  }
+  return out;
+}
+
+function validate(s: IdmintClientSettings): Readonly<IdmintClientSettings> {
+  for (const key of ['batchSize', 'maxBatchSize', 'batchLifeMs', 'timeoutMs'] as const) {
+    if (!Number.isSafeInteger(s[key]) || s[key] < 1) throw new BadRequestError(`idmint client option ${key} must be a positive integer, got ${s[key]}`, key);
+  }
+  if (s.maxBatchSize < s.batchSize) throw new BadRequestError(`maxBatchSize (${s.maxBatchSize}) must be at least batchSize (${s.batchSize})`, 'maxBatchSize');
+  if (!(s.prefetchAt >= 0 && s.prefetchAt < 1)) throw new BadRequestError(`prefetchAt must be in [0, 1), got ${s.prefetchAt}`, 'prefetchAt');
+  return Object.freeze(s);
+}

@@ -1,0 +1,143 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { BadRequestError, ERROR_CODES, IdmintError, TimeoutError } from '../core/errors.js';
+import type { ErrorCode } from '../core/errors.js';
+import type { IdSourceName } from '../core/types.js';
+import type { Logger } from '../log.js';
+import { silentLogger } from '../log.js';
+import type { IdTransport, TransportBatch } from './transport.js';
+
+export interface HttpTransportSettings {
+  /** Per attempt: a request without an answer by then is abandoned (its IDs, if any, become gaps). */
+  timeoutMs: number;
+  /** Extra attempts after a retriable failure (NOT_READY, TIMEOUT, POOL_EMPTY, network errors). */
+  retries: number;
+  /** First backoff; doubles per attempt, with jitter, up to maxBackoffMs. */
+  backoffMs: number;
+  maxBackoffMs: number;
+}
+
+export const HTTP_TRANSPORT_DEFAULTS: Readonly<HttpTransportSettings> = Object.freeze({
+  timeoutMs: 5000,
+  /** 100+200+400+800+1600 ms: rides out a server restart of a few seconds. */
+  retries: 5,
+  backoffMs: 100,
+  maxBackoffMs: 2000,
+});
+
+export interface HttpTransportOptions extends Partial<HttpTransportSettings> {
+  /** Base URL of an idmint server, e.g. `http://127.0.0.1:8080`. */
+  url: string;
+  /** Tinyid's token, when the server sets IDMINT_GATE_PASS. */
+  gatePass?: string;
+  logger?: Logger;
+}
+
+export interface HttpTransport extends IdTransport {
+  /** Attempts that failed and were retried, since creation. */
+  readonly retried: number;
+}
+
+const SOURCES: ReadonlySet<string> = new Set<IdSourceName>(['pool', 'segment', 'snowflake']);
+
+/**
+ * `GET /v1/ids/:bizTag?count=N` over Node's global fetch, whose undici agent keeps
+ * connections alive. An error body `{"error":{"code","message"}}` becomes the same IdmintError.
+ */
+export function httpTransport(options: HttpTransportOptions): HttpTransport {
+  const s = validate(options);
+  const base = parseBase(options.url);
+  const logger = (options.logger ?? silentLogger).child({ component: 'client-http' });
+  // Aborts requests and backoffs in flight when the transport closes.
+  const closer = new AbortController();
+  let retried = 0;
+
+  async function attempt(bizTag: string, count: number): Promise<TransportBatch> {
+    const url = new URL(`v1/ids/${encodeURIComponent(bizTag)}`, base);
+    url.searchParams.set('count', String(count));
+    if (options.gatePass !== undefined) url.searchParams.set('gatePass', options.gatePass);
+    const signal = AbortSignal.any([closer.signal, AbortSignal.timeout(s.timeoutMs)]);
+    let response: Response;
+    let text: string;
+    try {
+      response = await fetch(url, { signal, headers: { accept: 'application/json' } });
+      text = await response.text();
+    } catch (err) {
+      if (closer.signal.aborted) throw closedError(err);
+      if (signal.aborted) throw new TimeoutError(`GET ${url.pathname}`, s.timeoutMs, err);
+      const reason = err instanceof Error ? String((err.cause as Error | undefined)?.message ?? err.message) : String(err);
+      throw new IdmintError('NOT_READY', `cannot reach idmint at ${base.origin}: ${reason}`, { cause: err });
+    }
+    return decode(response.status, text, base.origin);
+  }
+
+  return {
+    get retried() {
+      return retried;
+    },
+    async fetch(bizTag, count) {
+      for (let n = 0; ; n++) {
+        if (closer.signal.aborted) throw closedError();
+        try {
+          return await attempt(bizTag, count);
+        } catch (err) {
+          if (!(err instanceof IdmintError) || !err.retriable || n >= s.retries || closer.signal.aborted) throw err;
+          retried++;
+          const delay = Math.min(s.backoffMs * 2 ** n, s.maxBackoffMs) * (0.5 + Math.random() / 2);
+          logger.debug({ bizTag, attempt: n + 1, code: err.code, delay }, 'ID request failed; retrying');
+          await sleep(delay, undefined, { signal: closer.signal }).catch(() => undefined);
+        }
+      }
+    },
+    async close() {
+      closer.abort();
+    },
+  };
+}
+
+function decode(status: number, text: string, origin: string): TransportBatch {
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    throw new IdmintError('NOT_READY', `idmint at ${origin} answered ${status} with a non-JSON body: ${text.slice(0, 200)}`, { retriable: status >= 500 });
+  }
+  if (status < 200 || status > 299) {
+    const error = (body as { error?: { code?: unknown; message?: unknown } } | null)?.error;
+    const code = typeof error?.code === 'string' && error.code in ERROR_CODES ? (error.code as ErrorCode) : undefined;
+    const message = typeof error?.message === 'string' ? error.message : text.slice(0, 200);
+    if (code) throw new IdmintError(code, message, { details: { status } });
+    throw new IdmintError('NOT_READY', `idmint at ${origin} answered ${status}: ${message}`, { retriable: status >= 500, details: { status } });
+  }
+  const { ids, source } = (body ?? {}) as { ids?: unknown; source?: unknown };
+  if (!Array.isArray(ids)) throw new IdmintError('NOT_READY', `idmint at ${origin} answered without an ids array`, { retriable: false });
+  return { ids: ids as string[], source: typeof source === 'string' && SOURCES.has(source) ? (source as IdSourceName) : 'unknown' };
+}
+
+function closedError(cause?: unknown): IdmintError {
+  return new IdmintError('NOT_READY', 'the HTTP transport is closed', { cause, retriable: false });
+}
+
+function parseBase(raw: string): URL {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new BadRequestError(`httpTransport url must be an absolute http(s) URL, got ${JSON.stringify(raw)}`, 'url');
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new BadRequestError(`httpTransport url must be http or https, got ${url.protocol}`, 'url');
+  // A trailing slash makes `v1/ids/...` resolve under a path prefix such as a proxy's /idmint/.
+  if (!url.pathname.endsWith('/')) url.pathname += '/';
+  return url;
+}
+
+function validate(options: HttpTransportOptions): Readonly<HttpTransportSettings> {
+  const s: HttpTransportSettings = { ...HTTP_TRANSPORT_DEFAULTS };
+  for (const key of Object.keys(HTTP_TRANSPORT_DEFAULTS) as (keyof HttpTransportSettings)[]) {
+    const value = options[key];
+    if (value === undefined) continue;
+    const min = key === 'retries' ? 0 : 1;
+    if (!Number.isSafeInteger(value) || value < min) throw new BadRequestError(`httpTransport option ${key} must be an integer ≥ ${min}, got ${value}`, key);
+    s[key] = value;
+  }
+  return Object.freeze(s);
+}

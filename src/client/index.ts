@@ -1,0 +1,11 @@
+// The SDK (`idmint/client`): prefetching client and its transports. Exports by name.
+export { createIdmintClient, IdmintClient, CLIENT_DEFAULTS } from './client.js';
+export type { IdmintClientOptions, IdmintClientSettings } from './client.js';
+export type { TagBufferStats } from './tag-buffer.js';
+export type { IdTransport, TransportBatch } from './transport.js';
+export { httpTransport, HTTP_TRANSPORT_DEFAULTS } from './http-transport.js';
+export type { HttpTransport, HttpTransportOptions, HttpTransportSettings } from './http-transport.js';
+export { kafkaTransport, kafkaPoolTransport } from './kafka-transport.js';
+export type { KafkaTransportOptions, KafkaPoolTransportOptions } from './kafka-transport.js';
+export { IdmintError, isIdmintError } from '../core/errors.js';
+export type { ErrorCode } from '../core/errors.js';

@@ -1,0 +1,184 @@
+import { IdmintError, isIdmintError, notReady } from '../core/errors.js';
+import type { Clock } from '../core/types.js';
+import type { Logger } from '../log.js';
+import type { IdTransport } from './transport.js';
+
+/** The knobs a TagBuffer needs; IdmintClient validates and freezes them. */
+export interface TagBufferSettings {
+  /** IDs asked for per fetch at first; the adaptive size never drops below it. */
+  batchSize: number;
+  /** Upper bound of the adaptive size (and of one fetch for a large nextMany). */
+  maxBatchSize: number;
+  /** Fetch the next batch in the background once less than this share of the current one remains. */
+  prefetchAt: number;
+  /** A batch used up faster than this doubles the size; one lasting over twice this halves it. */
+  batchLifeMs: number;
+}
+
+interface Batch {
+  readonly ids: bigint[];
+  pos: number;
+  /** When the first ID was taken from it; the batch's life is measured from here. */
+  startedAt: number | undefined;
+}
+
+export interface TagBufferStats {
+  readonly bizTag: string;
+  /** IDs ready to hand out without a round trip. */
+  readonly buffered: number;
+  /** The size the next fetch asks for. */
+  readonly batchSize: number;
+  readonly fetches: number;
+  readonly fetchFailures: number;
+  readonly fetching: boolean;
+}
+
+const MAX_ID = (1n << 63n) - 1n;
+const DECIMAL_ID = /^[1-9][0-9]{0,18}$/;
+
+/**
+ * The double buffer of one tag: the batch being handed out plus at most one batch fetched
+ * ahead, and at most one fetch in flight, shared by every caller. Taking is synchronous, so
+ * two callers interleaving at an `await` can never receive the same ID.
+ */
+export class TagBuffer {
+  readonly bizTag: string;
+  private readonly batches: Batch[] = [];
+  private inflight: Promise<void> | undefined;
+  private size: number;
+  private fetches = 0;
+  private fetchFailures = 0;
+  private closed = false;
+
+  constructor(
+    bizTag: string,
+    private readonly transport: IdTransport,
+    private readonly settings: Readonly<TagBufferSettings>,
+    private readonly clock: Clock,
+    private readonly logger: Logger,
+  ) {
+    this.bizTag = bizTag;
+    this.size = settings.batchSize;
+  }
+
+  get buffered(): number {
+    let n = 0;
+    for (const b of this.batches) n += b.ids.length - b.pos;
+    return n;
+  }
+
+  stats(): TagBufferStats {
+    return {
+      bizTag: this.bizTag,
+      buffered: this.buffered,
+      batchSize: this.size,
+      fetches: this.fetches,
+      fetchFailures: this.fetchFailures,
+      fetching: this.inflight !== undefined,
+    };
+  }
+
+  /** The ID the next take would return, without taking it; undefined when nothing is buffered. */
+  peek(): bigint | undefined {
+    const b = this.head();
+    return b?.ids[b.pos];
+  }
+
+  /** Moves up to `n` buffered IDs into `into`; returns how many. Never awaits. */
+  take(n: number, into: bigint[]): number {
+    let taken = 0;
+    while (taken < n) {
+      const b = this.head();
+      if (!b) break;
+      b.startedAt ??= this.clock.now();
+      const k = Math.min(n - taken, b.ids.length - b.pos);
+      for (let i = 0; i < k; i++) into.push(b.ids[b.pos + i] as bigint);
+      b.pos += k;
+      taken += k;
+    }
+    this.head();
+    this.maybePrefetch();
+    return taken;
+  }
+
+  /**
+   * Resolves when the fetch in flight (or a new one asking for at least `want` IDs) has landed;
+   * rejects with its error. Callers then take again: other callers may have emptied it first.
+   */
+  fill(want: number): Promise<void> {
+    if (this.closed) return Promise.reject(new IdmintError('NOT_READY', 'the idmint client is closed'));
+    return this.inflight ?? this.startFetch(Math.min(Math.max(this.size, want), this.settings.maxBatchSize));
+  }
+
+  /** Starts the first fetch so the first caller does not wait; failures are logged, and retried on demand. */
+  warm(): void {
+    if (this.closed || this.inflight || this.batches.length > 0) return;
+    this.startFetch(this.size).catch(() => undefined);
+  }
+
+  /** Drops what is buffered: those IDs become gaps, never repeats. */
+  close(): void {
+    this.closed = true;
+    this.batches.length = 0;
+  }
+
+  /** The batch to take from, after retiring (and measuring) any used-up one. */
+  private head(): Batch | undefined {
+    for (;;) {
+      const b = this.batches[0];
+      if (!b || b.pos < b.ids.length) return b;
+      this.batches.shift();
+      this.adapt(b);
+    }
+  }
+
+  private maybePrefetch(): void {
+    if (this.closed || this.inflight || this.batches.length > 1) return;
+    const b = this.batches[0];
+    if (b && b.ids.length - b.pos >= this.settings.prefetchAt * b.ids.length) return;
+    // Nobody waits on a background fetch: log its failure here; the next empty take retries.
+    this.startFetch(this.size).catch((err: unknown) => this.logger.warn({ err, bizTag: this.bizTag }, 'prefetching IDs failed'));
+  }
+
+  private startFetch(count: number): Promise<void> {
+    this.fetches++;
+    const run = (async () => {
+      try {
+        const answer = await this.transport.fetch(this.bizTag, count);
+        const ids = parseIds(this.bizTag, answer.ids);
+        // Closed while fetching: the IDs are dropped (gaps), never kept for a later client.
+        if (!this.closed) this.batches.push({ ids, pos: 0, startedAt: undefined });
+        this.logger.debug({ bizTag: this.bizTag, asked: count, got: ids.length, source: answer.source }, 'fetched a batch');
+      } catch (err) {
+        this.fetchFailures++;
+        throw isIdmintError(err) ? err : notReady(`the transport for "${this.bizTag}"`, err);
+      } finally {
+        this.inflight = undefined;
+      }
+    })();
+    this.inflight = run;
+    return run;
+  }
+
+  /** Leaf's step rule applied to the client: keep a batch lasting about `batchLifeMs`. */
+  private adapt(b: Batch): void {
+    if (b.startedAt === undefined) return;
+    const lived = this.clock.now() - b.startedAt;
+    const before = this.size;
+    if (lived < this.settings.batchLifeMs) this.size = Math.min(this.size * 2, this.settings.maxBatchSize);
+    else if (lived > 2 * this.settings.batchLifeMs) this.size = Math.max(Math.floor(this.size / 2), this.settings.batchSize);
+    if (this.size !== before) this.logger.debug({ bizTag: this.bizTag, lived, from: before, to: this.size }, 'batch size adapted');
+  }
+}
+
+function parseIds(bizTag: string, raw: unknown): bigint[] {
+  if (!Array.isArray(raw) || raw.length === 0) {
+    throw new IdmintError('POOL_EMPTY', `the dispenser returned no IDs for "${bizTag}"`);
+  }
+  return raw.map((id) => {
+    if (typeof id !== 'string' || !DECIMAL_ID.test(id) || BigInt(id) > MAX_ID) {
+      throw new IdmintError('NOT_READY', `the dispenser returned a malformed ID for "${bizTag}": ${JSON.stringify(id)}`, { retriable: false });
+    }
+    return BigInt(id);
+  });
+}

@@ -1,0 +1,19 @@
+import type { IdSourceName } from '../core/types.js';
+
+/** One answer from a transport: IDs as decimal strings (invariant 7) and where they came from. */
+export interface TransportBatch {
+  /** At least one ID on success; a transport that has none throws (POOL_EMPTY, NOT_READY...). */
+  readonly ids: string[];
+  /** `unknown` when the wire does not say (the Kafka request/reply client drops it). */
+  readonly source: IdSourceName | 'unknown';
+}
+
+/**
+ * How the SDK reaches a dispenser. Implementations: httpTransport, kafkaTransport,
+ * kafkaPoolTransport; tests write their own. `fetch` may return fewer than `count` IDs and
+ * throws an IdmintError when it cannot serve; the IDs it returns must never be returned again.
+ */
+export interface IdTransport {
+  fetch(bizTag: string, count: number): Promise<TransportBatch>;
+  close(): Promise<void>;
+}
