@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { loadConfig } from '../config.js';
-import { createLogger } from '../log.js';
+import { createLogger, type Logger } from '../log.js';
 import { startRuntime } from '../runtime.js';
 
 /** How long a graceful stop may take before the process exits anyway. */
@@ -15,45 +15,55 @@ export function registerServeCommand(program: Command): void {
     .option('--host <host>', 'bind address (default $IDMINT_HOST or 127.0.0.1)')
     .option('--data-dir <dir>', 'embedded state directory (default $IDMINT_DATA_DIR or ./data)')
     .action(async (flags: { port?: string; host?: string; dataDir?: string }) => {
-      const config = loadConfig({
-        ...process.env,
+      await runServer({
         ...(flags.port === undefined ? {} : { IDMINT_PORT: flags.port }),
         ...(flags.host === undefined ? {} : { IDMINT_HOST: flags.host }),
         ...(flags.dataDir === undefined ? {} : { IDMINT_DATA_DIR: flags.dataDir }),
       });
-      const logger = createLogger({ level: config.LOG_LEVEL });
-      const runtime = await startRuntime({ config, logger });
-      const firstTag = (await runtime.store.listBiz())[0]?.bizTag ?? 'demo';
-      logger.info({ url: runtime.url, embedded: !config.DATABASE_URL }, `idmint is serving at ${runtime.url}`);
-      logger.info(`try: curl '${runtime.url}/v1/ids/${firstTag}?count=5'`);
-
-      let stopping = false;
-      const stop = (signal: NodeJS.Signals): void => {
-        // A second signal means "now": skip the graceful path.
-        if (stopping) {
-          logger.warn({ signal }, 'second signal: exiting immediately');
-          process.exit(130);
-        }
-        stopping = true;
-        logger.info({ signal }, 'shutting down');
-        const deadline = setTimeout(() => {
-          logger.error(`shutdown took over ${CLOSE_DEADLINE_MS} ms; exiting`);
-          process.exit(1);
-        }, CLOSE_DEADLINE_MS);
-        deadline.unref();
-        runtime.close().then(
-          () => {
-            logger.info('stopped cleanly');
-            // Exit explicitly: a client library's lingering timer must not keep a stopped server alive.
-            logger.flush(() => process.exit(0));
-          },
-          (err: unknown) => {
-            logger.error({ err }, 'shutdown failed');
-            process.exitCode = 1;
-          },
-        );
-      };
-      process.on('SIGINT', stop);
-      process.on('SIGTERM', stop);
     });
+}
+
+/**
+ * Starts a serving process from the environment (plus overrides) and stops it gracefully on
+ * SIGINT/SIGTERM within CLOSE_DEADLINE_MS; a second signal exits at once. Entry points call this.
+ */
+export async function runServer(overrides: Record<string, string> = {}): Promise<void> {
+  const config = loadConfig({ ...process.env, ...overrides });
+  const logger = createLogger({ level: config.LOG_LEVEL });
+  const runtime = await startRuntime({ config, logger });
+  const firstTag = (await runtime.store.listBiz())[0]?.bizTag ?? 'demo';
+  logger.info({ url: runtime.url, embedded: !config.DATABASE_URL }, `idmint is serving at ${runtime.url}`);
+  logger.info(`try: curl '${runtime.url}/v1/ids/${firstTag}?count=5'`);
+  stopOnSignals(logger, () => runtime.close());
+}
+
+export function stopOnSignals(logger: Logger, close: () => Promise<void>): void {
+  let stopping = false;
+  const stop = (signal: NodeJS.Signals): void => {
+    // A second signal means "now": skip the graceful path.
+    if (stopping) {
+      logger.warn({ signal }, 'second signal: exiting immediately');
+      process.exit(130);
+    }
+    stopping = true;
+    logger.info({ signal }, 'shutting down');
+    const deadline = setTimeout(() => {
+      logger.error(`shutdown took over ${CLOSE_DEADLINE_MS} ms; exiting`);
+      process.exit(1);
+    }, CLOSE_DEADLINE_MS);
+    deadline.unref();
+    close().then(
+      () => {
+        logger.info('stopped cleanly');
+        // Exit explicitly: a client library's lingering timer must not keep a stopped server alive.
+        logger.flush(() => process.exit(0));
+      },
+      (err: unknown) => {
+        logger.error({ err }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGINT', stop);
+  process.on('SIGTERM', stop);
 }
