@@ -1,0 +1,388 @@
+#!/usr/bin/env bash
+# Local infrastructure for idmint: Kafka 3.9 (KRaft, one node) and ZooKeeper 3.8 from Maven
+# Central jars, a private redis-server, and a throwaway Postgres cluster. Everything lives
+# under .infra/ (jars, data, logs, pid files, env).
+#
+#   bash scripts/infra.sh up|down|status
+#   bash scripts/infra.sh start|stop|restart|kill <redis|kafka|zookeeper|postgres>
+#
+# up is idempotent: a server that already answers on its port (ours, or another checkout's)
+# is reused, never started twice. down stops only what this checkout started.
+# A server named by the environment (DATABASE_URL, REDIS_URL, KAFKA_BROKERS, ZK_CONNECT,
+# pointing somewhere other than our own port) is used as is and never started or stopped.
+# Ports: IDMINT_INFRA_{KAFKA,CONTROLLER,ZK,REDIS,PG}_PORT, defaults below.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+INFRA="${IDMINT_INFRA_DIR:-$ROOT/.infra}"
+LIB="$INFRA/lib"
+LOGS="$INFRA/logs"
+PIDS="$INFRA/pids"
+HOST=127.0.0.1
+
+KAFKA_PORT="${IDMINT_INFRA_KAFKA_PORT:-19092}"
+CONTROLLER_PORT="${IDMINT_INFRA_CONTROLLER_PORT:-19093}"
+ZK_PORT="${IDMINT_INFRA_ZK_PORT:-12181}"
+REDIS_PORT="${IDMINT_INFRA_REDIS_PORT:-16379}"
+PG_PORT="${IDMINT_INFRA_PG_PORT:-15432}"
+
+OWN_KAFKA="$HOST:$KAFKA_PORT"
+OWN_ZK="$HOST:$ZK_PORT"
+OWN_REDIS="redis://$HOST:$REDIS_PORT"
+OWN_PG="postgres://postgres@$HOST:$PG_PORT/postgres"
+
+SERVERS=(zookeeper kafka redis postgres)
+
+log() { printf '[infra] %s\n' "$*" >&2; }
+die() { printf '[infra] error: %s\n' "$*" >&2; exit 1; }
+now_ms() { date +%s%3N; }
+
+# ---------------------------------------------------------------- prerequisites
+
+need() { # need <binary> <install command>
+  command -v "$1" >/dev/null 2>&1 || die "'$1' not found. Install it with: $2"
+}
+
+pg_bin() { # pg_bin <tool>: PATH first, then the Debian layout
+  if command -v "$1" >/dev/null 2>&1; then command -v "$1"; return; fi
+  local d
+  for d in /usr/lib/postgresql/*/bin; do
+    [[ -x "$d/$1" ]] && { echo "$d/$1"; return; }
+  done
+  die "'$1' not found. Install it with: apt-get install -y postgresql"
+}
+
+ensure_jars() {
+  need java "apt-get install -y openjdk-17-jre-headless"
+  [[ -f "$LIB/.complete" ]] && return
+  need mvn "apt-get install -y maven"
+  log "downloading Kafka and ZooKeeper jars from Maven Central into $LIB"
+  rm -rf "$LIB" && mkdir -p "$LIB"
+  mvn -B -q -f "$ROOT/scripts/pom.xml" dependency:copy-dependencies \
+    -DoutputDirectory="$LIB" -DincludeScope=runtime >"$LOGS/maven.log" 2>&1 \
+    || { tail -n 30 "$LOGS/maven.log" >&2; die "maven download failed (log: $LOGS/maven.log)"; }
+  touch "$LIB/.complete"
+}
+
+# ---------------------------------------------------------------- pid files
+
+# A pid counts as ours only if its command line carries our marker: pids get reused.
+marker() { echo "-Didmint.infra=$INFRA/$1"; }
+
+own_pid() { # own_pid <server>: prints the live pid this checkout started, if any
+  local f="$PIDS/$1.pid" pid
+  [[ -f "$f" ]] || return 1
+  pid="$(cat "$f")"
+  [[ -n "$pid" && -r "/proc/$pid/cmdline" ]] || return 1
+  case "$1" in
+    kafka | zookeeper) tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF -- "$(marker "$1")" || return 1 ;;
+    redis) tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF -- "redis-server" || return 1 ;;
+    postgres) tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF -- "postgres" || return 1 ;;
+  esac
+  echo "$pid"
+}
+
+# ---------------------------------------------------------------- probes
+
+probe_zookeeper() { # srvr answers with "Mode:" only when the server is serving
+  local hp="${1:-$OWN_ZK}" h p
+  h="${hp%%,*}"; p="${h##*:}"; h="${h%:*}"
+  timeout 3 bash -c "exec 3<>/dev/tcp/$h/$p && printf srvr >&3 && cat <&3" 2>/dev/null | grep -q '^Mode:'
+}
+probe_kafka() {
+  [[ -d "$ROOT/node_modules/kafkajs" ]] || die "node_modules missing: run 'npm ci' first (the Kafka probe uses kafkajs)"
+  node "$ROOT/scripts/kafka-probe.mjs" "${1:-$OWN_KAFKA}" 3000 >/dev/null 2>&1
+}
+probe_redis() { [[ "$(timeout 3 redis-cli -u "${1:-$OWN_REDIS}" ping 2>/dev/null)" == PONG ]]; }
+probe_postgres() { timeout 5 "$(pg_bin psql)" "${1:-$OWN_PG}" -qAtc 'select 1' 2>/dev/null | grep -q '^1$'; }
+
+# The URL a server is reached at, and whether the environment chose it for us.
+env_var() { case "$1" in kafka) echo KAFKA_BROKERS ;; zookeeper) echo ZK_CONNECT ;; redis) echo REDIS_URL ;; postgres) echo DATABASE_URL ;; esac; }
+own_url() { case "$1" in kafka) echo "$OWN_KAFKA" ;; zookeeper) echo "$OWN_ZK" ;; redis) echo "$OWN_REDIS" ;; postgres) echo "$OWN_PG" ;; esac; }
+url_of() {
+  local v; v="$(env_var "$1")"
+  echo "${!v:-$(own_url "$1")}"
+}
+external() { [[ "$(url_of "$1")" != "$(own_url "$1")" ]]; }
+
+wait_for() { # wait_for <server> <seconds>
+  local s="$1" deadline=$(($(date +%s) + $2)) t0; t0="$(now_ms)"
+  until "probe_$s" "$(url_of "$s")"; do
+    if ! external "$s" && [[ -f "$PIDS/$s.pid" ]] && ! own_pid "$s" >/dev/null; then
+      tail -n 40 "$LOGS/$s.log" "$LOGS/$s.out" 2>/dev/null >&2 || true
+      die "$s exited during start-up (logs: $LOGS/$s.*)"
+    fi
+    if (($(date +%s) >= deadline)); then
+      tail -n 40 "$LOGS/$s.log" "$LOGS/$s.out" 2>/dev/null >&2 || true
+      die "$s did not answer within $2 s (logs: $LOGS/$s.*)"
+    fi
+    sleep 0.3
+  done
+  log "$s ready at $(url_of "$s") ($(($(now_ms) - t0)) ms)"
+}
+
+# ---------------------------------------------------------------- starters
+
+log4j_config() { # log4j_config <server>: Kafka and ZooKeeper log through reload4j into .infra/logs
+  cat >"$INFRA/$1/log4j.properties" <<EOF
+log4j.rootLogger=INFO, file
+log4j.appender.file=org.apache.log4j.RollingFileAppender
+log4j.appender.file.File=$LOGS/$1.log
+log4j.appender.file.MaxFileSize=20MB
+log4j.appender.file.MaxBackupIndex=2
+log4j.appender.file.layout=org.apache.log4j.PatternLayout
+log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n
+log4j.logger.kafka=INFO
+log4j.logger.org.apache.kafka=INFO
+log4j.logger.kafka.request.logger=WARN
+log4j.logger.state.change.logger=WARN
+log4j.logger.org.apache.zookeeper=INFO
+EOF
+}
+
+java_start() { # java_start <server> <heap> <main class> <args...>
+  local s="$1" heap="$2"; shift 2
+  # setsid: the JVM must outlive the shell, terminal or test runner that started it.
+  setsid java "-Xmx$heap" "-Xms64m" -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \
+    -Djava.awt.headless=true "$(marker "$s")" \
+    "-Dlog4j.configuration=file:$INFRA/$s/log4j.properties" \
+    -cp "$LIB/*" "$@" </dev/null >"$LOGS/$s.out" 2>&1 &
+  echo $! >"$PIDS/$s.pid"
+}
+
+start_zookeeper() {
+  ensure_jars
+  mkdir -p "$INFRA/zookeeper/data"
+  log4j_config zookeeper
+  cat >"$INFRA/zookeeper/zoo.cfg" <<EOF
+tickTime=2000
+dataDir=$INFRA/zookeeper/data
+clientPort=$ZK_PORT
+clientPortAddress=$HOST
+maxClientCnxns=0
+4lw.commands.whitelist=*
+admin.enableServer=false
+autopurge.purgeInterval=1
+EOF
+  java_start zookeeper 128m -Dzookeeper.admin.enableServer=false -Dzookeeper.4lw.commands.whitelist='*' \
+    org.apache.zookeeper.server.ZooKeeperServerMain "$INFRA/zookeeper/zoo.cfg"
+}
+
+start_kafka() {
+  ensure_jars
+  local dir="$INFRA/kafka"
+  mkdir -p "$dir/data"
+  log4j_config kafka
+  cat >"$dir/server.properties" <<EOF
+process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@$HOST:$CONTROLLER_PORT
+listeners=PLAINTEXT://$HOST:$KAFKA_PORT,CONTROLLER://$HOST:$CONTROLLER_PORT
+advertised.listeners=PLAINTEXT://$HOST:$KAFKA_PORT
+inter.broker.listener.name=PLAINTEXT
+controller.listener.names=CONTROLLER
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+log.dirs=$dir/data
+num.network.threads=2
+num.io.threads=4
+num.partitions=1
+default.replication.factor=1
+min.insync.replicas=1
+auto.create.topics.enable=false
+delete.topic.enable=true
+# Test settings: groups join at once, internal topics fit one broker and are small.
+group.initial.rebalance.delay.ms=0
+offsets.topic.replication.factor=1
+offsets.topic.num.partitions=8
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+transaction.state.log.num.partitions=4
+log.retention.hours=24
+log.segment.bytes=67108864
+EOF
+  if [[ ! -f "$dir/data/meta.properties" ]]; then
+    local id
+    id="$(java -cp "$LIB/*" -Dlog4j.configuration="file:$dir/log4j.properties" kafka.tools.StorageTool random-uuid 2>/dev/null | tail -n 1)"
+    java -cp "$LIB/*" -Dlog4j.configuration="file:$dir/log4j.properties" \
+      kafka.tools.StorageTool format -t "$id" -c "$dir/server.properties" >"$LOGS/kafka-format.log" 2>&1 \
+      || { cat "$LOGS/kafka-format.log" >&2; die "kafka storage format failed"; }
+  fi
+  java_start kafka 512m kafka.Kafka "$dir/server.properties"
+}
+
+start_redis() {
+  need redis-server "apt-get install -y redis-server"
+  need redis-cli "apt-get install -y redis-tools"
+  mkdir -p "$INFRA/redis"
+  # No persistence: a restart is a clean Redis, which is what data-loss tests want.
+  redis-server --bind "$HOST" --port "$REDIS_PORT" --save '' --appendonly no \
+    --maxmemory-policy noeviction --dir "$INFRA/redis" --daemonize yes \
+    --pidfile "$PIDS/redis.pid" --logfile "$LOGS/redis.log" >/dev/null
+  local i
+  for i in $(seq 1 50); do [[ -s "$PIDS/redis.pid" ]] && break; sleep 0.1; done
+}
+
+# initdb and postgres refuse to run as root; run them as the postgres user then.
+as_pg() {
+  if [[ "$(id -u)" == 0 ]]; then
+    id postgres >/dev/null 2>&1 || die "running as root needs a 'postgres' user: apt-get install -y postgresql"
+    (cd / && runuser -u postgres -- "$@")
+  else
+    "$@"
+  fi
+}
+
+start_postgres() {
+  local initdb pgctl dir="$INFRA/postgres"
+  initdb="$(pg_bin initdb)"; pgctl="$(pg_bin pg_ctl)"
+  pg_bin psql >/dev/null
+  mkdir -p "$dir"
+  [[ "$(id -u)" == 0 ]] && chown postgres: "$dir"
+  if [[ ! -f "$dir/data/PG_VERSION" ]]; then
+    as_pg "$initdb" -D "$dir/data" -U postgres --auth=trust -E UTF8 --locale=C.UTF-8 --no-sync \
+      >"$LOGS/postgres-initdb.log" 2>&1 || { cat "$LOGS/postgres-initdb.log" >&2; die "initdb failed"; }
+  fi
+  touch "$LOGS/postgres.log"
+  [[ "$(id -u)" == 0 ]] && chown postgres: "$LOGS/postgres.log"
+  # Throwaway cluster: durability off is faster and loses nothing we care about.
+  as_pg "$pgctl" -D "$dir/data" -l "$LOGS/postgres.log" -W start \
+    -o "-h $HOST -p $PG_PORT -k $dir -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200" \
+    >/dev/null
+  local i
+  for i in $(seq 1 50); do [[ -s "$dir/data/postmaster.pid" ]] && break; sleep 0.1; done
+  head -n 1 "$dir/data/postmaster.pid" >"$PIDS/postgres.pid"
+}
+
+# ---------------------------------------------------------------- stoppers
+
+stop_pid() { # stop_pid <server> <signal> <seconds>: signal, wait, then SIGKILL
+  local s="$1" sig="$2" pid i
+  pid="$(own_pid "$s")" || { rm -f "$PIDS/$s.pid"; return 0; }
+  kill "-$sig" "$pid" 2>/dev/null || true
+  for ((i = 0; i < $3 * 10; i++)); do
+    [[ -d "/proc/$pid" ]] || break
+    sleep 0.1
+  done
+  if [[ -d "/proc/$pid" ]]; then
+    log "$s did not stop in $3 s, killing it"
+    kill -KILL "$pid" 2>/dev/null || true
+    while [[ -d "/proc/$pid" ]]; do sleep 0.1; done
+  fi
+  rm -f "$PIDS/$s.pid"
+}
+
+stop_server() { # stop_server <server> [crash]
+  local s="$1" mode="${2:-}"
+  if external "$s"; then log "$s is external ($(url_of "$s")): not stopping it"; return; fi
+  if ! own_pid "$s" >/dev/null; then
+    probe_quiet "$s" && log "$s on its port was not started by this checkout: leaving it"
+    rm -f "$PIDS/$s.pid"
+    return
+  fi
+  if [[ "$mode" == crash ]]; then
+    if [[ "$s" == postgres ]]; then
+      as_pg "$(pg_bin pg_ctl)" -D "$INFRA/postgres/data" stop -m immediate >/dev/null 2>&1 || true
+    fi
+    stop_pid "$s" KILL 10
+  elif [[ "$s" == postgres ]]; then
+    as_pg "$(pg_bin pg_ctl)" -D "$INFRA/postgres/data" stop -m fast -w -t 30 >/dev/null 2>&1 || true
+    stop_pid postgres TERM 10
+  else
+    stop_pid "$s" TERM 30
+  fi
+  log "$s ${mode:-stopped}${mode:+ed}"
+}
+
+# A probe that never dies, for status and decisions (probe_kafka dies without node_modules).
+probe_quiet() { ( "probe_$1" "$(url_of "$1")" ) 2>/dev/null; }
+
+# ---------------------------------------------------------------- commands
+
+ensure_started() { # start <server> unless something answers for it already; no wait
+  local s="$1"
+  if external "$s"; then return; fi
+  if own_pid "$s" >/dev/null; then return; fi
+  if probe_quiet "$s"; then
+    log "$s: reusing the server already answering at $(url_of "$s")"
+    return
+  fi
+  rm -f "$PIDS/$s.pid"
+  log "starting $s"
+  # 9>&-: servers must not inherit the lock fd, or they would hold the lock for their lifetime.
+  "start_$s" 9>&-
+}
+
+ready_timeout() { case "$1" in kafka) echo 120 ;; zookeeper) echo 60 ;; redis) echo 15 ;; postgres) echo 60 ;; esac; }
+
+write_env() {
+  local tmp="$INFRA/env.tmp"
+  {
+    echo "# Written by scripts/infra.sh up: source it (. .infra/env) to reach the local servers."
+    echo "export KAFKA_BROKERS=$(url_of kafka)"
+    echo "export ZK_CONNECT=$(url_of zookeeper)"
+    echo "export REDIS_URL=$(url_of redis)"
+    echo "export DATABASE_URL=$(url_of postgres)"
+  } >"$tmp"
+  mv "$tmp" "$INFRA/env"
+}
+
+check_server_name() {
+  local s
+  for s in "${SERVERS[@]}"; do [[ "$s" == "${1:-}" ]] && return; done
+  die "unknown server '${1:-}': expected one of ${SERVERS[*]}"
+}
+
+cmd_up() {
+  local s t0; t0="$(now_ms)"
+  # Start everything first, then wait: the JVMs warm up in parallel.
+  for s in "${SERVERS[@]}"; do ensure_started "$s"; done
+  for s in "${SERVERS[@]}"; do wait_for "$s" "$(ready_timeout "$s")"; done
+  write_env
+  log "all servers answer ($(($(now_ms) - t0)) ms); env written to $INFRA/env"
+}
+
+cmd_down() {
+  local s
+  # Kafka first: it should not see its controller or clients vanish mid-shutdown for long.
+  for s in kafka zookeeper redis postgres; do stop_server "$s"; done
+}
+
+cmd_status() {
+  local s pid owner rc=0
+  for s in "${SERVERS[@]}"; do
+    if external "$s"; then owner="external"
+    elif pid="$(own_pid "$s")"; then owner="pid $pid"
+    else owner="not started here"; fi
+    if probe_quiet "$s"; then
+      printf '%-10s %-40s answers   (%s)\n' "$s" "$(url_of "$s")" "$owner"
+    else
+      printf '%-10s %-40s DOWN      (%s)\n' "$s" "$(url_of "$s")" "$owner"
+      rc=1
+    fi
+  done
+  return "$rc"
+}
+
+main() {
+  local cmd="${1:-}"
+  mkdir -p "$INFRA" "$LOGS" "$PIDS"
+  # One infra.sh at a time per checkout: parallel test projects may call up together.
+  exec 9>"$INFRA/.lock"
+  flock 9
+  case "$cmd" in
+    up) cmd_up ;;
+    down) cmd_down ;;
+    status) cmd_status ;;
+    start) check_server_name "${2:-}"; ensure_started "$2"; wait_for "$2" "$(ready_timeout "$2")" ;;
+    stop) check_server_name "${2:-}"; stop_server "$2" ;;
+    kill) check_server_name "${2:-}"; stop_server "$2" crash ;;
+    restart)
+      check_server_name "${2:-}"
+      stop_server "$2"; ensure_started "$2"; wait_for "$2" "$(ready_timeout "$2")" ;;
+    *)
+      echo "usage: $0 up|down|status | start|stop|restart|kill <${SERVERS[*]}>" >&2
+      exit 2 ;;
+  esac
+}
+
+main "$@"

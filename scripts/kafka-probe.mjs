@@ -1,0 +1,32 @@
+// Exit 0 when a Kafka broker answers a metadata request, 1 otherwise.
+// Usage: node scripts/kafka-probe.mjs host:port[,host:port] [timeoutMs]
+// Used by infra.sh: an open port is not enough, the broker must serve metadata.
+import { clearTimeout, setTimeout } from 'node:timers';
+import kafkajs from 'kafkajs';
+
+const { Kafka, logLevel } = kafkajs;
+const brokers = (process.argv[2] ?? '127.0.0.1:19092').split(',');
+const timeoutMs = Number(process.argv[3] ?? 3000);
+
+const kafka = new Kafka({
+  clientId: 'idmint-infra-probe',
+  brokers,
+  logLevel: logLevel.NOTHING,
+  connectionTimeout: Math.min(timeoutMs, 1000),
+  requestTimeout: timeoutMs,
+  retry: { retries: 0 },
+});
+const admin = kafka.admin();
+
+// The process must end even if a socket hangs; the timer is the last word.
+const timer = setTimeout(() => process.exit(1), timeoutMs + 500);
+try {
+  await admin.connect();
+  const cluster = await admin.describeCluster();
+  await admin.disconnect();
+  clearTimeout(timer);
+  process.exit(cluster.brokers.length > 0 ? 0 : 1);
+} catch {
+  clearTimeout(timer);
+  process.exit(1);
+}
