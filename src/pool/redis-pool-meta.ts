@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
-import { IdmintError } from '../core/errors.js';
+import { BadRequestError, IdmintError } from '../core/errors.js';
 import { poolKeys, trackedTagsKey } from './redis-keys.js';
+import { redisFailure, runScript } from './redis-scripts.js';
 
 export interface RedisPoolMetaOptions {
   redis: Redis;
@@ -59,6 +60,18 @@ export class RedisPoolMeta {
     // A young pool is measured over the time it has existed, so a burst is seen at once.
     const elapsed = Math.max(bucketSeconds, now - oldest * bucketSeconds);
     return sum / elapsed;
+  }
+
+  /** Records `count` IDs asked of a pool whose takes bypass the Redis scripts (Kafka pool topics). */
+  async record(bizTag: string, shard: number, count: number): Promise<void> {
+    const { keyPrefix, bucketSeconds, slots } = this.options;
+    let code: unknown;
+    try {
+      code = await runScript(this.redis, 'idmintDemandRecord', [poolKeys(keyPrefix, bizTag, shard).meta, count, bucketSeconds, slots]);
+    } catch (err) {
+      throw redisFailure(`Redis (demand of "${bizTag}")`, err);
+    }
+    if (code === -1) throw new BadRequestError(`count must be a positive integer, got ${count}`, 'count');
   }
 
   async target(bizTag: string, shard: number): Promise<number | null> {

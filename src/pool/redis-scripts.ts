@@ -19,6 +19,7 @@ const SCRIPTS = {
   idmintListPush: { file: 'list-push.lua', keys: 2 },
   idmintCounterTake: { file: 'counter-take.lua', keys: 3 },
   idmintCounterPush: { file: 'counter-push.lua', keys: 3 },
+  idmintDemandRecord: { file: 'demand-record.lua', keys: 1 },
 } as const;
 
 type ScriptName = keyof typeof SCRIPTS;

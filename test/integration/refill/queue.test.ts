@@ -93,4 +93,31 @@ describe('refill triggers: threshold and cron (real Redis, Postgres, BullMQ)', (
     expect(metrics).toMatch(/idmint_refill_total\{biz_tag="rate-[a-z0-9]+",reason="manual",outcome="pushed"\} 1/);
     expect(metrics).toContain('idmint_refill_duration_seconds_bucket');
   });
+
+  it('demand recorded from outside Redis scripts (Kafka pools) counts toward the rate', async () => {
+    store = await freshStore();
+    harness = await startHarness({ redisUrl: REDIS_URL, store: store.store, worker: false });
+    const bizTag = `kafka-${uid()}`;
+    expect(await harness.meta.rate(bizTag, 0)).toBe(0);
+    await harness.meta.record(bizTag, 0, 5000);
+    expect(await harness.meta.rate(bizTag, 0)).toBeGreaterThanOrEqual(5000 / 20);
+    await expect(harness.meta.record(bizTag, 0, 0)).rejects.toMatchObject({ code: 'BAD_REQUEST' });
+  });
+
+  it('a tag at its max_limit: the pool gets IDs up to the limit, never past it, and the job fails without retries', async () => {
+    store = await freshStore();
+    const tag = await store.store.createBiz({ bizTag: `lim-${uid()}`, step: 100, maxLimit: 250 });
+    harness = await startHarness({ redisUrl: REDIS_URL, store: store.store, processor: { minDepth: 1000 } });
+    await harness.queue.requestRefill(tag.bizTag, 0, 'manual');
+    let failed: Awaited<ReturnType<typeof harness.queue.queue.getJobs>> = [];
+    for (let i = 0; i < 200 && failed.length === 0; i++) {
+      await sleep(50);
+      failed = await harness.queue.queue.getJobs(['failed']);
+    }
+    expect(failed).toHaveLength(1);
+    expect(failed[0]!.failedReason).toContain('SEGMENT_EXHAUSTED');
+    expect(failed[0]!.attemptsMade).toBe(1);
+    const ids = await harness.pool.take(tag, 1000);
+    expect(ids.map(Number)).toEqual(Array.from({ length: 250 }, (_, i) => i + 1));
+  });
 });
