@@ -1,0 +1,113 @@
+/**
+ * HTTP throughput and latency: the embedded server (PGlite + in-memory double buffers), the same
+ * server with Redis list pools, and the standalone Snowflake server, each in its own process,
+ * loaded by autocannon from this one. Reproduce: `npm run bench -- http`.
+ */
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os, { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import autocannon from 'autocannon';
+import { freePort, spawnServer, type SpawnedServer } from '../test/helpers/spawn-server.js';
+import { perSecond, table, type Section } from './lib.js';
+
+const DURATION_S = 8;
+const CONNECTIONS = 32;
+
+interface Load {
+  requestsPerSecond: number;
+  p50: number;
+  p99: number;
+  errors: number;
+  non2xx: number;
+}
+
+async function load(url: string): Promise<Load> {
+  const result = await autocannon({ url, connections: CONNECTIONS, duration: DURATION_S, pipelining: 1 });
+  return {
+    requestsPerSecond: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    errors: result.errors,
+    non2xx: result.non2xx,
+  };
+}
+
+function infraRedis(): string | undefined {
+  if (process.env.REDIS_URL) return process.env.REDIS_URL;
+  const env = new URL('../.infra/env', import.meta.url);
+  if (!existsSync(env)) return undefined;
+  return /REDIS_URL=(\S+)/.exec(readFileSync(env, 'utf8'))?.[1];
+}
+
+async function withServer<T>(env: Record<string, string>, fn: (server: SpawnedServer) => Promise<T>): Promise<T> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'idmint-bench-'));
+  const server = await spawnServer({ IDMINT_DATA_DIR: dataDir, LOG_LEVEL: 'warn', ...env });
+  try {
+    // Warm up: first segments, JIT.
+    await autocannon({ url: `${server.url}/v1/ids/demo?count=1`, connections: 8, duration: 2 });
+    return await fn(server);
+  } finally {
+    await server.stop('SIGTERM');
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+async function snowflakeServer<T>(fn: (url: string) => Promise<T>): Promise<T> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'idmint-bench-sf-'));
+  const port = await freePort();
+  const child = spawn(process.execPath, ['--import', 'tsx', 'workers/snowflake.ts'], {
+    cwd: new URL('..', import.meta.url).pathname,
+    env: { ...process.env, IDMINT_DATA_DIR: dataDir, IDMINT_PORT: String(port), LOG_LEVEL: 'warn', ZK_CONNECT: '' },
+    stdio: 'ignore',
+  });
+  const url = `http://127.0.0.1:${port}`;
+  try {
+    for (let i = 0; i < 300; i++) {
+      if (await fetch(`${url}/healthz`).then((r) => r.ok, () => false)) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    await autocannon({ url: `${url}/api/snowflake/get/x`, connections: 8, duration: 2 });
+    return await fn(url);
+  } finally {
+    child.kill('SIGTERM');
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+export async function run(): Promise<Section> {
+  const rows: Array<Array<string | number>> = [];
+  const add = (what: string, r: Load, idsPerRequest: number): void => {
+    rows.push([what, perSecond(r.requestsPerSecond), perSecond(r.requestsPerSecond * idsPerRequest), r.p50, r.p99, r.errors + r.non2xx]);
+  };
+
+  await withServer({}, async (server) => {
+    add('embedded `GET /v1/ids/demo?count=1`', await load(`${server.url}/v1/ids/demo?count=1`), 1);
+    add('embedded `GET /v1/ids/demo?count=1000`', await load(`${server.url}/v1/ids/demo?count=1000`), 1000);
+    add('embedded Leaf `GET /api/segment/get/demo`', await load(`${server.url}/api/segment/get/demo`), 1);
+    add('embedded Leaf `GET /api/snowflake/get/demo`', await load(`${server.url}/api/snowflake/get/demo`), 1);
+  });
+
+  const redisUrl = infraRedis();
+  if (redisUrl) {
+    const prefix = `bench${process.pid}:`;
+    await withServer({ REDIS_URL: redisUrl, IDMINT_POOL_KEY_PREFIX: prefix, IDMINT_REFILL_QUEUE: `bench-${process.pid}`, IDMINT_POOL_MIN_DEPTH: '200000' }, async (server) => {
+      add('Redis pools `GET /v1/ids/demo?count=1`', await load(`${server.url}/v1/ids/demo?count=1`), 1);
+      add('Redis pools `GET /v1/ids/demo?count=1000`', await load(`${server.url}/v1/ids/demo?count=1000`), 1000);
+    });
+  }
+
+  await snowflakeServer(async (url) => {
+    add('standalone Snowflake server `GET /api/snowflake/get/x`', await load(`${url}/api/snowflake/get/x`), 1);
+  });
+
+  return {
+    title: 'HTTP API (autocannon)',
+    body: [
+      `Each server runs in its own process; autocannon (${CONNECTIONS} connections, ${DURATION_S} s, no pipelining) runs in the bench process, so both share the machine's ${os.availableParallelism()} cores. Command: \`npm run bench -- http\`.`,
+      redisUrl ? `Redis pools use ${redisUrl.replace(/\/\/.*@/, '//')} (from REDIS_URL or .infra/env), with the refill worker in the server process.` : 'Redis rows skipped: no REDIS_URL and no .infra/env (run `npm run infra:up`).',
+      '',
+      table(['Route', 'requests/s', 'IDs/s', 'p50 ms', 'p99 ms', 'errors'], rows),
+    ].join('\n'),
+  };
+}
