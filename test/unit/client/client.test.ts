@@ -1,0 +1,297 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { createIdmintClient, IdmintError } from '../../../src/client/index.js';
+import type { IdTransport } from '../../../src/client/index.js';
+import { duplicates, FakeTransport, settle } from './fake-transport.js';
+
+const range = (from: number, to: number): bigint[] => Array.from({ length: to - from + 1 }, (_, i) => BigInt(from + i));
+
+async function rejection(promise: Promise<unknown>): Promise<IdmintError> {
+  const err = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(IdmintError);
+  return err as IdmintError;
+}
+
+describe('client double buffer: prefetch', () => {
+  it('fetches the next batch in the background once less than prefetchAt of the current one remains', async () => {
+    const t = new FakeTransport();
+    const c = createIdmintClient({ transport: t, batchSize: 10, maxBatchSize: 10, prefetchAt: 0.2 });
+    expect(await c.nextMany('order', 8)).toEqual(range(1, 8));
+    await settle();
+    // 2 of 10 left is exactly 20 %, not under it.
+    expect(t.asks).toEqual([10]);
+    expect(await c.next('order')).toBe(9n);
+    expect(t.asks).toEqual([10, 10]);
+    await settle();
+    expect(c.stats()).toMatchObject([{ bizTag: 'order', buffered: 11, fetching: false }]);
+    // The prefetched batch serves without another round trip.
+    t.hold = true;
+    expect(await c.nextMany('order', 11)).toEqual(range(10, 20));
+    expect(t.asks).toHaveLength(3);
+    await c.close();
+  });
+
+  it('with prefetchAt 0 fetches only when the buffer is empty', async () => {
+    const t = new FakeTransport();
+    const c = createIdmintClient({ transport: t, batchSize: 10, maxBatchSize: 10, prefetchAt: 0 });
+    await c.nextMany('order', 9);
+    await settle();
+    expect(t.asks).toEqual([10]);
+    await c.next('order');
+    await settle();
+    expect(t.asks).toEqual([10, 10]);
+    await c.close();
+  });
+
+  it('starts fetching the tags named in bizTags at construction', async () => {
+    const t = new FakeTransport();
+    const c = createIdmintClient({ transport: t, bizTags: ['order', 'user'], batchSize: 5 });
+    expect(t.asks).toEqual([5, 5]);
+    await settle();
+    expect(c.stats().map((s) => s.buffered)).toEqual([5, 5]);
+    await c.close();
+  });
+});
+
+describe('client double buffer: one fetch in flight per tag', () => {
+  it('64 concurrent callers share one fetch and get distinct IDs', async () => {
+    const t = new FakeTransport();
+    t.hold = true;
+    const c = createIdmintClient({ transport: t });
+    const calls = Array.from({ length: 64 }, (_, i) => (i % 2 ? c.next('order') : c.nextMany('order', 3)));
+    await settle();
+    expect(t.asks).toEqual([1000]);
+    // Another tag has its own buffer and its own fetch.
+    const other = c.next('user');
+    await settle();
+    expect(t.asks).toEqual([1000, 1000]);
+    expect(t.inFlight).toBe(2);
+    t.release();
+    const ids = (await Promise.all(calls)).flat();
+    expect(ids).toHaveLength(32 * 3 + 32);
+    expect(duplicates(ids)).toEqual([]);
+    expect(await other).toBe(1001n);
+    await c.close();
+  });
+
+  it('callers that drain the buffer wait on the prefetch in flight instead of starting another', async () => {
+    const t = new FakeTransport();
+    const c = createIdmintClient({ transport: t, batchSize: 10, maxBatchSize: 10 });
+    await c.nextMany('order', 8);
+    t.hold = true;
+    await c.next('order'); // under 20 %: the prefetch starts and is held
+    expect(t.asks).toEqual([10, 10]);
+    const waiting = Array.from({ length: 5 }, () => c.next('order'));
+    await settle();
+    expect(t.asks).toEqual([10, 10]);
+    t.release();
+    expect((await Promise.all(waiting)).sort((a, b) => Number(a - b))).toEqual(range(10, 14));
+    await c.close();
+  });
+
+  it('a short answer is used and the rest fetched again', async () => {
+    const t = new FakeTransport();
+    t.cap = 3;
+    const c = createIdmintClient({ transport: t, batchSize: 10, maxBatchSize: 10 });
+    expect(await c.nextMany('order', 10)).toEqual(range(1, 10));
+    expect(t.asks.length).toBeGreaterThanOrEqual(4);
+    await c.close();
+  });
+
+  it('a nextMany larger than maxBatchSize spans several fetches', async () => {
+    const t = new FakeTransport();
+    const c = createIdmintClient({ transport: t, batchSize: 100, maxBatchSize: 1000 });
+    const ids = await c.nextMany('order', 5000);
+    expect(ids).toEqual(range(1, 5000));
+    expect(Math.max(...t.asks)).toBe(1000);
+    expect(await c.nextMany('order', 0)).toEqual([]);
+    await c.close();
+  });
+});
+
+describe('client double buffer: adaptive batch size', () => {
+  it('doubles the batch while batches last under batchLifeMs and halves it back when they last over twice that', async () => {
+    let now = 0;
+    const t = new FakeTransport();
+    const c = createIdmintClient({ transport: t, batchSize: 10, maxBatchSize: 80, prefetchAt: 0, batchLifeMs: 1000, clock: { now: () => now } });
+    for (const n of [10, 20, 40, 80, 80]) {
+      expect(t.asks.at(-1) ?? 10).toBe(n);
+      await c.nextMany('order', n);
+      await settle();
+    }
+    expect(t.asks).toEqual([10, 20, 40, 80, 80, 80]);
+    for (const n of [80, 40, 20, 10]) {
+      expect(t.asks.at(-1)).toBe(n);
+      await c.next('order');
+      now += 5000;
+      await c.nextMany('order', n - 1);
+      await settle();
+    }
+    expect(t.asks.slice(6)).toEqual([40, 20, 10, 10]);
+    // In between (lasting 1 to 2 batchLifeMs) the size holds.
+    await c.next('order');
+    now += 1500;
+    await c.nextMany('order', 9);
+    await settle();
+    expect(t.asks.at(-1)).toBe(10);
+    expect(c.stats()[0]?.batchSize).toBe(10);
+    await c.close();
+  });
+});
+
+describe('client double buffer: errors', () => {
+  it('a transport error reaches every waiting caller and the next call fetches again', async () => {
+    const t = new FakeTransport();
+    t.hold = true;
+    t.failures = [new IdmintError('POOL_EMPTY', 'dry')];
+    const c = createIdmintClient({ transport: t });
+    const calls = [c.next('order'), c.nextMany('order', 5), c.nextNumber('order')];
+    await settle();
+    t.release();
+    for (const call of calls) expect(await rejection(call)).toMatchObject({ code: 'POOL_EMPTY', message: 'dry' });
+    expect(t.asks).toHaveLength(1);
+    t.hold = false;
+    expect(await c.next('order')).toBe(1n);
+    expect(t.asks).toHaveLength(2);
+    expect(c.stats()[0]).toMatchObject({ fetches: 2, fetchFailures: 1 });
+    await c.close();
+  });
+
+  it('a non-idmint failure becomes NOT_READY with its cause', async () => {
+    const t = new FakeTransport();
+    const boom = new TypeError('socket hang up');
+    t.failures = [boom];
+    const c = createIdmintClient({ transport: t });
+    const err = await rejection(c.next('order'));
+    expect(err.code).toBe('NOT_READY');
+    expect(err.cause).toBe(boom);
+    await c.close();
+  });
+
+  it('an empty or malformed answer is an error, not an ID', async () => {
+    const answers: Array<{ ids: string[] }> = [{ ids: [] }, { ids: ['12', 'x'] }, { ids: ['0'] }, { ids: ['9223372036854775808'] }, { ids: ['007'] }];
+    const t: IdTransport = { fetch: async () => ({ source: 'pool', ...(answers.shift() as { ids: string[] }) }), close: async () => undefined };
+    const c = createIdmintClient({ transport: t });
+    expect((await rejection(c.next('order'))).code).toBe('POOL_EMPTY');
+    for (let i = 0; i < 4; i++) expect((await rejection(c.next('order'))).message).toMatch(/malformed ID/);
+    await c.close();
+  });
+
+  it('a caller waiting longer than timeoutMs gets TIMEOUT; the late batch serves the next call', async () => {
+    const t = new FakeTransport();
+    t.hold = true;
+    const c = createIdmintClient({ transport: t, timeoutMs: 20 });
+    expect((await rejection(c.next('order'))).code).toBe('TIMEOUT');
+    t.release();
+    await settle();
+    t.hold = false;
+    expect(await c.next('order')).toBe(1n);
+    expect(t.asks).toHaveLength(1);
+    await c.close();
+  });
+
+  it('validates its options and tags with BAD_REQUEST', async () => {
+    const t = new FakeTransport();
+    for (const bad of [{ batchSize: 0 }, { batchSize: 1.5 }, { maxBatchSize: 10 }, { prefetchAt: 1 }, { prefetchAt: -0.1 }, { timeoutMs: 0 }, { batchLifeMs: Number.NaN }]) {
+      expect(() => createIdmintClient({ transport: t, ...bad })).toThrow(expect.objectContaining({ code: 'BAD_REQUEST' }));
+    }
+    expect(() => createIdmintClient({})).toThrow(/transport/);
+    expect(() => createIdmintClient({ transport: t, url: 'http://127.0.0.1:1' })).toThrow(/not both/);
+    const c = createIdmintClient({ transport: t });
+    expect(Object.isFrozen(c.settings)).toBe(true);
+    expect((await rejection(c.next('Order!'))).code).toBe('BAD_REQUEST');
+    expect((await rejection(c.nextMany('order', -1))).code).toBe('BAD_REQUEST');
+    expect((await rejection(c.nextMany('order', 1.5))).code).toBe('BAD_REQUEST');
+    expect(t.asks).toEqual([]);
+    await c.close();
+  });
+});
+
+describe('client: nextNumber', () => {
+  it('returns numbers below 2^53 and refuses a larger ID with BAD_REQUEST, leaving it for next()', async () => {
+    const t = new FakeTransport(2n ** 53n - 2n);
+    const c = createIdmintClient({ transport: t, batchSize: 4, maxBatchSize: 4 });
+    expect(await c.nextNumber('mixed')).toBe(Number.MAX_SAFE_INTEGER - 1);
+    expect(await c.nextNumber('mixed')).toBe(Number.MAX_SAFE_INTEGER);
+    const err = await rejection(c.nextNumber('mixed'));
+    expect(err.code).toBe('BAD_REQUEST');
+    expect(err.message).toMatch(/use next\(\)/);
+    expect(await c.next('mixed')).toBe(2n ** 53n);
+    await c.close();
+  });
+});
+
+describe('client: close', () => {
+  it('is idempotent, closes the transport once and rejects later and waiting calls with NOT_READY', async () => {
+    const t = new FakeTransport();
+    const c = createIdmintClient({ transport: t });
+    expect(await c.next('order')).toBe(1n);
+    t.hold = true;
+    const waiting = c.nextMany('order', 2000);
+    await settle();
+    const first = c.close();
+    expect(c.close()).toBe(first);
+    await first;
+    expect(t.closed).toBe(1);
+    t.release();
+    expect((await rejection(waiting)).code).toBe('NOT_READY');
+    for (const call of [c.next('order'), c.nextMany('order', 3), c.nextNumber('user')]) {
+      expect((await rejection(call)).code).toBe('NOT_READY');
+    }
+  });
+});
+
+describe('client: interleavings', () => {
+  it('never hands one ID to two callers, whatever order fetches, failures and callers interleave in', async () => {
+    const op = fc.oneof(
+      fc.record({ kind: fc.constant('next' as const), tag: fc.constantFrom('a', 'b') }),
+      fc.record({ kind: fc.constant('many' as const), tag: fc.constantFrom('a', 'b'), n: fc.integer({ min: 0, max: 25 }) }),
+      fc.record({ kind: fc.constant('number' as const), tag: fc.constantFrom('a', 'b') }),
+    );
+    await fc.assert(
+      fc.asyncProperty(
+        fc.scheduler(),
+        fc.array(op, { minLength: 1, maxLength: 40 }),
+        fc.integer({ min: 1, max: 8 }),
+        fc.double({ min: 0, max: 0.9, noNaN: true }),
+        fc.array(fc.boolean(), { maxLength: 30 }),
+        fc.integer({ min: 1, max: 10 }),
+        async (s, ops, batchSize, prefetchAt, failPattern, cap) => {
+          let next = 1n;
+          const issued = new Set<bigint>();
+          const transport: IdTransport = {
+            fetch: (_tag, count) =>
+              s.schedule(Promise.resolve(), 'fetch').then(() => {
+                if (failPattern.shift()) throw new IdmintError('NOT_READY', 'down');
+                const ids: string[] = [];
+                for (let i = 0; i < Math.min(count, cap); i++) {
+                  issued.add(next);
+                  ids.push(String(next++));
+                }
+                return { ids, source: 'pool' as const };
+              }),
+            close: async () => undefined,
+          };
+          const c = createIdmintClient({ transport, batchSize, maxBatchSize: batchSize * 4, prefetchAt });
+          const calls = ops.map((o) =>
+            s
+              .schedule(Promise.resolve(), o.kind)
+              .then(async () => (o.kind === 'many' ? c.nextMany(o.tag, o.n) : o.kind === 'next' ? [await c.next(o.tag)] : [BigInt(await c.nextNumber(o.tag))]))
+              .catch((err: unknown) => {
+                if (!(err instanceof IdmintError) || err.code !== 'NOT_READY') throw err;
+                return [];
+              }),
+          );
+          const handed = (await s.waitFor(Promise.all(calls))).flat();
+          await c.close();
+          expect(duplicates(handed)).toEqual([]);
+          for (const id of handed) expect(issued.has(id)).toBe(true);
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+});
