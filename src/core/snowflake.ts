@@ -81,6 +81,8 @@ export class SnowflakeGenerator {
   private readonly maxBackwardsMs: number;
   private readonly startBound: number;
   private readonly maxSequence: number;
+  private readonly epochMs: number;
+  private readonly msTicks: boolean;
   private readonly timeShift: bigint;
   private readonly fixedBits: bigint;
   // Sequence values as bigints, so the hot path allocates one bigint per ID.
@@ -109,6 +111,8 @@ export class SnowflakeGenerator {
     this.maxBackwardsMs = maxBackwardsMs;
     this.startBound = Math.min(SNOWFLAKE_DEFAULTS.randomStartBound, layout.maxSequence + 1);
     this.maxSequence = layout.maxSequence;
+    this.epochMs = layout.epochMs;
+    this.msTicks = layout.unitMs === 1;
     this.timeShift = BigInt(layout.timeShift);
     this.fixedBits = (BigInt(datacenterId) << BigInt(layout.datacenterShift)) | (BigInt(options.workerId) << BigInt(layout.workerShift));
     this.seqTable = Array.from({ length: layout.maxSequence + 1 }, (_, i) => BigInt(i));
@@ -118,7 +122,7 @@ export class SnowflakeGenerator {
   nextId(): bigint {
     let now = this.clock.now();
     if (now < this.lastMs) now = this.waitOutBackwards(now);
-    const delta = this.layout.unitMs === 1 ? now - this.layout.epochMs : this.layout.deltaAt(now);
+    const delta = this.msTicks ? now - this.epochMs : this.layout.deltaAt(now);
     if (delta === this.lastDelta) {
       const s = this.sequence + 1;
       if (s > this.maxSequence) {
