@@ -2,6 +2,7 @@ import { Command } from 'commander';
 import { isIdmintError } from '../core/errors.js';
 import { registerClientCommands } from './client-commands.js';
 import { registerServeCommand } from './serve.js';
+import { registerKafkaCommands } from './kafka.js';
 
 /**
  * The `idmint` command. Each subcommand lives in its own module under src/cli/ and registers
@@ -16,6 +17,7 @@ export function buildProgram(): Command {
     .showHelpAfterError('(run `idmint --help` for the list of commands)');
   registerServeCommand(program);
   registerClientCommands(program);
+  registerKafkaCommands(program);
   return program;
 }
 
