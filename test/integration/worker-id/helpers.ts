@@ -52,3 +52,48 @@ export async function eventually(check: () => boolean | Promise<boolean>, attemp
   }
   throw new Error('condition not met');
 }
+
+/** A TCP forwarder to `target` on `port`, started late: "the server came back". */
+export async function startProxy(port: number, target: string): Promise<{ close(): Promise<void> }> {
+  const { createConnection } = await import('node:net');
+  const [host, targetPort] = target.split(',')[0]!.split(':') as [string, string];
+  const sockets = new Set<import('node:net').Socket>();
+  const server = createServer((client) => {
+    const upstream = createConnection(Number(targetPort), host);
+    for (const s of [client, upstream]) {
+      sockets.add(s);
+      s.on('error', () => undefined);
+      s.on('close', () => sockets.delete(s));
+    }
+    client.pipe(upstream).pipe(client);
+  });
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  return {
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const s of sockets) s.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/**
+ * Ends `zk`'s session the way a server does after a partition: another client joins the session
+ * and closes it. The original may win the session back first, so this retries until it expires.
+ */
+export async function expireSession(zk: import('../../../src/worker-id/index.js').ZkClient, connect: string): Promise<void> {
+  const { ZkClient } = await import('../../../src/worker-id/index.js');
+  const session = zk.session;
+  const expired = new Promise<boolean>((resolve) => zk.once('expired', () => resolve(true)));
+  for (let attempt = 0; attempt < 5; attempt++) {
+    try {
+      const thief = await ZkClient.connect({ connect, session, connectTimeoutMs: 2000 });
+      thief.close();
+    } catch {
+      // The session is already gone: only the original has yet to hear of it.
+    }
+    const timeout = new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 3000).unref());
+    if (await Promise.race([expired, timeout])) return;
+  }
+  throw new Error('the session did not expire');
+}

@@ -6,7 +6,7 @@ import { ClockBackwardsError } from '../../../src/core/errors.js';
 import type { BizTag } from '../../../src/core/types.js';
 import { createSnowflakeSource, type SnowflakeSource } from '../../../src/snowflake-source.js';
 import { ZkClient, ZooKeeperWorkerIdProvider } from '../../../src/worker-id/index.js';
-import { capturingLogger, deadPort, env, eventually, steppedClock, tempDir, uniq } from './helpers.js';
+import { capturingLogger, deadPort, env, eventually, expireSession, steppedClock, tempDir, uniq } from './helpers.js';
 
 const run = promisify(execFile);
 const fixture = fileURLToPath(new URL('./fixtures/snowflake-issue.ts', import.meta.url));
@@ -110,8 +110,7 @@ describe('SnowflakeSource over ZooKeeper worker ids', () => {
     const source = await start(root, '10.8.0.1:8080', { dataDir: tempDir(), logger, retryEveryMs: 100 });
     const zk = (source.lease as unknown as { zk: ZkClient }).zk;
     const issuing = issueFor(source, 1500);
-    const thief = await ZkClient.connect({ connect: env('ZK_CONNECT'), session: zk.session });
-    thief.close();
+    await expireSession(zk, env('ZK_CONNECT'));
     await eventually(() => lines.some((l) => String(l.msg).includes('re-established')));
     const ids = await issuing;
     expect(lines.some((l) => String(l.msg).includes('session expired'))).toBe(true);

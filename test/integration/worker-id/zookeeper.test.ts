@@ -5,7 +5,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { ClockBackwardsError } from '../../../src/core/errors.js';
 import type { WorkerIdLease } from '../../../src/core/types.js';
 import { localMarkPath, readLocalMark, ZkClient, ZooKeeperWorkerIdProvider, type GuardedWorkerIdLease, type ZooKeeperWorkerIdProviderOptions } from '../../../src/worker-id/index.js';
-import { capturingLogger, deadPort, env, eventually, steppedClock, tempDir, uniq } from './helpers.js';
+import { capturingLogger, deadPort, env, eventually, expireSession, startProxy, steppedClock, tempDir, uniq } from './helpers.js';
 
 const run = promisify(execFile);
 const fixture = fileURLToPath(new URL('./fixtures/zk-acquire.ts', import.meta.url));
@@ -139,8 +139,7 @@ describe('ZooKeeperWorkerIdProvider', () => {
     const lease = await acquire({ root, dataDir: tempDir(), logger, retryEveryMs: 100, reportEveryMs: 100 });
     const zk = (lease as unknown as { zk: ZkClient }).zk;
     // Joining the session from a second client and closing it ends the session for the first.
-    const thief = await ZkClient.connect({ connect: env('ZK_CONNECT'), session: zk.session });
-    thief.close();
+    await expireSession(zk, env('ZK_CONNECT'));
     await eventually(() => lines.some((l) => String(l.msg).includes('session expired')));
     lease.assertIssuable(Date.now());
     await eventually(() => lines.some((l) => String(l.msg).includes('re-established')));
@@ -158,12 +157,34 @@ describe('ZooKeeperWorkerIdProvider after session loss', () => {
     const admin = await ZkClient.connect({ connect: env('ZK_CONNECT') });
     try {
       for (const child of await admin.getChildren(`${root}/forever`)) await admin.remove(`${root}/forever/${child}`);
-      const thief = await ZkClient.connect({ connect: env('ZK_CONNECT'), session: zk.session });
-      thief.close();
+      await expireSession(zk, env('ZK_CONNECT'));
       await eventually(() => lines.some((l) => String(l.msg).includes('no more IDs')));
       expect(() => lease.assertIssuable(Date.now())).toThrow(expect.objectContaining({ code: 'WORKER_ID_UNAVAILABLE' }));
     } finally {
       admin.close();
+    }
+  });
+});
+
+describe('ZooKeeperWorkerIdProvider started on the cached id', () => {
+  it('confirms its node once ZooKeeper comes back, and resumes reporting', async () => {
+    const root = newRoot();
+    const dataDir = tempDir();
+    const first = await acquire({ root, dataDir });
+    await first.close();
+    const port = await deadPort();
+    const { logger, lines } = capturingLogger();
+    const lease = await acquire({ root, dataDir, connect: `127.0.0.1:${port}`, connectTimeoutMs: 300, retryEveryMs: 100, reportEveryMs: 100, logger });
+    expect(lease.workerId).toBe(first.workerId);
+    expect((lease as unknown as { registered: boolean }).registered).toBe(false);
+    const proxy = await startProxy(port, env('ZK_CONNECT'));
+    try {
+      await eventually(() => (lease as unknown as { registered: boolean }).registered);
+      expect(lines.some((l) => String(l.msg).includes('worker node confirmed'))).toBe(true);
+      lease.assertIssuable(Date.now());
+    } finally {
+      await lease.close();
+      await proxy.close();
     }
   });
 });
