@@ -17,7 +17,18 @@ export interface IdRoutesOptions {
 export async function idRoutes(app: FastifyInstance, options: IdRoutesOptions): Promise<void> {
   const { dispenser, decode, nextSnowflakeId, gatePass } = options;
 
-  app.get<{ Params: { bizTag: string }; Querystring: Record<string, string | undefined> }>('/v1/ids/:bizTag', async (request) => {
+  // A response schema lets fastify serialise with fast-json-stringify: the hot path's biggest cost after I/O.
+  const idsSchema = {
+    response: {
+      200: {
+        type: 'object',
+        properties: { bizTag: { type: 'string' }, ids: { type: 'array', items: { type: 'string' } }, source: { type: 'string' } },
+        required: ['bizTag', 'ids', 'source'],
+      },
+    },
+  };
+
+  app.get<{ Params: { bizTag: string }; Querystring: Record<string, string | undefined> }>('/v1/ids/:bizTag', { schema: idsSchema }, async (request) => {
     const bizTag = parseBizTag(request.params.bizTag);
     const count = parseIntParam(request.query.count, 'count', 1, dispenser.maxCount, 1);
     if (gatePass !== undefined && request.query.gatePass !== gatePass) {
