@@ -1,0 +1,103 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Kafka } from 'kafkajs';
+import { Registry } from 'prom-client';
+import { createResponder } from '../../../src/rpc/responder.js';
+import type { Responder } from '../../../src/rpc/responder.js';
+import { createKafkaClient } from '../../../src/rpc/client.js';
+import type { IdmintKafkaClient } from '../../../src/rpc/client.js';
+import { createTestStore, createTopic, deleteTopics, distinct, testKafka, unique } from './helpers.js';
+import type { TestStore } from './helpers.js';
+
+// Request/reply against real Kafka and a real dispenser over Postgres; names unique per file.
+describe('Kafka request/reply', () => {
+  let kafka: Kafka;
+  let ts: TestStore;
+  let responder: Responder;
+  let client: IdmintKafkaClient;
+  const registry = new Registry();
+  const requestTopic = unique('idmint.requests.test');
+  const groupId = unique('idmint.responders.test');
+
+  beforeAll(async () => {
+    kafka = testKafka();
+    ts = await createTestStore();
+    await ts.store.createBiz({ bizTag: 'order', step: 1000 });
+    await createTopic(kafka, requestTopic, 4);
+    responder = createResponder({ kafka, dispenser: ts.dispenser, groupId, requestTopic, registry });
+    await responder.start();
+    client = createKafkaClient({ kafka, requestTopic, clientId: 'rpc-test' });
+    await client.start();
+  });
+
+  afterAll(async () => {
+    await client?.close();
+    await responder?.close();
+    await deleteTopics(kafka, [requestTopic]);
+    await ts?.close();
+  });
+
+  it.each([1, 100, 10_000])('a client asks for %i IDs and gets them, as unique decimal strings', async (count) => {
+    const ids = await client.getIds('order', count, { timeoutMs: 20_000 });
+    expect(ids).toHaveLength(count);
+    for (const id of ids) expect(id).toMatch(/^[1-9]\d*$/);
+    expect(distinct(ids).size).toBe(count);
+  });
+
+  it('offers the IDs as bigint', async () => {
+    const ids = await client.getBigIntIds('order', 3);
+    expect(ids.every((id) => typeof id === 'bigint' && id > 0n)).toBe(true);
+  });
+
+  it('answers an unknown tag with UNKNOWN_BIZ_TAG', async () => {
+    await expect(client.getIds('no-such-tag', 1)).rejects.toMatchObject({ code: 'UNKNOWN_BIZ_TAG' });
+  });
+
+  it('times out with TIMEOUT when nobody answers', async () => {
+    const silentTopic = unique('idmint.requests.silent');
+    await createTopic(kafka, silentTopic);
+    const lonely = createKafkaClient({ kafka, requestTopic: silentTopic, clientId: 'lonely' });
+    try {
+      await expect(lonely.getIds('order', 1, { timeoutMs: 300 })).rejects.toMatchObject({ code: 'TIMEOUT' });
+      expect(lonely.inFlight).toBe(0);
+    } finally {
+      await lonely.close();
+      await deleteTopics(kafka, [silentTopic]);
+    }
+  });
+
+  it('refuses to start when the request topic is missing, naming the command that fixes it', async () => {
+    const orphan = createKafkaClient({ kafka, requestTopic: unique('idmint.requests.missing') });
+    await expect(orphan.start()).rejects.toThrow(/missing: run `idmint kafka init`/);
+    await orphan.close();
+  });
+
+  it('50 concurrent clients x 200 requests: zero duplicates across all replies', async () => {
+    const clients = Array.from({ length: 50 }, (_, i) => createKafkaClient({ kafka, requestTopic, clientId: `many-${i}`, timeoutMs: 30_000 }));
+    try {
+      await Promise.all(clients.map((c) => c.start()));
+      const perClient = await Promise.all(
+        clients.map(async (c) => {
+          const got: string[] = [];
+          // 10 requests in flight per client, 500 overall.
+          await Promise.all(
+            Array.from({ length: 10 }, async () => {
+              for (let r = 0; r < 20; r++) got.push(...(await c.getIds('order', 5)));
+            }),
+          );
+          return got;
+        }),
+      );
+      const all = perClient.flat();
+      expect(all).toHaveLength(50 * 200 * 5);
+      expect(distinct(all).size).toBe(50 * 200 * 5);
+    } finally {
+      await Promise.all(clients.map((c) => c.close()));
+    }
+  }, 180_000);
+
+  it('counts requests in its metrics', async () => {
+    const text = await registry.getSingleMetricAsString('idmint_kafka_requests_total');
+    expect(text).toMatch(/outcome="ok"} [1-9]/);
+    expect(await registry.getSingleMetricAsString('idmint_kafka_request_errors_total')).toMatch(/code="UNKNOWN_BIZ_TAG"} [1-9]/);
+  });
+});
