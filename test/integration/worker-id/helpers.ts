@@ -1,10 +1,11 @@
 import { mkdtempSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { createConnection, createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { randomBytes } from 'node:crypto';
 import { createLogger, type Logger } from '../../../src/log.js';
+import { ZkClient } from '../../../src/worker-id/index.js';
 
 /** A server address from the environment the global setup fills in. */
 export function env(name: 'ZK_CONNECT' | 'REDIS_URL' | 'DATABASE_URL'): string {
@@ -55,9 +56,8 @@ export async function eventually(check: () => boolean | Promise<boolean>, attemp
 
 /** A TCP forwarder to `target` on `port`, started late: "the server came back". */
 export async function startProxy(port: number, target: string): Promise<{ close(): Promise<void> }> {
-  const { createConnection } = await import('node:net');
   const [host, targetPort] = target.split(',')[0]!.split(':') as [string, string];
-  const sockets = new Set<import('node:net').Socket>();
+  const sockets = new Set<Socket>();
   const server = createServer((client) => {
     const upstream = createConnection(Number(targetPort), host);
     for (const s of [client, upstream]) {
@@ -81,8 +81,7 @@ export async function startProxy(port: number, target: string): Promise<{ close(
  * Ends `zk`'s session the way a server does after a partition: another client joins the session
  * and closes it. The original may win the session back first, so this retries until it expires.
  */
-export async function expireSession(zk: import('../../../src/worker-id/index.js').ZkClient, connect: string): Promise<void> {
-  const { ZkClient } = await import('../../../src/worker-id/index.js');
+export async function expireSession(zk: ZkClient, connect: string): Promise<void> {
   const session = zk.session;
   const expired = new Promise<boolean>((resolve) => zk.once('expired', () => resolve(true)));
   for (let attempt = 0; attempt < 5; attempt++) {
