@@ -26,7 +26,11 @@ export interface RedisPoolOptions {
   minDepth?: number;
   /** At most one refill request per tag/shard from this process within this window. Default 250 ms. */
   refillDebounceMs?: number;
-  /** Drop pools written by another Redis run (restored snapshot, failover) before serving. Default true. */
+  /**
+   * Drop pools written by another Redis run (restored snapshot, failover) before serving. Default
+   * true. Costs an INFO call per script (~30 % of take throughput at batch 1, bench/RESULTS.md);
+   * turn off only for a Redis that can never bring old data back (no RDB/AOF, no replicas).
+   */
   fence?: boolean;
   /** Demand bucket width, seconds (must match RedisPoolMeta). Default 10. */
   bucketSeconds?: number;
