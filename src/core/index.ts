@@ -1,5 +1,5 @@
 // The pure core's public surface, exported by name.
-export { Layout, createLayout, createUidLayout, LEAF_LAYOUT, UID_LAYOUT, UID_DEFAULT_EPOCH, MIN_TIME_BASED_ID } from './layout.js';
+export { Layout, parseId, createLayout, createUidLayout, LEAF_LAYOUT, UID_LAYOUT, UID_DEFAULT_EPOCH, MIN_TIME_BASED_ID } from './layout.js';
 export type { LayoutOptions, LayoutFields, DecodedId, TimeUnit } from './layout.js';
 export { ShardedLayout, createShardedLayout, SHARDED_LAYOUT, SHARDED_LAYOUT_DEFAULTS } from './sharded.js';
 export type { ShardedLayoutOptions, ShardedFields, DecodedShardedId } from './sharded.js';

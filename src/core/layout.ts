@@ -67,6 +67,21 @@ function checkField(name: string, value: number, max: number): void {
   }
 }
 
+/**
+ * Parses an ID as it travels (invariant 7: a decimal string) into a bigint in [0, 2^63-1];
+ * BAD_REQUEST names the field on anything else.
+ */
+export function parseId(value: string | number | bigint, field = 'id'): bigint {
+  let id: bigint | undefined;
+  if (typeof value === 'bigint') id = value;
+  else if (typeof value === 'number' && Number.isSafeInteger(value)) id = BigInt(value);
+  else if (typeof value === 'string' && /^[0-9]{1,19}$/.test(value)) id = BigInt(value);
+  if (id === undefined || id < 0n || id > MAX_ID) {
+    throw new BadRequestError(`${field} must be a decimal integer in [0, 2^63-1], got ${JSON.stringify(String(value)).slice(0, 40)}`, field);
+  }
+  return id;
+}
+
 /** A validated, frozen bit split. Generators read the precomputed shifts and masks directly. */
 export class Layout {
   readonly name: string;

@@ -83,7 +83,7 @@ export class SegmentBuffer {
   private loadMark = Infinity;
   private ready: Segment | null = null;
   private loading: Promise<void> | null = null;
-  private nextStep: number;
+  private currentStep: number;
   private lastAllocAt: number | undefined;
   private retryAt = 0;
   // Highest ID ever accepted: a segment at or below it would repeat IDs (invariant 1).
@@ -93,13 +93,13 @@ export class SegmentBuffer {
 
   constructor(options: SegmentBufferOptions) {
     this.options = resolveOptions(options);
-    this.nextStep = this.options.baseStep;
+    this.currentStep = this.options.baseStep;
     this.log = (options.logger ?? silentLogger).child({ component: 'segment-buffer', bizTag: this.options.bizTag });
   }
 
-  /** The step the next allocation will ask for. */
+  /** The step of the latest successful allocation (the base step before the first). */
   get step(): number {
-    return this.nextStep;
+    return this.currentStep;
   }
 
   /** IDs ready in both halves, without waiting. */
@@ -202,11 +202,13 @@ export class SegmentBuffer {
     const { clock, allocate, bizTag } = this.options;
     const now = clock.now();
     const step = this.adaptStep(now);
-    this.lastAllocAt = now;
     const loading = (async () => {
       try {
         const segment = await allocate(bizTag, step);
         this.check(segment);
+        // Only successful allocations count for the step: failed retries must not inflate it.
+        this.currentStep = step;
+        this.lastAllocAt = now;
         if (this.closed) return;
         this.highWater = segment.end;
         this.ready = segment;
@@ -226,12 +228,11 @@ export class SegmentBuffer {
   /** Leaf's rule: time since the previous allocation decides the next step. */
   private adaptStep(now: number): number {
     const { baseStep, maxStep, growBelowMs, shrinkAboveMs } = this.options;
-    if (this.lastAllocAt !== undefined) {
-      const lasted = now - this.lastAllocAt;
-      if (lasted < growBelowMs) this.nextStep = Math.min(maxStep, this.nextStep * 2);
-      else if (lasted > shrinkAboveMs) this.nextStep = Math.max(baseStep, Math.floor(this.nextStep / 2));
-    }
-    return this.nextStep;
+    if (this.lastAllocAt === undefined) return this.currentStep;
+    const lasted = now - this.lastAllocAt;
+    if (lasted < growBelowMs) return Math.min(maxStep, this.currentStep * 2);
+    if (lasted > shrinkAboveMs) return Math.max(baseStep, Math.floor(this.currentStep / 2));
+    return this.currentStep;
   }
 
   private check(segment: Segment): void {
@@ -249,7 +250,7 @@ export class SegmentBuffer {
   private async waitForLoad(deadline: number): Promise<void> {
     const remaining = deadline - Date.now();
     const { waitTimeoutMs, bizTag } = this.options;
-    const what = `allocating a segment of ${this.nextStep} IDs for biz tag "${bizTag}" (both halves of its buffer are empty)`;
+    const what = `allocating a segment of ${this.adaptStep(this.options.clock.now())} IDs for biz tag "${bizTag}" (both halves of its buffer are empty)`;
     if (remaining <= 0) throw new TimeoutError(what, waitTimeoutMs);
     const loading = this.load();
     let timer: NodeJS.Timeout | undefined;

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { IdmintError } from '../../../src/core/errors.js';
-import { createLayout, createUidLayout, LEAF_LAYOUT, MIN_TIME_BASED_ID, UID_LAYOUT, type LayoutOptions } from '../../../src/core/layout.js';
+import { parseId, createLayout, createUidLayout, LEAF_LAYOUT, MIN_TIME_BASED_ID, UID_LAYOUT, type LayoutOptions } from '../../../src/core/layout.js';
 import { createShardedLayout, SHARDED_LAYOUT } from '../../../src/core/sharded.js';
 
 const NOW = Date.now();
@@ -123,6 +123,21 @@ describe('Layout', () => {
     const id = layout.encode({ timestamp: Date.parse('2024-01-01T00:00:00Z'), datacenter: 31, worker: 3, sequence: 9 });
     expect(layout.decode(id)).toMatchObject({ datacenter: 31, worker: 3, sequence: 9, time: '2024-01-01T00:00:00.000Z' });
     expectBadRequest(() => layout.encode({ timestamp: Date.parse('2024-01-01T00:00:00Z'), datacenter: 32, worker: 3, sequence: 9 }));
+  });
+
+  it('parses IDs from decimal strings and refuses anything else', () => {
+    expect(parseId('9223372036854775807')).toBe((1n << 63n) - 1n);
+    expect(parseId('0')).toBe(0n);
+    expect(parseId(42)).toBe(42n);
+    expect(parseId(7n)).toBe(7n);
+    for (const bad of ['9223372036854775808', '-1', '1e5', ' 12', '', '0x10', '12345678901234567890', 1.5, -3]) {
+      expectBadRequest(() => parseId(bad));
+    }
+    fc.assert(
+      fc.property(fc.bigInt({ min: 0n, max: (1n << 63n) - 1n }), (id) => {
+        expect(parseId(id.toString())).toBe(id);
+      }),
+    );
   });
 
   it('is frozen', () => {

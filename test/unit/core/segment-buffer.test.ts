@@ -178,6 +178,28 @@ describe('SegmentBuffer', () => {
     expect(buf.step).toBe(100);
   });
 
+  it('does not grow the step on failed allocations', async () => {
+    const clock = new ManualClock(0);
+    const alloc = counterAllocator();
+    let down = true;
+    const tried: number[] = [];
+    const buf = buffer({
+      baseStep: 100,
+      clock,
+      allocate: async (tag, step) => {
+        tried.push(step);
+        if (down) throw new IdmintError('NOT_READY', 'database is unavailable');
+        return alloc.allocate(tag, step);
+      },
+    });
+    for (let i = 0; i < 3; i++) await expect(buf.next()).rejects.toMatchObject({ code: 'NOT_READY' });
+    down = false;
+    await buf.next();
+    clock.advance(60 * 60_000);
+    await buf.nextBatch(100);
+    expect(tried).toEqual([100, 100, 100, 100, 100]);
+  });
+
   it('refuses a segment that overlaps IDs already served', async () => {
     const buf = buffer({ allocate: async (bizTag) => ({ bizTag, shard: 0, start: 1, end: 100 }) });
     await buf.nextBatch(100);

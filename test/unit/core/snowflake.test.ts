@@ -31,7 +31,7 @@ describe('SnowflakeGenerator', () => {
     expect(countDuplicates(sample)).toBe(0);
     expect(sample[0]! >= MIN_TIME_BASED_ID).toBe(true);
     expect(LEAF_LAYOUT.decode(prev).worker).toBe(513);
-  });
+  }, 120_000);
 
   it('starts each millisecond at a random sequence below 100 and waits for the next millisecond on overflow', () => {
     const clock = new ManualClock(Date.now());

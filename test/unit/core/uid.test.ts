@@ -96,7 +96,7 @@ describe('CachedUidGenerator', () => {
     expect(countDuplicates(sample)).toBe(0);
     expect(paddedBetweenTakes).toBeGreaterThan(0);
     gen.close();
-  });
+  }, 120_000);
 
   it('never repeats when takers outrun padding and takes are rejected (uid-generator\'s throwing policy)', async () => {
     let rejected = 0;
