@@ -71,8 +71,8 @@ describe('refill faults, each ending with the zero-duplicate check (private redi
     await expectClean(st, bizTag, ids, total);
   });
 
-  it('Redis killed and restarted empty mid-run', async () => {
-    const { tag, bizTag, st, h, srv } = await setUp();
+  it.each(['redis-list', 'redis-counter'] as const)('%s: Redis killed and restarted empty mid-run', async (kind) => {
+    const { tag, bizTag, st, h, srv } = await setUp(kind);
     const total = 150_000;
     let restarted = false;
     const { ids, notReady } = await runTakers({
@@ -93,8 +93,8 @@ describe('refill faults, each ending with the zero-duplicate check (private redi
     await expectClean(st, bizTag, ids, total);
   });
 
-  it('Redis killed and restarted from an older snapshot that still holds handed-out IDs', async () => {
-    const { tag, bizTag, st, h, srv } = await setUp();
+  it.each(['redis-list', 'redis-counter'] as const)('%s: Redis killed and restarted from an older snapshot that still holds handed-out IDs', async (kind) => {
+    const { tag, bizTag, st, h, srv } = await setUp(kind);
     const total = 150_000;
     let saved = false;
     let restarted = false;
