@@ -191,10 +191,8 @@ export class SegmentBuffer {
     }
     if (this.options.clock.now() < this.retryAt) return;
     this.loadMark = Infinity;
-    this.load().catch(() => {
-      // Logged in load(); the next call retries after retryDelayMs, a blocked caller at once.
-      if (!this.closed && this.end >= this.cur) this.loadMark = this.cur;
-    });
+    // Logged in load(); the next call retries after retryDelayMs, a blocked caller at once.
+    this.load().catch(() => undefined);
   }
 
   private load(): Promise<void> {
@@ -215,6 +213,8 @@ export class SegmentBuffer {
         this.log.debug({ start: segment.start, end: segment.end, step }, 'segment loaded');
       } catch (err) {
         this.retryAt = clock.now() + this.options.retryDelayMs;
+        // Re-arm the background trigger, whoever started this load.
+        if (!this.closed && this.end >= this.cur) this.loadMark = this.cur;
         this.log.warn({ err, step }, 'segment allocation failed');
         throw err;
       } finally {
