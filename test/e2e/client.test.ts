@@ -1,0 +1,159 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setImmediate as yieldToIo } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createIdmintClient, httpTransport, IdmintError } from '../../src/client/index.js';
+import type { HttpTransport, IdmintClient } from '../../src/client/index.js';
+import { freePort, spawnServer, type SpawnedServer } from '../helpers/spawn-server.js';
+
+const TOKEN = 'e2e-client-token';
+// The global setup exports the distributed servers; this file wants the embedded default.
+const INFRA_VARS = ['DATABASE_URL', 'REDIS_URL', 'KAFKA_BROKERS', 'ZK_CONNECT'] as const;
+
+async function createTag(url: string, body: Record<string, unknown>): Promise<void> {
+  const response = await fetch(`${url}/v1/biz`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  expect(response.status, await response.text()).toBe(201);
+}
+
+async function rejection(promise: Promise<unknown>): Promise<IdmintError> {
+  const err = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(IdmintError);
+  return err as IdmintError;
+}
+
+describe('client SDK against a spawned embedded server', () => {
+  let dataDir: string;
+  let server: SpawnedServer;
+  const saved: Record<string, string | undefined> = {};
+
+  beforeAll(async () => {
+    for (const key of INFRA_VARS) {
+      saved[key] = process.env[key];
+      delete process.env[key];
+    }
+    dataDir = mkdtempSync(join(tmpdir(), 'idmint-client-e2e-'));
+    server = await spawnServer({ IDMINT_DATA_DIR: dataDir, IDMINT_ADMIN_TOKEN: TOKEN });
+    await createTag(server.url, { bizTag: 'order', step: 2000 });
+    await createTag(server.url, { bizTag: 'trace', mode: 'snowflake' });
+    await createTag(server.url, { bizTag: 'shop', mode: 'sharded', shards: 4 });
+  });
+
+  afterAll(async () => {
+    await server?.stop('SIGKILL');
+    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+    for (const key of INFRA_VARS) if (saved[key] !== undefined) process.env[key] = saved[key];
+  });
+
+  it('64 callers on 3 clients take 200,000+ IDs across a SIGKILL and restart with zero duplicates', async () => {
+    const transports: HttpTransport[] = [];
+    const clients: IdmintClient[] = [];
+    for (let i = 0; i < 3; i++) {
+      const transport = httpTransport({ url: server.url, retries: 5, backoffMs: 50, timeoutMs: 3000 });
+      transports.push(transport);
+      clients.push(createIdmintClient({ transport, batchSize: 500, maxBatchSize: 5000, timeoutMs: 15_000 }));
+    }
+    const ids: bigint[] = [];
+    const errors = new Map<string, number>();
+    let stop = false;
+    const caller = async (n: number): Promise<void> => {
+      const client = clients[n % 3] as IdmintClient;
+      for (let i = 0; !stop; i++) {
+        try {
+          if (i % 3 === 0) ids.push(...(await client.nextMany('order', 1 + ((n * 7 + i) % 40))));
+          else ids.push(await client.next('order'));
+        } catch (err) {
+          // The server is down for longer than the transport's retries: a clear error, then again.
+          if (!(err instanceof IdmintError)) throw err;
+          errors.set(err.code, (errors.get(err.code) ?? 0) + 1);
+          await new Promise((r) => setTimeout(r, 100));
+        }
+        // Callers do other work between IDs; this also lets the prefetch's I/O run.
+        if (i % 64 === 0) await yieldToIo();
+      }
+    };
+    const run = Promise.all(Array.from({ length: 64 }, (_, n) => caller(n)));
+    const until = async (done: () => boolean): Promise<void> => {
+      while (!done()) await new Promise((r) => setTimeout(r, 10));
+    };
+
+    await until(() => ids.length >= 60_000);
+    const port = new URL(server.url).port;
+    await server.stop('SIGKILL');
+    const beforeRestart = ids.length;
+    server = await spawnServer({ IDMINT_DATA_DIR: dataDir, IDMINT_ADMIN_TOKEN: TOKEN, IDMINT_PORT: port });
+    const atRestart = ids.length;
+    await until(() => ids.length >= Math.max(200_000, atRestart + 50_000));
+    stop = true;
+    await run;
+
+    const retried = transports.reduce((n, t) => n + t.retried, 0);
+    const unique = new Set(ids);
+    expect(ids.length).toBeGreaterThanOrEqual(200_000);
+    expect(ids.length - unique.size).toBe(0);
+    expect(ids.every((id) => id >= 1n && id <= BigInt(Number.MAX_SAFE_INTEGER))).toBe(true);
+    // The kill really reached the callers: requests failed and were retried.
+    expect(retried).toBeGreaterThan(0);
+    expect([...errors.keys()].every((code) => code === 'NOT_READY' || code === 'TIMEOUT')).toBe(true);
+    // Buffered IDs carried callers past the kill, and the restarted server served the rest.
+    expect(atRestart).toBeGreaterThanOrEqual(beforeRestart);
+    expect(ids.length - atRestart).toBeGreaterThanOrEqual(50_000);
+    const stats = clients.flatMap((c) => c.stats());
+    console.info(`client e2e: ${ids.length} IDs, ${atRestart} before the restart, ${retried} retried requests, caller errors ${JSON.stringify(Object.fromEntries(errors))}, batch sizes ${stats.map((s) => s.batchSize).join('/')}`);
+    // The batch grew from 500 under this load.
+    expect(Math.max(...stats.map((s) => s.batchSize))).toBeGreaterThan(500);
+    await Promise.all(clients.map((c) => c.close()));
+  });
+
+  it('turns an unknown tag into UNKNOWN_BIZ_TAG without retrying it', async () => {
+    const transport = httpTransport({ url: server.url });
+    const client = createIdmintClient({ transport });
+    const err = await rejection(client.next('no-such-tag'));
+    expect(err.code).toBe('UNKNOWN_BIZ_TAG');
+    expect(err.message).toMatch(/no-such-tag/);
+    expect(transport.retried).toBe(0);
+    await client.close();
+  });
+
+  it('nextNumber serves segment and sharded tags and refuses a snowflake tag with BAD_REQUEST', async () => {
+    const client = createIdmintClient({ url: server.url });
+    expect(Number.isSafeInteger(await client.nextNumber('order'))).toBe(true);
+    const shop = await client.nextNumber('shop');
+    expect(Number.isSafeInteger(shop)).toBe(true);
+    const err = await rejection(client.nextNumber('trace'));
+    expect(err.code).toBe('BAD_REQUEST');
+    expect(err.message).toMatch(/next\(\)/);
+    const trace = await client.next('trace');
+    expect(trace >= 1n << 53n).toBe(true);
+    const many = await client.nextMany('trace', 3000);
+    expect(new Set([trace, ...many]).size).toBe(3001);
+    await client.close();
+  });
+
+  it('rejects every call after close() with NOT_READY, and close() twice is fine', async () => {
+    const client = createIdmintClient({ url: server.url, bizTags: ['order'] });
+    expect(typeof (await client.next('order'))).toBe('bigint');
+    await client.close();
+    await client.close();
+    for (const call of [client.next('order'), client.nextMany('order', 2), client.nextNumber('order')]) {
+      expect((await rejection(call)).code).toBe('NOT_READY');
+    }
+  });
+
+  it('gives up with NOT_READY once its retries are exhausted against a dead port', async () => {
+    const transport = httpTransport({ url: `http://127.0.0.1:${await freePort()}`, retries: 2, backoffMs: 10 });
+    const client = createIdmintClient({ transport });
+    const err = await rejection(client.next('order'));
+    expect(err.code).toBe('NOT_READY');
+    expect(err.message).toMatch(/cannot reach idmint/);
+    expect(transport.retried).toBe(2);
+    await client.close();
+  });
+});
