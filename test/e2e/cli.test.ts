@@ -1,0 +1,101 @@
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort, spawnServer, type SpawnedServer } from '../helpers/spawn-server.js';
+
+const BIN = fileURLToPath(new URL('../../bin/idmint.js', import.meta.url));
+const TOKEN = 'cli-admin-token';
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+async function idmint(args: string[], env: Record<string, string> = {}): Promise<Run> {
+  try {
+    const { stdout, stderr } = await promisify(execFile)(process.execPath, [BIN, ...args], { env: { ...process.env, ...env } });
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
+describe('idmint CLI against a running server', () => {
+  let dataDir: string;
+  let server: SpawnedServer;
+  let env: Record<string, string>;
+
+  beforeAll(async () => {
+    dataDir = mkdtempSync(join(tmpdir(), 'idmint-cli-'));
+    server = await spawnServer({ IDMINT_DATA_DIR: dataDir, IDMINT_ADMIN_TOKEN: TOKEN });
+    env = { IDMINT_URL: server.url, IDMINT_ADMIN_TOKEN: TOKEN };
+  });
+
+  afterAll(async () => {
+    await server?.stop('SIGKILL');
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('lists its subcommands in --help', async () => {
+    const { code, stdout } = await idmint(['--help']);
+    expect(code).toBe(0);
+    for (const command of ['serve', 'biz', 'get', 'decode']) expect(stdout).toContain(command);
+  });
+
+  it('creates, lists, updates and deletes a tag, and fetches and decodes IDs', async () => {
+    const created = await idmint(['biz', 'create', 'ticket', '--step', '50', '--fallback', 'error'], env);
+    expect(created.code).toBe(0);
+    expect(JSON.parse(created.stdout)).toMatchObject({ bizTag: 'ticket', step: 50, fallback: 'error' });
+
+    const list = await idmint(['biz', 'list'], env);
+    expect(list.stdout).toMatch(/^ticket\s+segment\s+step=50/m);
+
+    const updated = await idmint(['biz', 'update', 'ticket', '--max-limit', '1000'], env);
+    expect(JSON.parse(updated.stdout)).toMatchObject({ maxLimit: 1000 });
+
+    const got = await idmint(['get', 'ticket', '-n', '5'], env);
+    expect(got.code).toBe(0);
+    const ids = got.stdout.trim().split('\n');
+    expect(ids).toHaveLength(5);
+    expect(new Set(ids).size).toBe(5);
+
+    const decoded = await idmint(['decode', ids[0]!, '--biz-tag', 'ticket'], env);
+    expect(JSON.parse(decoded.stdout)).toMatchObject({ type: 'segment', id: ids[0] });
+
+    const deleted = await idmint(['biz', 'delete', 'ticket'], env);
+    expect(deleted.stdout).toContain('deleted ticket');
+  });
+
+  it.each([
+    ['an unknown tag', ['get', 'nope'], /UNKNOWN_BIZ_TAG: unknown biz tag "nope"/],
+    ['a bad count', ['get', 'demo', '-n', 'ten'], /--count must be an integer/],
+    ['a wrong token', ['biz', 'list', '--token', 'wrong-token'], /UNAUTHORIZED: wrong admin token \(set IDMINT_ADMIN_TOKEN or pass --token\)/],
+    ['an update with nothing to change', ['biz', 'update', 'demo'], /nothing to change/],
+    ['a bad ID to decode', ['decode', 'abc'], /BAD_REQUEST: id must be a decimal integer/],
+  ])('fails with one clear line and exit code 1 for %s', async (_what, args, message) => {
+    const run = await idmint(args, env);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(message);
+    expect(run.stderr.trim().split('\n')).toHaveLength(1);
+  });
+
+  it('says how to start a server when none answers', async () => {
+    const port = await freePort();
+    const run = await idmint(['get', 'demo'], { IDMINT_URL: `http://127.0.0.1:${port}` });
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/NOT_READY: cannot reach idmint at .* start it with `npm start` or pass --url/);
+  });
+
+  it('names the variable when the configuration is bad', async () => {
+    const run = await idmint(['serve'], { IDMINT_PORT: 'eighty', IDMINT_DATA_DIR: dataDir });
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/IDMINT_PORT: expected/);
+    expect(run.stderr.trim().split('\n')).toHaveLength(1);
+  });
+});
