@@ -27,7 +27,7 @@ describe('several API processes on one Postgres', () => {
       [0, 1, 2].map(() => {
         const dataDir = mkdtempSync(join(tmpdir(), 'idmint-multi-'));
         dirs.push(dataDir);
-        return spawnServer({ DATABASE_URL: url.toString(), IDMINT_DATA_DIR: dataDir, IDMINT_ADMIN_TOKEN: TOKEN, REDIS_URL: '', KAFKA_BROKERS: '', ZK_CONNECT: '' });
+        return spawnServer({ DATABASE_URL: url.toString(), IDMINT_DATA_DIR: dataDir, IDMINT_ADMIN_TOKEN: TOKEN});
       }),
     );
     servers.push(...started);

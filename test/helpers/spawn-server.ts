@@ -25,11 +25,17 @@ export interface SpawnedServer {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
+/**
+ * The servers the test harness exports are not inherited: a spawned server is embedded unless
+ * the test names servers in `env` (empty strings count as unset).
+ */
+const NO_SERVERS = { DATABASE_URL: '', REDIS_URL: '', KAFKA_BROKERS: '', ZK_CONNECT: '' };
+
 /** Spawns `idmint serve` as a user would and waits until /healthz answers. */
 export async function spawnServer(env: Record<string, string>, options: { timeoutMs?: number } = {}): Promise<SpawnedServer> {
   const port = env.IDMINT_PORT ? Number(env.IDMINT_PORT) : await freePort();
   const child = spawn(process.execPath, [BIN, 'serve'], {
-    env: { ...process.env, LOG_LEVEL: 'info', ...env, IDMINT_PORT: String(port) },
+    env: { ...process.env, LOG_LEVEL: 'info', ...NO_SERVERS, ...env, IDMINT_PORT: String(port) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
