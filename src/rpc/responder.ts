@@ -25,6 +25,7 @@ export interface ResponderSettings {
   maxRequestBytes: number;
   concurrency: number;
   joinTimeoutMs: number;
+  sessionTimeoutMs: number;
 }
 
 export const RESPONDER_DEFAULTS: Readonly<ResponderSettings> = Object.freeze({
@@ -40,6 +41,8 @@ export const RESPONDER_DEFAULTS: Readonly<ResponderSettings> = Object.freeze({
   concurrency: 64,
   /** Longest wait for the consumer to join its group in start(). */
   joinTimeoutMs: 30_000,
+  /** Group session timeout: how long a crashed responder's partitions wait before moving. */
+  sessionTimeoutMs: 30_000,
 });
 
 export interface ResponderOptions extends Partial<ResponderSettings> {
@@ -63,7 +66,7 @@ function validate(options: ResponderOptions): Settings {
   for (const key of Object.keys(RESPONDER_DEFAULTS) as (keyof Settings)[]) {
     if (options[key] !== undefined) (s as Record<string, unknown>)[key] = options[key];
   }
-  for (const key of ['maxCount', 'maxRequestBytes', 'concurrency', 'joinTimeoutMs'] as const) {
+  for (const key of ['maxCount', 'maxRequestBytes', 'concurrency', 'joinTimeoutMs', 'sessionTimeoutMs'] as const) {
     if (!Number.isSafeInteger(s[key]) || s[key] < 1) throw new IdmintError('BAD_REQUEST', `responder option ${key} must be a positive integer, got ${String(s[key])}`);
   }
   if (!s.groupId || !s.requestTopic) throw new IdmintError('BAD_REQUEST', 'responder options groupId and requestTopic must be non-empty');
@@ -120,7 +123,12 @@ class KafkaResponder implements Responder {
     await this.admin.connect();
     await assertTopicsExist(this.admin, [requestTopic]);
     await this.producer.connect();
-    const consumer = this.options.kafka.consumer({ groupId, allowAutoTopicCreation: false });
+    const consumer = this.options.kafka.consumer({
+      groupId,
+      allowAutoTopicCreation: false,
+      sessionTimeout: this.settings.sessionTimeoutMs,
+      heartbeatInterval: Math.max(500, Math.floor(this.settings.sessionTimeoutMs / 10)),
+    });
     this.consumer = consumer;
     const joined = waitForGroupJoin(consumer, this.settings.joinTimeoutMs);
     await consumer.connect();

@@ -28,6 +28,8 @@ export const responderEnvSchema = z.object({
   IDMINT_KAFKA_REQUEST_TOPIC: name.default(REQUEST_TOPIC),
   /** Responder consumer group. Default `idmint.responders`. */
   IDMINT_KAFKA_RESPONDER_GROUP: name.default(RESPONDER_GROUP),
+  /** Responder group session timeout, ms: how soon a crashed responder's partitions move. Default 30000 (broker minimum 6000). */
+  IDMINT_KAFKA_SESSION_TIMEOUT_MS: z.coerce.number().int().min(1000).max(3_600_000).default(30_000),
   /** Postgres schema of idmint's tables for a standalone responder. Default: the server's search_path. */
   IDMINT_PG_SCHEMA: z.string().trim().regex(/^[a-z_][a-z0-9_]{0,62}$/, 'a lower-case SQL identifier').optional(),
 });
@@ -84,6 +86,7 @@ export async function startResponderRole(options: ResponderRoleOptions): Promise
       groupId: env.IDMINT_KAFKA_RESPONDER_GROUP,
       requestTopic: env.IDMINT_KAFKA_REQUEST_TOPIC,
       maxCount: config.IDMINT_MAX_COUNT,
+      sessionTimeoutMs: env.IDMINT_KAFKA_SESSION_TIMEOUT_MS,
       logger,
       registry,
     });
