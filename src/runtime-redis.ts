@@ -13,6 +13,7 @@ import type { SinkKind } from './refill/processor.js';
 import { RefillQueue } from './refill/queue.js';
 import { startRefillRole, type RefillRole } from './refill/role.js';
 import { collectRefillStats } from './refill/stats.js';
+import { dashboardExtension } from './http/dashboard.js';
 
 export interface RedisPoolsOptions {
   config: Config;
@@ -27,6 +28,8 @@ export interface RedisPoolsOptions {
 
 export interface RedisPools {
   pools: PoolSources;
+  /** Asks for a refill of a created or changed tag's pools, so its first requests find IDs. */
+  prime(bizTag: string): void;
   check(): { ok: boolean; message?: string };
   stats(): Promise<Record<string, unknown>>;
   extensions: Array<(app: FastifyInstance, authorize: (request: FastifyRequest) => void) => Promise<void>>;
@@ -69,6 +72,8 @@ export async function startRedisPools(options: RedisPoolsOptions): Promise<Redis
       (started) => {
         role = started;
         log.info({ queue: env.IDMINT_REFILL_QUEUE }, 'refill worker and sweep scheduler running');
+        // Fill pools now rather than at the first cron tick, so early requests need no fallback.
+        started.processor.sweep().catch((err: unknown) => log.warn({ err }, 'initial sweep failed; the cron sweep will retry'));
         return started;
       },
       (err: unknown) => {
@@ -81,8 +86,17 @@ export async function startRedisPools(options: RedisPoolsOptions): Promise<Redis
 
   return {
     pools: { 'redis-list': list, 'redis-counter': counter },
+    prime: (bizTag) => {
+      void store.getBiz(bizTag).then(
+        async (tag) => {
+          if (!tag || (tag.mode !== 'segment' && tag.mode !== 'sharded')) return;
+          for (let shard = 0; shard < tag.shards; shard++) await queue.requestRefill(bizTag, shard, 'manual');
+        },
+        (err: unknown) => log.warn({ err, bizTag }, 'could not prime the pool of a changed tag'),
+      );
+    },
     check: () => (redis.status === 'ready' ? { ok: true } : { ok: false, message: `redis is ${redis.status}; serving by fallback` }),
     stats: async () => ({ ...(await collectRefillStats({ store, sinks: { 'redis-list': list, 'redis-counter': counter }, meta, queue })), refillRole: role ? 'running' : roles.has('refill') ? 'starting' : 'off' }),
-    extensions: [],
+    extensions: [dashboardExtension({ queues: [queue.queue] })],
   };
 }

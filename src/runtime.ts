@@ -21,6 +21,9 @@ import { createSnowflakeSourceFromConfig } from './snowflake-source.js';
 import { UidSource } from './uid-source.js';
 import { PostgresWorkerIdProvider } from './worker-id/postgres-provider.js';
 import { startRedisPools } from './runtime-redis.js';
+import { KafkaPoolSink } from './pool/kafka-sink.js';
+import { createKafka } from './rpc/kafka.js';
+import { startResponderRole, type ResponderRole } from './rpc/role.js';
 import type { Database } from './store/db.js';
 import { migrate } from './store/migrations.js';
 import { createPgDatabase } from './store/pg.js';
@@ -81,7 +84,13 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     closers.push({ name: 'memory pool', close: () => memory.close() });
     const pools: PoolSources = { memory };
     const roles = rolesFrom(config);
-    const redis = config.REDIS_URL ? await startRedisPools({ config, roles, store, registry, logger, closers }) : undefined;
+    // Kafka pool topics are filled by the same refills as Redis pools.
+    const kafka = config.KAFKA_BROKERS ? createKafka({ brokers: config.KAFKA_BROKERS, clientId: 'idmint', logger }) : undefined;
+    const kafkaSink = kafka ? new KafkaPoolSink({ kafka, logger, registry }) : undefined;
+    if (kafkaSink) closers.push({ name: 'kafka pool sink', close: () => kafkaSink.close() });
+    const redis = config.REDIS_URL
+      ? await startRedisPools({ config, roles, store, registry, logger, closers, ...(kafkaSink ? { extraSinks: { kafka: kafkaSink } } : {}) })
+      : undefined;
     if (redis) Object.assign(pools, redis.pools);
     const segment = new DirectSegmentSource(store);
     const sharded = new ShardedSource(memory, SHARDED_LAYOUT, config.IDMINT_APP_ID);
@@ -107,6 +116,23 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
 
     if (options.seedDemoTag !== false) await seedDemoTag(store, log);
 
+    let responder: ResponderRole | undefined;
+    if (roles.has('responder') && config.KAFKA_BROKERS) {
+      // In the background: joining a consumer group takes seconds, and the HTTP API must not wait.
+      const starting = startResponderRole({ config, logger, dispenser, registry }).then(
+        (role) => {
+          responder = role;
+          log.info('Kafka responder serving idmint.requests');
+          return role;
+        },
+        (err: unknown) => {
+          log.error({ err }, 'Kafka responder failed to start; run `idmint kafka init` if topics are missing');
+          return undefined;
+        },
+      );
+      closers.push({ name: 'responder', close: async () => void (await (await starting)?.close()) });
+    }
+
     const readiness = async (): Promise<ReadinessReport> => {
       const checks: ReadinessReport['checks'] = {};
       try {
@@ -117,6 +143,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       }
       checks.snowflake = { ok: true, message: `worker ${snowflake.workerId} from ${snowflake.lease.provider}` };
       if (redis) checks.redis = redis.check();
+      if (roles.has('responder') && config.KAFKA_BROKERS) checks.kafka = responder ? { ok: true } : { ok: false, message: 'responder not running yet' };
       // Without Redis the API still serves by each tag's fallback: degraded, not down.
       const status = !checks.database.ok ? 'not_ready' : Object.values(checks).every((c) => c.ok) ? 'ready' : 'degraded';
       return { status, checks };
@@ -132,7 +159,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       ...(config.IDMINT_ADMIN_TOKEN ? { adminToken: config.IDMINT_ADMIN_TOKEN } : {}),
       ...(config.IDMINT_GATE_PASS ? { gatePass: config.IDMINT_GATE_PASS } : {}),
       readiness,
-      ...(redis ? { stats: redis.stats, extensions: redis.extensions } : {}),
+      ...(redis ? { stats: redis.stats, extensions: redis.extensions, onTagChange: redis.prime } : {}),
       logger,
     });
     closers.push({ name: 'http', close: () => app.close() });

@@ -28,6 +28,8 @@ export interface HttpServerOptions {
   readiness?: () => Promise<ReadinessReport>;
   /** `GET /v1/stats`: pool depths and refill rates. */
   stats?: () => Promise<Record<string, unknown>>;
+  /** Told after a tag is created, changed or deleted here (e.g. to prime its pool). */
+  onTagChange?: (bizTag: string) => void;
   /** Extra registrations (the refill dashboard at /ui), given the admin guard. */
   extensions?: Array<(app: FastifyInstance, authorize: ReturnType<typeof makeAdminGuard>) => Promise<void>>;
   /** Largest request body. Default 64 KiB: admin bodies are small. */
@@ -66,7 +68,14 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
     ...(options.nextSnowflakeId ? { nextSnowflakeId: options.nextSnowflakeId } : {}),
     ...(options.gatePass !== undefined ? { gatePass: options.gatePass } : {}),
   });
-  await app.register(bizRoutes, { store: options.store, authorize, onChange: (tag) => options.dispenser.invalidate(tag) });
+  await app.register(bizRoutes, {
+    store: options.store,
+    authorize,
+    onChange: (tag) => {
+      options.dispenser.invalidate(tag);
+      options.onTagChange?.(tag);
+    },
+  });
 
   app.get('/healthz', async () => ({ status: 'ok' }));
   app.get('/readyz', async (_request, reply) => {
