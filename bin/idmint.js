@@ -1,16 +1,16 @@
 #!/usr/bin/env node
-// Runs the compiled CLI when `npm run build` has produced dist/, otherwise the TypeScript
-// sources through tsx, so `npx idmint` works straight after `npm install`.
+// Runs the TypeScript sources through tsx when they are present (a checkout: never a stale
+// build), otherwise the compiled dist/ of a published package.
 import { existsSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const compiled = `${root}dist/src/cli/main.js`;
-if (existsSync(compiled)) {
-  const { main } = await import(pathToFileURL(compiled).href);
+const source = `${root}src/cli/main.ts`;
+if (existsSync(source)) {
+  const { tsImport } = await import('tsx/esm/api');
+  const { main } = await tsImport(source, import.meta.url);
   await main(process.argv);
 } else {
-  const { tsImport } = await import('tsx/esm/api');
-  const { main } = await tsImport(`${root}src/cli/main.ts`, import.meta.url);
+  const { main } = await import(pathToFileURL(`${root}dist/src/cli/main.js`).href);
   await main(process.argv);
 }
