@@ -11,7 +11,7 @@ export {
 export { SimpleLease, checkWorkerIdRange, isGuardedLease, type GuardedWorkerIdLease } from './lease.js';
 export { FileWorkerIdProvider, FILE_WORKER_ID_DEFAULTS, type FileWorkerIdProviderOptions } from './file-provider.js';
 export { StaticWorkerIdProvider, type StaticWorkerIdProviderOptions } from './static-provider.js';
-export { ZooKeeperWorkerIdProvider, ZOOKEEPER_WORKER_ID_DEFAULTS, type ZooKeeperWorkerIdProviderOptions, type ZkEndpoint } from './zookeeper-provider.js';
+export { ZooKeeperWorkerIdProvider, ZOOKEEPER_WORKER_ID_DEFAULTS, type ZooKeeperWorkerIdProviderOptions, type ZooKeeperWorkerIdLease, type ZkEndpoint } from './zookeeper-provider.js';
 export { PostgresWorkerIdProvider, POSTGRES_WORKER_ID_DEFAULTS, type PostgresWorkerIdProviderOptions } from './postgres-provider.js';
 export { RedisWorkerIdProvider, REDIS_WORKER_ID_DEFAULTS, type RedisWorkerIdProviderOptions } from './redis-provider.js';
 export { workerIdProviderFromConfig, advertisedAddress, type WorkerIdConfig } from './from-config.js';

@@ -60,6 +60,7 @@ export class ZkClient extends EventEmitter {
       clientOptions.sessionPassword = options.session.password;
     }
     this.client = zookeeper.createClient(options.connect, clientOptions);
+    guardSocketParser(this.client, this.logger);
     this.client.on('connected', () => this.emit('connected'));
     this.client.on('disconnected', () => {
       if (!this.closed) this.logger.warn({ connect: this.options.connect }, 'ZooKeeper connection lost; the client keeps retrying');
@@ -154,4 +155,31 @@ export class ZkClient extends EventEmitter {
 
 function stripUndefined<T extends object>(o: T): Partial<T> {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+interface ConnectionManagerInternals {
+  onSocketData?: (this: ConnectionManagerInternals, buffer: Buffer) => void;
+  pendingBuffer?: Buffer | null;
+  socket?: { destroy(): void } | null;
+}
+
+/**
+ * node-zookeeper-client 1.1 can mis-parse a reply and throw from its socket handler, which would
+ * crash the process (alexguan/node-zookeeper-client#23, #70). Drop the connection instead: the
+ * client reconnects with the same session and pending calls fail with CONNECTION_LOSS.
+ */
+function guardSocketParser(client: Client, logger: Logger): void {
+  const cm = (client as unknown as { connectionManager?: ConnectionManagerInternals }).connectionManager;
+  const original = cm?.onSocketData;
+  if (!cm || typeof original !== 'function') return;
+  // Bound when each socket is created (connect), so the instance property wins.
+  cm.onSocketData = function guarded(buffer: Buffer): void {
+    try {
+      original.call(this, buffer);
+    } catch (err) {
+      logger.warn({ err }, 'ZooKeeper client could not parse a reply; dropping the connection to resync');
+      this.pendingBuffer = null;
+      this.socket?.destroy();
+    }
+  };
 }

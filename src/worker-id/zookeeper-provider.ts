@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ClockBackwardsError, IdmintError } from '../core/errors.js';
-import { systemClock, type Clock, type WorkerIdLease, type WorkerIdProvider } from '../core/types.js';
+import { systemClock, type Clock, type WorkerIdProvider } from '../core/types.js';
 import { silentLogger, type Logger } from '../log.js';
 import { checkWorkerIdRange, withDefaults, type GuardedWorkerIdLease } from './lease.js';
 import { LocalTimeMark, localMarkPath, readLocalMark } from './local-time-mark.js';
@@ -48,6 +48,11 @@ export interface ZkEndpoint {
   timestamp: number;
 }
 
+/** What `acquire` returns: `registered` is false while the lease runs on its cached id (for /readyz). */
+export interface ZooKeeperWorkerIdLease extends GuardedWorkerIdLease {
+  readonly registered: boolean;
+}
+
 /**
  * Leaf's ZooKeeper worker ids: a persistent sequential node per `ip:port`, whose sequence number
  * is the worker id; a restarted process finds its node and reuses the number.
@@ -74,7 +79,7 @@ export class ZooKeeperWorkerIdProvider implements WorkerIdProvider {
     return `zk-${this.options.address}`;
   }
 
-  async acquire({ maxWorkerId }: { maxWorkerId: number }): Promise<WorkerIdLease> {
+  async acquire({ maxWorkerId }: { maxWorkerId: number }): Promise<ZooKeeperWorkerIdLease> {
     const o = this.options;
     const previous = readLocalMark(this.cachePath);
     let zk: ZkClient;
@@ -163,11 +168,12 @@ export class ZooKeeperWorkerIdProvider implements WorkerIdProvider {
  * the node is still this address's with this number. Meanwhile it keeps serving: the local mark
  * alone guards timestamps. A node that vanished or changed revokes the lease.
  */
-class ZooKeeperLease implements GuardedWorkerIdLease {
+class ZooKeeperLease implements ZooKeeperWorkerIdLease {
   readonly provider = 'zookeeper';
   private zk: ZkClient | null;
   private nodePath: string | null;
   private lastReported = 0;
+  private reporting = false;
   private revoked: IdmintError | null = null;
   private closed = false;
   private recovering: Promise<void> | null = null;
@@ -203,14 +209,18 @@ class ZooKeeperLease implements GuardedWorkerIdLease {
   /** Writes `{ip, port, timestamp}` to the node; skipped while the clock is behind the last report. */
   async report(): Promise<void> {
     const { zk, nodePath } = this;
-    if (!zk || !nodePath || this.closed || this.revoked) return;
+    // One report at a time: while disconnected a write can outlast the interval.
+    if (!zk || !nodePath || this.closed || this.revoked || this.reporting) return;
     const now = this.owner.options.clock.now();
     if (now < this.lastReported) return;
+    this.reporting = true;
     try {
       await zk.setData(nodePath, this.owner.endpoint(now));
       this.lastReported = now;
     } catch (err) {
       this.owner.options.logger.debug({ err, nodePath }, 'ZooKeeper report failed; retrying on the next tick');
+    } finally {
+      this.reporting = false;
     }
   }
 

@@ -1,0 +1,53 @@
+import { describe, expect, it } from 'vitest';
+import { ZkClient } from '../../../src/worker-id/index.js';
+import { capturingLogger, deadPort, env, eventually, uniq } from './helpers.js';
+
+describe('ZkClient', () => {
+  it('creates, reads, writes, lists and removes nodes', async () => {
+    const zk = await ZkClient.connect({ connect: env('ZK_CONNECT') });
+    const root = `/${uniq('idmint-test-')}`;
+    try {
+      await zk.mkdirp(`${root}/a`);
+      const seq = await zk.create(`${root}/a/n-`, Buffer.from('x'), 2);
+      expect(seq).toMatch(new RegExp(`^${root}/a/n-\\d{10}$`));
+      await zk.setData(seq, Buffer.from('y'));
+      expect((await zk.getData(seq)).data!.toString()).toBe('y');
+      expect(await zk.getChildren(`${root}/a`)).toEqual([seq.split('/').pop()]);
+      expect(await zk.exists(`${root}/nope`)).toBeNull();
+      await zk.remove(seq);
+      await zk.remove(`${root}/a`);
+      await zk.remove(root);
+      expect(await zk.exists(root)).toBeNull();
+    } finally {
+      zk.close();
+    }
+  });
+
+  it('connect fails fast with NOT_READY naming the connect string', async () => {
+    const connect = `127.0.0.1:${await deadPort()}`;
+    await expect(ZkClient.connect({ connect, connectTimeoutMs: 200 })).rejects.toMatchObject({ code: 'NOT_READY', message: expect.stringContaining(connect) });
+  });
+
+  it('rejects a malformed connect string at construction', async () => {
+    await expect(ZkClient.connect({ connect: 'not a host' })).rejects.toMatchObject({ code: 'BAD_REQUEST' });
+  });
+
+  it('a reply the library cannot parse drops the connection instead of crashing the process', async () => {
+    const { logger, lines } = capturingLogger();
+    const zk = await ZkClient.connect({ connect: env('ZK_CONNECT'), logger });
+    try {
+      const cm = (zk as unknown as { client: { connectionManager: { onSocketData(b: Buffer): void } } }).client.connectionManager;
+      // A watch notification (xid -1) cut short after its header: the library's parser throws on it.
+      const frame = Buffer.alloc(20);
+      frame.writeInt32BE(16, 0);
+      frame.writeInt32BE(-1, 4);
+      expect(() => cm.onSocketData(frame)).not.toThrow();
+      expect(lines.some((l) => String(l.msg).includes('could not parse'))).toBe(true);
+      // Calls in flight fail with CONNECTION_LOSS; the client reconnects and serves again.
+      await eventually(async () => (await zk.exists('/').catch(() => null)) !== null);
+      expect(zk.connected).toBe(true);
+    } finally {
+      zk.close();
+    }
+  });
+});
