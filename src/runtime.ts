@@ -12,6 +12,7 @@ import { lockDataDir } from './data-lock.js';
 import { makeDecoder } from './decode.js';
 import { Dispenser, type PoolSources } from './dispenser.js';
 import { buildHttpServer, type ReadinessReport } from './http/server.js';
+import { assertAdminExposureSafe } from './http/auth.js';
 import type { Logger } from './log.js';
 import { DispenserMetrics, instrumentStore } from './metrics.js';
 import { MemoryPool } from './pool/memory.js';
@@ -70,6 +71,8 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
   };
 
   try {
+    // Refuse an open admin API before opening anything.
+    assertAdminExposureSafe(config.IDMINT_HOST, config.IDMINT_ADMIN_TOKEN);
     const dataDir = resolve(config.IDMINT_DATA_DIR);
     mkdirSync(dataDir, { recursive: true });
 

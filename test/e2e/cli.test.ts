@@ -92,6 +92,12 @@ describe('idmint CLI against a running server', () => {
     expect(run.stderr).toMatch(/NOT_READY: cannot reach idmint at .* start it with `npm start` or pass --url/);
   });
 
+  it('refuses to expose the admin API off loopback without a token', async () => {
+    const run = await idmint(['serve'], { IDMINT_HOST: '0.0.0.0', IDMINT_PORT: String(await freePort()), IDMINT_DATA_DIR: join(dataDir, 'open'), IDMINT_ADMIN_TOKEN: '', DATABASE_URL: '', REDIS_URL: '', KAFKA_BROKERS: '', ZK_CONNECT: '' });
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/IDMINT_ADMIN_TOKEN is required when IDMINT_HOST \(0\.0\.0\.0\) is not a loopback address/);
+  });
+
   it('names the variable when the configuration is bad', async () => {
     const run = await idmint(['serve'], { IDMINT_PORT: 'eighty', IDMINT_DATA_DIR: dataDir });
     expect(run.code).toBe(1);
