@@ -1,0 +1,122 @@
+import type { Kafka } from 'kafkajs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createIdmintClient, IdmintError, kafkaPoolTransport, kafkaTransport } from '../../../src/client/index.js';
+import type { IdmintClient } from '../../../src/client/index.js';
+import { KafkaPoolSink } from '../../../src/pool/kafka-sink.js';
+import { createKafkaClient } from '../../../src/rpc/client.js';
+import type { IdmintKafkaClient } from '../../../src/rpc/client.js';
+import { createResponder } from '../../../src/rpc/responder.js';
+import type { Responder } from '../../../src/rpc/responder.js';
+import { createTestStore, createTopic, deleteTopics, testKafka, unique } from '../kafka/helpers.js';
+import type { TestStore } from '../kafka/helpers.js';
+
+/** `callers` concurrent callers take `total` IDs from `client` (batches of 1..50); retriable errors are retried. */
+async function drain(client: IdmintClient, bizTag: string, total: number, callers: number): Promise<bigint[]> {
+  const ids: bigint[] = [];
+  let left = total;
+  await Promise.all(
+    Array.from({ length: callers }, async (_, n) => {
+      for (let i = 0; left > 0; i++) {
+        const want = Math.min(left, 1 + ((n * 13 + i) % 50));
+        left -= want;
+        try {
+          ids.push(...(i % 2 ? await client.nextMany(bizTag, want) : [await client.next(bizTag), ...(await client.nextMany(bizTag, want - 1))]));
+        } catch (err) {
+          if (!(err instanceof IdmintError) || !err.retriable) throw err;
+          left += want;
+        }
+      }
+    }),
+  );
+  return ids;
+}
+
+const dupes = (ids: bigint[]): number => ids.length - new Set(ids).size;
+
+// Real Kafka and a real dispenser over Postgres (the Kafka engineer's helpers); names unique per run.
+describe('client over Kafka', () => {
+  let kafka: Kafka;
+  let ts: TestStore;
+  let responder: Responder;
+  let rpc: IdmintKafkaClient;
+  const requestTopic = unique('idmint.requests.client');
+  const groupId = unique('idmint.responders.client');
+
+  beforeAll(async () => {
+    kafka = testKafka('idmint-client-test');
+    ts = await createTestStore();
+    await ts.store.createBiz({ bizTag: 'order', step: 1000 });
+    await createTopic(kafka, requestTopic, 2);
+    responder = createResponder({ kafka, dispenser: ts.dispenser, groupId, requestTopic });
+    await responder.start();
+    rpc = createKafkaClient({ kafka, requestTopic, clientId: 'sdk-test', timeoutMs: 20_000 });
+  });
+
+  afterAll(async () => {
+    await rpc?.close();
+    await responder?.close();
+    await deleteTopics(kafka, [requestTopic]);
+    await ts?.close();
+  });
+
+  it('kafkaTransport: 2 clients × 16 callers take 20,000 IDs over request/reply with zero duplicates', async () => {
+    const second = createKafkaClient({ kafka, requestTopic, clientId: 'sdk-test-2', timeoutMs: 20_000 });
+    const clients = [
+      createIdmintClient({ transport: kafkaTransport(rpc), batchSize: 200, timeoutMs: 30_000 }),
+      createIdmintClient({ transport: kafkaTransport(second, { closeClient: true }), batchSize: 200, timeoutMs: 30_000 }),
+    ];
+    const ids = (await Promise.all(clients.map((c) => drain(c, 'order', 10_000, 16)))).flat();
+    expect(ids).toHaveLength(20_000);
+    expect(dupes(ids)).toBe(0);
+    expect(Math.max(...clients.flatMap((c) => c.stats()).map((s) => s.batchSize))).toBeGreaterThan(200);
+    await Promise.all(clients.map((c) => c.close()));
+    // closeClient: the second rpc client closed with its transport; the shared one did not.
+    await expect(second.getIds('order', 1)).rejects.toMatchObject({ code: 'NOT_READY' });
+    expect(await rpc.getIds('order', 1)).toHaveLength(1);
+  });
+
+  it('kafkaTransport: an unknown tag reaches the caller as UNKNOWN_BIZ_TAG', async () => {
+    const client = createIdmintClient({ transport: kafkaTransport(rpc) });
+    await expect(client.next('no-such-tag')).rejects.toMatchObject({ code: 'UNKNOWN_BIZ_TAG' });
+    await client.close();
+  });
+
+  it('kafkaPoolTransport: 2 clients share the tag\'s pool group and take 16,000 IDs with zero duplicates', async () => {
+    const bizTag = unique('client-pool');
+    await ts.store.createBiz({ bizTag, pool: 'kafka', step: 1000 });
+    const sink = new KafkaPoolSink({ kafka, blockSize: 100, partitions: 2 });
+    try {
+      for (let i = 0; i < 25; i++) await sink.push(await ts.store.allocate(bizTag, 1000));
+      const clients = [0, 1].map(() =>
+        createIdmintClient({ transport: kafkaPoolTransport({ kafka, takeTimeoutMs: 5000 }), batchSize: 100, maxBatchSize: 1000, timeoutMs: 60_000 }),
+      );
+      const ids = (await Promise.all(clients.map((c) => drain(c, bizTag, 8000, 8)))).flat();
+      expect(ids).toHaveLength(16_000);
+      expect(dupes(ids)).toBe(0);
+      // Every ID came from a segment this tag allocated: 1..25,000 (spare IDs keep the buffers from running the pool dry).
+      expect(ids.every((id) => id >= 1n && id <= 25_000n)).toBe(true);
+      await Promise.all(clients.map((c) => c.close()));
+      // Committed before hand-out: what the clients held is gone, the rest is still in the pool.
+      expect(await sink.depth(bizTag, 0)).toBeLessThanOrEqual(25_000 - 16_000);
+    } finally {
+      await sink.remove(bizTag).catch(() => undefined);
+      await sink.close();
+    }
+  });
+
+  it('kafkaPoolTransport: a dry pool topic answers POOL_EMPTY', async () => {
+    const bizTag = unique('client-dry');
+    const sink = new KafkaPoolSink({ kafka, partitions: 1 });
+    try {
+      await ts.store.createBiz({ bizTag, pool: 'kafka', step: 10 });
+      await sink.push(await ts.store.allocate(bizTag, 10));
+      const client = createIdmintClient({ transport: kafkaPoolTransport({ kafka, takeTimeoutMs: 2000 }), batchSize: 10, timeoutMs: 60_000 });
+      expect(await client.nextMany(bizTag, 10)).toHaveLength(10);
+      await expect(client.next(bizTag)).rejects.toMatchObject({ code: 'POOL_EMPTY' });
+      await client.close();
+    } finally {
+      await sink.remove(bizTag).catch(() => undefined);
+      await sink.close();
+    }
+  });
+});
