@@ -4,7 +4,8 @@
 # under .infra/ (jars, data, logs, pid files, env).
 #
 #   bash scripts/infra.sh up|down|status
-#   bash scripts/infra.sh start|stop|restart|kill <redis|kafka|zookeeper|postgres>
+#   bash scripts/infra.sh start|stop|restart|kill|pid <redis|kafka|zookeeper|postgres>
+#   bash scripts/infra.sh pause|resume <redis|kafka|zookeeper>   (SIGSTOP/SIGCONT: a hung server)
 #
 # up is idempotent: a server that already answers on its port (ours, or another checkout's)
 # is reused, never started twice. down stops only what this checkout started.
@@ -32,6 +33,7 @@ OWN_REDIS="redis://$HOST:$REDIS_PORT"
 OWN_PG="postgres://postgres@$HOST:$PG_PORT/postgres"
 
 SERVERS=(zookeeper kafka redis postgres)
+declare -A STARTED_AT=() # server -> epoch ms when this invocation started it
 
 log() { printf '[infra] %s\n' "$*" >&2; }
 die() { printf '[infra] error: %s\n' "$*" >&2; exit 1; }
@@ -57,11 +59,13 @@ ensure_jars() {
   [[ -f "$LIB/.complete" ]] && return
   need mvn "apt-get install -y maven"
   log "downloading Kafka and ZooKeeper jars from Maven Central into $LIB"
+  local t0; t0="$(now_ms)"
   rm -rf "$LIB" && mkdir -p "$LIB"
   mvn -B -q -f "$ROOT/scripts/pom.xml" dependency:copy-dependencies \
     -DoutputDirectory="$LIB" -DincludeScope=runtime >"$LOGS/maven.log" 2>&1 \
     || { tail -n 30 "$LOGS/maven.log" >&2; die "maven download failed (log: $LOGS/maven.log)"; }
   touch "$LIB/.complete"
+  log "jars ready in $(($(now_ms) - t0)) ms"
 }
 
 # ---------------------------------------------------------------- pid files
@@ -106,7 +110,7 @@ url_of() {
 external() { [[ "$(url_of "$1")" != "$(own_url "$1")" ]]; }
 
 wait_for() { # wait_for <server> <seconds>
-  local s="$1" deadline=$(($(date +%s) + $2)) t0; t0="$(now_ms)"
+  local s="$1" deadline=$(($(date +%s) + $2)) t0; t0="${STARTED_AT[$1]:-$(now_ms)}"
   until "probe_$s" "$(url_of "$s")"; do
     if ! external "$s" && [[ -f "$PIDS/$s.pid" ]] && ! own_pid "$s" >/dev/null; then
       tail -n 40 "$LOGS/$s.log" "$LOGS/$s.out" 2>/dev/null >&2 || true
@@ -118,7 +122,11 @@ wait_for() { # wait_for <server> <seconds>
     fi
     sleep 0.3
   done
-  log "$s ready at $(url_of "$s") ($(($(now_ms) - t0)) ms)"
+  if [[ -n "${STARTED_AT[$s]:-}" ]]; then
+    log "$s ready at $(url_of "$s"), $(($(now_ms) - t0)) ms after its start"
+  else
+    log "$s answers at $(url_of "$s") (already running)"
+  fi
 }
 
 # ---------------------------------------------------------------- starters
@@ -271,13 +279,18 @@ stop_pid() { # stop_pid <server> <signal> <seconds>: signal, wait, then SIGKILL
   rm -f "$PIDS/$s.pid"
 }
 
+# Returns 3 when a server answers but is not ours to stop (external, or another checkout's):
+# down tolerates that, while stop/kill/restart fail so a fault test never passes without its fault.
 stop_server() { # stop_server <server> [crash]
   local s="$1" mode="${2:-}"
-  if external "$s"; then log "$s is external ($(url_of "$s")): not stopping it"; return; fi
+  if external "$s"; then log "$s is external ($(url_of "$s")): not stopping it"; return 3; fi
   if ! own_pid "$s" >/dev/null; then
-    probe_quiet "$s" && log "$s on its port was not started by this checkout: leaving it"
     rm -f "$PIDS/$s.pid"
-    return
+    if probe_quiet "$s"; then
+      log "$s at $(url_of "$s") was not started by this checkout: leaving it"
+      return 3
+    fi
+    return 0
   fi
   if [[ "$mode" == crash ]]; then
     if [[ "$s" == postgres ]]; then
@@ -310,6 +323,7 @@ ensure_started() { # start <server> unless something answers for it already; no 
   log "starting $s"
   # 9>&-: servers must not inherit the lock fd, or they would hold the lock for their lifetime.
   "start_$s" 9>&-
+  STARTED_AT[$s]="$(now_ms)"
 }
 
 ready_timeout() { case "$1" in kafka) echo 120 ;; zookeeper) echo 60 ;; redis) echo 15 ;; postgres) echo 60 ;; esac; }
@@ -336,7 +350,8 @@ cmd_up() {
   local s t0; t0="$(now_ms)"
   # Start everything first, then wait: the JVMs warm up in parallel.
   for s in "${SERVERS[@]}"; do ensure_started "$s"; done
-  for s in "${SERVERS[@]}"; do wait_for "$s" "$(ready_timeout "$s")"; done
+  # Fastest first, so each "ready after its start" time is its own and not its neighbour's.
+  for s in redis postgres zookeeper kafka; do wait_for "$s" "$(ready_timeout "$s")"; done
   write_env
   log "all servers answer ($(($(now_ms) - t0)) ms); env written to $INFRA/env"
 }
@@ -344,7 +359,7 @@ cmd_up() {
 cmd_down() {
   local s
   # Kafka first: it should not see its controller or clients vanish mid-shutdown for long.
-  for s in kafka zookeeper redis postgres; do stop_server "$s"; done
+  for s in kafka zookeeper redis postgres; do stop_server "$s" || true; done
 }
 
 cmd_status() {
@@ -379,8 +394,16 @@ main() {
     restart)
       check_server_name "${2:-}"
       stop_server "$2"; ensure_started "$2"; wait_for "$2" "$(ready_timeout "$2")" ;;
+    pid) check_server_name "${2:-}"; own_pid "$2" || die "$2 is not running from this checkout" ;;
+    pause | resume)
+      check_server_name "${2:-}"
+      [[ "$2" != postgres ]] || die "pause/resume supports redis, kafka, zookeeper (Postgres is many processes)"
+      local pid; pid="$(own_pid "$2")" || die "$2 is not running from this checkout"
+      # SIGSTOP: the port stays open but nothing answers, like a hung server.
+      kill "-$([[ "$cmd" == pause ]] && echo STOP || echo CONT)" "$pid"
+      log "$2 ${cmd}d (pid $pid)" ;;
     *)
-      echo "usage: $0 up|down|status | start|stop|restart|kill <${SERVERS[*]}>" >&2
+      echo "usage: $0 up|down|status | start|stop|restart|kill|pause|resume|pid <${SERVERS[*]}>" >&2
       exit 2 ;;
   esac
 }
