@@ -1,8 +1,9 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { ClockBackwardsError } from '../../../src/core/errors.js';
+import { LEAF_LAYOUT } from '../../../src/core/layout.js';
 import type { BizTag } from '../../../src/core/types.js';
 import { createSnowflakeSource, type SnowflakeSource } from '../../../src/snowflake-source.js';
 import { ZkClient, ZooKeeperWorkerIdProvider } from '../../../src/worker-id/index.js';
@@ -118,3 +119,40 @@ describe('SnowflakeSource over ZooKeeper worker ids', () => {
     expect(ids.length).toBeGreaterThan(1000);
   });
 });
+
+/** Runs the fixture until it has printed for `ms`, then SIGKILLs it; returns the complete lines it printed. */
+async function issueUntilKilled(args: string[], ms: number): Promise<string[]> {
+  const child = spawn(process.execPath, ['--import', 'tsx', fixture, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
+  const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
+  await new Promise<void>((resolve, reject) => {
+    child.stderr.setEncoding('utf8').on('data', (d: string) => d.includes('ready') && resolve());
+    child.on('exit', (code) => reject(new Error(`fixture exited early with ${code}`)));
+  });
+  await new Promise((r) => setTimeout(r, ms));
+  child.kill('SIGKILL');
+  await exited;
+  // A line cut by the kill was never fully handed out.
+  return out.split('\n').slice(0, -1);
+}
+
+describe('SnowflakeSource across a crash', () => {
+  it('a SIGKILLed process restarted with its clock behind its last ID repeats nothing', async () => {
+    const root = newRoot();
+    const dataDir = tempDir();
+    const args = (clock: string) => [env('ZK_CONNECT'), '10.9.0.1:8080', root, dataDir, 'forever', clock];
+    const before = await issueUntilKilled(args('0'), 700);
+    // The restarted clock reads 300 ms before the last ID handed out, however long the restart took.
+    const lastMs = local(before[before.length - 1]!).timestamp;
+    const after = await issueUntilKilled(args(`@${lastMs - 300}`), 700);
+    expect(before.length).toBeGreaterThan(1000);
+    expect(after.length).toBeGreaterThan(1000);
+    expect(local(before[0]!).worker).toBe(local(after[0]!).worker);
+    expectNoDuplicates(before.concat(after));
+  });
+});
+
+function local(id: string) {
+  return LEAF_LAYOUT.decode(BigInt(id));
+}
