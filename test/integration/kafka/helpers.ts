@@ -17,7 +17,7 @@ export function unique(prefix: string): string {
   return `${prefix}-${randomBytes(5).toString('hex')}`;
 }
 
-export function env(name: 'KAFKA_BROKERS' | 'DATABASE_URL'): string {
+export function env(name: 'KAFKA_BROKERS' | 'DATABASE_URL' | 'REDIS_URL'): string {
   const value = process.env[name];
   if (!value) throw new Error(`${name} is not set: the vitest global setup (test/setup/global-infra.ts) should have set it`);
   return value;

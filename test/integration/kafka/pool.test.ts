@@ -1,0 +1,149 @@
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Kafka } from 'kafkajs';
+import { Redis } from 'ioredis';
+import { Registry } from 'prom-client';
+import { KafkaPoolSink } from '../../../src/pool/kafka-sink.js';
+import { KafkaPoolConsumer } from '../../../src/pool/kafka-consumer.js';
+import { RedisPoolMeta } from '../../../src/pool/redis-pool-meta.js';
+import { createRefillProcessor } from '../../../src/refill/processor.js';
+import { createTestStore, distinct, env, testKafka, unique } from './helpers.js';
+import type { TestStore } from './helpers.js';
+
+const fixture = fileURLToPath(new URL('./fixtures/pool-consumer.ts', import.meta.url));
+const root = fileURLToPath(new URL('../../../', import.meta.url));
+
+// Kafka pool topics: blocks published by the sink, taken by one group per tag, commit before hand-out.
+describe('Kafka pool topics', () => {
+  let kafka: Kafka;
+  let ts: TestStore;
+  let sink: KafkaPoolSink;
+  const registry = new Registry();
+  const tags: string[] = [];
+  const children: ChildProcess[] = [];
+
+  async function newTag(prefix: string): Promise<string> {
+    const bizTag = unique(prefix);
+    await ts.store.createBiz({ bizTag, pool: 'kafka', step: 1000 });
+    tags.push(bizTag);
+    return bizTag;
+  }
+
+  beforeAll(async () => {
+    kafka = testKafka();
+    ts = await createTestStore();
+    sink = new KafkaPoolSink({ kafka, blockSize: 100, registry });
+  });
+
+  afterAll(async () => {
+    for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+    for (const tag of tags) await sink.remove(tag).catch(() => undefined);
+    await sink.close();
+    await ts?.close();
+  });
+
+  it('publishes a segment as blocks and measures depth from the pool group\'s committed offsets', async () => {
+    const bizTag = await newTag('depth');
+    expect(await sink.depth(bizTag, 0)).toBe(0);
+    await sink.push(await ts.store.allocate(bizTag, 1000));
+    expect(await sink.depth(bizTag, 0)).toBe(1000);
+
+    const consumer = new KafkaPoolConsumer({ kafka, bizTag });
+    try {
+      const ids = await consumer.take(250, { timeoutMs: 10_000 });
+      expect(ids).toHaveLength(250);
+      expect(distinct(ids).size).toBe(250);
+      // Three blocks are committed (the third is in hand): depth counts what no one can receive again.
+      expect(await sink.depth(bizTag, 0)).toBe(700);
+    } finally {
+      await consumer.close();
+    }
+    expect(await registry.getSingleMetricAsString('idmint_kafka_pool_depth_ids')).toContain(`biz_tag="${bizTag}"} 700`);
+  });
+
+  it('depth refills through the refill processor when consumed below threshold', async () => {
+    const bizTag = await newTag('refill');
+    const redis = new Redis(env('REDIS_URL'));
+    const meta = new RedisPoolMeta({ redis, keyPrefix: `${unique('kafka-test')}:` });
+    const processor = createRefillProcessor({ store: ts.store, sinks: { kafka: sink }, meta, minDepth: 2000, maxDepth: 2000 });
+    const consumer = new KafkaPoolConsumer({ kafka, bizTag });
+    try {
+      expect(await processor.refill(bizTag, 0, 'threshold')).toMatchObject({ status: 'pushed' });
+      const full = await sink.depth(bizTag, 0);
+      expect(full).toBeGreaterThanOrEqual(2000);
+
+      const taken = await consumer.take(full - 200, { timeoutMs: 20_000 });
+      expect(distinct(taken).size).toBe(full - 200);
+      expect(await sink.depth(bizTag, 0)).toBeLessThan(400);
+
+      expect(await processor.refill(bizTag, 0, 'threshold')).toMatchObject({ status: 'pushed' });
+      expect(await sink.depth(bizTag, 0)).toBeGreaterThanOrEqual(2000);
+      const more = await consumer.take(1000, { timeoutMs: 20_000 });
+      expect(distinct([...taken, ...more]).size).toBe(taken.length + 1000);
+    } finally {
+      await consumer.close();
+      redis.disconnect();
+    }
+  });
+
+  it('two consumer processes on one tag, one SIGKILLed mid-block: zero duplicates, at most one block lost', async () => {
+    const bizTag = await newTag('kill');
+    const total = 20_000;
+    for (let i = 0; i < total / 1000; i++) await sink.push(await ts.store.allocate(bizTag, 1000));
+    expect(await sink.depth(bizTag, 0)).toBe(total);
+
+    const outputs = new Map<ChildProcess, string[]>();
+    const spawnConsumer = (): Promise<ChildProcess> =>
+      new Promise((resolve, reject) => {
+        const child = spawn(process.execPath, ['--import', 'tsx', fixture], {
+          cwd: root,
+          env: { ...process.env, POOL_TAG: bizTag, PAUSE_MS: '5' },
+          stdio: ['ignore', 'pipe', 'pipe'],
+        });
+        children.push(child);
+        const ids: string[] = [];
+        outputs.set(child, ids);
+        let rest = '';
+        let stderr = '';
+        child.stdout!.on('data', (chunk: Buffer) => {
+          const lines = (rest + chunk.toString()).split('\n');
+          rest = lines.pop() ?? '';
+          for (const line of lines) {
+            if (line === 'ready') resolve(child);
+            else if (line.startsWith('ids ')) ids.push(...line.slice(4).split(' '));
+          }
+        });
+        child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+        child.on('exit', (code) => reject(new Error(`pool consumer exited with ${code} before ready: ${stderr}`)));
+      });
+
+    const [a, b] = await Promise.all([spawnConsumer(), spawnConsumer()]);
+    const idsOf = (c: ChildProcess) => outputs.get(c)!;
+    for (let i = 0; idsOf(a).length < 500 || idsOf(b).length < 500; i++) {
+      if (i > 3000) throw new Error(`both consumers should be serving: a=${idsOf(a).length} b=${idsOf(b).length}`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    a.kill('SIGKILL');
+    await new Promise((r) => a.once('exit', r));
+    const bAtKill = idsOf(b).length;
+
+    // B takes over A's partition once A's session expires, and drains the topic.
+    let last = -1;
+    while ((await sink.depth(bizTag, 0)) > 0 || idsOf(b).length !== last) {
+      last = idsOf(b).length;
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+    const exited = new Promise<number | null>((r) => b.once('exit', (code) => r(code)));
+    b.kill('SIGTERM');
+    expect(await exited).toBe(0);
+
+    const all = [...idsOf(a), ...idsOf(b)];
+    expect(distinct(all).size).toBe(all.length);
+    expect(idsOf(b).length).toBeGreaterThan(bAtKill);
+    // A crash loses at most the block A held (invariant 2: committed before hand-out), never repeats it.
+    expect(all.length).toBeLessThanOrEqual(total);
+    expect(all.length).toBeGreaterThanOrEqual(total - 100);
+  }, 120_000);
+});
