@@ -1,5 +1,5 @@
 import { Redis } from 'ioredis';
-import { createPgDatabase, migrate } from '../../../src/store/index.js';
+import { createPgDatabase, createPgliteDatabase, migrate } from '../../../src/store/index.js';
 import {
   FileWorkerIdProvider,
   PostgresWorkerIdProvider,
@@ -39,6 +39,12 @@ workerIdProviderContract('postgres', 'new id', async () => {
       await db.close();
     },
   };
+});
+
+workerIdProviderContract('postgres (PGlite, the embedded default)', 'new id', async () => {
+  const db = await createPgliteDatabase();
+  await migrate(db);
+  return { provider: (i) => new PostgresWorkerIdProvider({ db, host: `10.0.0.${i}`, port: 8080 }), close: () => db.close() };
 });
 
 workerIdProviderContract('redis', 'same id', async () => {
