@@ -64,6 +64,8 @@ export class IdmintClient {
 
   /** One ID as a bigint (Snowflake and uid IDs exceed 2^53). */
   async next(bizTag: string): Promise<bigint> {
+    const ready = this.buffer(bizTag).takeOne();
+    if (ready !== undefined) return ready;
     const [id] = await this.collect(bizTag, 1, false);
     return id as bigint;
   }

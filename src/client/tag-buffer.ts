@@ -84,6 +84,20 @@ export class TagBuffer {
     return b?.ids[b.pos];
   }
 
+  /** One buffered ID, or undefined when empty: the hot path of `next()`. Never awaits. */
+  takeOne(): bigint | undefined {
+    const b = this.head();
+    let id: bigint | undefined;
+    if (b) {
+      b.startedAt ??= this.clock.now();
+      id = b.ids[b.pos++];
+      // Retire a used-up batch now, so its life is measured and an empty buffer prefetches.
+      if (b.pos === b.ids.length) this.head();
+    }
+    this.maybePrefetch();
+    return id;
+  }
+
   /** Moves up to `n` buffered IDs into `into`; returns how many. Never awaits. */
   take(n: number, into: bigint[]): number {
     let taken = 0;
