@@ -7,5 +7,9 @@ export { httpTransport, HTTP_TRANSPORT_DEFAULTS } from './http-transport.js';
 export type { HttpTransport, HttpTransportOptions, HttpTransportSettings } from './http-transport.js';
 export { kafkaTransport, kafkaPoolTransport } from './kafka-transport.js';
 export type { KafkaTransportOptions, KafkaPoolTransportOptions } from './kafka-transport.js';
+// What kafkaTransport and kafkaPoolTransport take, so `idmint/client` alone is enough to use them.
+export { createKafkaClient, IdmintKafkaClient } from '../rpc/client.js';
+export type { KafkaClientOptions } from '../rpc/client.js';
+export { createKafka } from '../rpc/kafka.js';
 export { IdmintError, isIdmintError } from '../core/errors.js';
 export type { ErrorCode } from '../core/errors.js';
