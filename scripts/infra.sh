@@ -11,12 +11,13 @@
 # is reused, never started twice. down stops only what this checkout started.
 # A server named by the environment (DATABASE_URL, REDIS_URL, KAFKA_BROKERS, ZK_CONNECT,
 # pointing somewhere other than our own port) is used as is and never started or stopped.
-# Ports: IDMINT_INFRA_{KAFKA,CONTROLLER,ZK,REDIS,PG}_PORT, defaults below.
+# Ports: IDMINT_INFRA_{KAFKA,CONTROLLER,ZK,REDIS,PG}_PORT, defaults below. IDMINT_INFRA_DIR and
+# IDMINT_INFRA_LIB move the state and the jar cache: a private instance for a fault test.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 INFRA="${IDMINT_INFRA_DIR:-$ROOT/.infra}"
-LIB="$INFRA/lib"
+LIB="${IDMINT_INFRA_LIB:-$INFRA/lib}" # shared by private instances (test/setup/private-infra.ts)
 LOGS="$INFRA/logs"
 PIDS="$INFRA/pids"
 HOST=127.0.0.1
@@ -58,6 +59,11 @@ ensure_jars() {
   need java "apt-get install -y openjdk-17-jre-headless"
   [[ -f "$LIB/.complete" ]] && return
   need mvn "apt-get install -y maven"
+  # The jar cache may be shared by several instances: one download at a time.
+  mkdir -p "$(dirname "$LIB")"
+  exec 8>"$LIB.lock"
+  flock 8
+  if [[ -f "$LIB/.complete" ]]; then exec 8>&-; return; fi
   log "downloading Kafka and ZooKeeper jars from Maven Central into $LIB"
   local t0; t0="$(now_ms)"
   rm -rf "$LIB" && mkdir -p "$LIB"
@@ -66,6 +72,7 @@ ensure_jars() {
     || { tail -n 30 "$LOGS/maven.log" >&2; die "maven download failed (log: $LOGS/maven.log)"; }
   touch "$LIB/.complete"
   log "jars ready in $(($(now_ms) - t0)) ms"
+  exec 8>&-
 }
 
 # ---------------------------------------------------------------- pid files
@@ -267,6 +274,8 @@ stop_pid() { # stop_pid <server> <signal> <seconds>: signal, wait, then SIGKILL
   local s="$1" sig="$2" pid i
   pid="$(own_pid "$s")" || { rm -f "$PIDS/$s.pid"; return 0; }
   kill "-$sig" "$pid" 2>/dev/null || true
+  # A paused (SIGSTOP) server only acts on SIGTERM once it runs again.
+  kill -CONT "$pid" 2>/dev/null || true
   for ((i = 0; i < $3 * 10; i++)); do
     [[ -d "/proc/$pid" ]] || break
     sleep 0.1
