@@ -147,6 +147,25 @@ describe('client SDK against a spawned embedded server', () => {
     }
   });
 
+  it('sends the gatePass a server requires, and reports UNAUTHORIZED without it', async () => {
+    const gatedDir = mkdtempSync(join(tmpdir(), 'idmint-client-gate-'));
+    const gated = await spawnServer({ IDMINT_DATA_DIR: gatedDir, IDMINT_ADMIN_TOKEN: TOKEN, IDMINT_GATE_PASS: 'open-sesame' });
+    try {
+      const without = createIdmintClient({ url: gated.url });
+      expect((await rejection(without.next('demo'))).code).toBe('UNAUTHORIZED');
+      await without.close();
+      const wrong = createIdmintClient({ transport: httpTransport({ url: gated.url, gatePass: 'nope' }) });
+      expect((await rejection(wrong.next('demo'))).message).toMatch(/wrong gatePass/);
+      await wrong.close();
+      const right = createIdmintClient({ transport: httpTransport({ url: gated.url, gatePass: 'open-sesame' }) });
+      expect(await right.nextMany('demo', 3)).toHaveLength(3);
+      await right.close();
+    } finally {
+      await gated.stop('SIGKILL');
+      rmSync(gatedDir, { recursive: true, force: true });
+    }
+  });
+
   it('gives up with NOT_READY once its retries are exhausted against a dead port', async () => {
     const transport = httpTransport({ url: `http://127.0.0.1:${await freePort()}`, retries: 2, backoffMs: 10 });
     const client = createIdmintClient({ transport });
