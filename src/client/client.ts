@@ -119,7 +119,13 @@ export class IdmintClient {
       buffer.take(n - ids.length, ids);
       if (ids.length === n) return ids;
       // Partly served: the IDs taken so far are this caller's and stay so across the wait.
-      await this.wait(buffer.fill(n - ids.length), deadline, bizTag);
+      try {
+        await this.wait(buffer.fill(n - ids.length), deadline, bizTag);
+      } catch (err) {
+        // Forget an unknown tag's empty buffer, so arbitrary names cannot grow the map.
+        if (err instanceof IdmintError && err.code === 'UNKNOWN_BIZ_TAG' && buffer.buffered === 0 && this.buffers.get(bizTag) === buffer) this.buffers.delete(bizTag);
+        throw err;
+      }
     }
   }
 

@@ -160,6 +160,18 @@ describe('client double buffer: errors', () => {
     await c.close();
   });
 
+  it('forgets the buffer of a tag the server does not know', async () => {
+    const t = new FakeTransport();
+    t.failures = [new IdmintError('UNKNOWN_BIZ_TAG', 'unknown biz tag "ghost"')];
+    const c = createIdmintClient({ transport: t });
+    expect((await rejection(c.next('ghost'))).code).toBe('UNKNOWN_BIZ_TAG');
+    expect(c.stats()).toEqual([]);
+    // Created since: the next call asks again.
+    expect(await c.next('ghost')).toBe(1n);
+    expect(c.stats().map((s) => s.bizTag)).toEqual(['ghost']);
+    await c.close();
+  });
+
   it('a non-idmint failure becomes NOT_READY with its cause', async () => {
     const t = new FakeTransport();
     const boom = new TypeError('socket hang up');
