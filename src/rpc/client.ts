@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Partitioners } from 'kafkajs';
-import type { Admin, Consumer, Kafka, Producer } from 'kafkajs';
+import type { Admin, Consumer, Kafka, Message, Producer } from 'kafkajs';
 import { BIZ_TAG_PATTERN } from '../core/types.js';
 import { BadRequestError, IdmintError, TimeoutError } from '../core/errors.js';
 import type { Logger } from '../log.js';
@@ -69,6 +69,8 @@ export class IdmintKafkaClient {
   private readonly producer: Producer;
   private readonly consumer: Consumer;
   private readonly pending = new Map<string, Pending>();
+  /** Requests made in one turn of the event loop go out in one produce request. */
+  private outbox: Array<{ id: string; message: Message }> = [];
   private starting: Promise<void> | undefined;
   private closing: Promise<void> | undefined;
 
@@ -141,7 +143,8 @@ export class IdmintKafkaClient {
     await this.consumer.connect();
     // The topic is new and ours: reading from its start loses no reply sent before the first fetch.
     await this.consumer.subscribe({ topic: this.replyTopic, fromBeginning: true });
-    await this.consumer.run({ eachMessage: async ({ message }) => this.onReply(message.value) });
+    // No commits: the topic is this client's alone and lives only as long as it does.
+    await this.consumer.run({ autoCommit: false, eachMessage: async ({ message }) => this.onReply(message.value) });
     await joined;
     this.logger.debug({ replyTopic: this.replyTopic }, 'Kafka client ready');
   }
@@ -155,9 +158,16 @@ export class IdmintKafkaClient {
       }, timeoutMs);
       this.pending.set(id, { resolve, reject, timer });
       const value = encodeRequest({ id, bizTag, count, replyTo: this.replyTopic, deadline: Date.now() + timeoutMs });
-      this.producer.send({ topic: this.settings.requestTopic, messages: [{ key: id, value }] }).catch((err: unknown) => {
-        this.settle(id)?.reject(new IdmintError('NOT_READY', `sending the Kafka ID request failed: ${err instanceof Error ? err.message : String(err)}`, { cause: err }));
-      });
+      if (this.outbox.push({ id, message: { key: id, value } }) === 1) setImmediate(() => this.flush());
+    });
+  }
+
+  private flush(): void {
+    const batch = this.outbox;
+    this.outbox = [];
+    this.producer.send({ topic: this.settings.requestTopic, messages: batch.map((b) => b.message) }).catch((err: unknown) => {
+      const reason = err instanceof Error ? err.message : String(err);
+      for (const { id } of batch) this.settle(id)?.reject(new IdmintError('NOT_READY', `sending the Kafka ID request failed: ${reason}`, { cause: err }));
     });
   }
 

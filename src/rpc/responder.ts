@@ -26,6 +26,8 @@ export interface ResponderSettings {
   concurrency: number;
   joinTimeoutMs: number;
   sessionTimeoutMs: number;
+  partitionsConsumedConcurrently: number;
+  commitIntervalMs: number;
 }
 
 export const RESPONDER_DEFAULTS: Readonly<ResponderSettings> = Object.freeze({
@@ -43,6 +45,10 @@ export const RESPONDER_DEFAULTS: Readonly<ResponderSettings> = Object.freeze({
   joinTimeoutMs: 30_000,
   /** Group session timeout: how long a crashed responder's partitions wait before moving. */
   sessionTimeoutMs: 30_000,
+  /** Request-topic partitions served at once (each batch also runs `concurrency` requests at once). */
+  partitionsConsumedConcurrently: 4,
+  /** Offsets are committed at most this often: a crash redelivers at most this much, and clients drop second replies. */
+  commitIntervalMs: 1000,
 });
 
 export interface ResponderOptions extends Partial<ResponderSettings> {
@@ -66,7 +72,7 @@ function validate(options: ResponderOptions): Settings {
   for (const key of Object.keys(RESPONDER_DEFAULTS) as (keyof Settings)[]) {
     if (options[key] !== undefined) (s as Record<string, unknown>)[key] = options[key];
   }
-  for (const key of ['maxCount', 'maxRequestBytes', 'concurrency', 'joinTimeoutMs', 'sessionTimeoutMs'] as const) {
+  for (const key of ['maxCount', 'maxRequestBytes', 'concurrency', 'joinTimeoutMs', 'sessionTimeoutMs', 'partitionsConsumedConcurrently', 'commitIntervalMs'] as const) {
     if (!Number.isSafeInteger(s[key]) || s[key] < 1) throw new IdmintError('BAD_REQUEST', `responder option ${key} must be a positive integer, got ${String(s[key])}`);
   }
   if (!s.groupId || !s.requestTopic) throw new IdmintError('BAD_REQUEST', 'responder options groupId and requestTopic must be non-empty');
@@ -134,7 +140,12 @@ class KafkaResponder implements Responder {
     await consumer.connect();
     // A new group starts at the beginning: requests sent before it joined are still within their deadlines.
     await consumer.subscribe({ topic: requestTopic, fromBeginning: true });
-    await consumer.run({ eachBatchAutoResolve: false, eachBatch: (payload) => this.onBatch(payload) });
+    await consumer.run({
+      eachBatchAutoResolve: false,
+      autoCommitInterval: this.settings.commitIntervalMs,
+      partitionsConsumedConcurrently: this.settings.partitionsConsumedConcurrently,
+      eachBatch: (payload) => this.onBatch(payload),
+    });
     await joined;
     this.logger.info({ requestTopic, groupId }, 'responder serving');
   }
