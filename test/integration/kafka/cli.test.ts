@@ -1,0 +1,59 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import { buildProgram } from '../../../src/cli/main.js';
+import { createResponder } from '../../../src/rpc/responder.js';
+import { REQUEST_TOPIC, assertTopicsExist, poolTopic } from '../../../src/rpc/topics.js';
+import { KafkaPoolSink } from '../../../src/pool/kafka-sink.js';
+import type { IdDispenser } from '../../../src/core/types.js';
+import { deleteTopics, testKafka, unique } from './helpers.js';
+
+// `idmint kafka init` and the start-up check that points at it.
+describe('idmint kafka init and the start-up topic check', () => {
+  const kafka = testKafka();
+  const tags = [unique('init-a'), unique('init-b')];
+
+  afterAll(async () => {
+    await deleteTopics(kafka, tags.map((t) => poolTopic(t)));
+  });
+
+  it('creates the request topic and the named pool topics, and is idempotent', async () => {
+    const admin = kafka.admin();
+    await admin.connect();
+    try {
+      await expect(assertTopicsExist(admin, tags.map((t) => poolTopic(t)))).rejects.toMatchObject({ code: 'NOT_READY' });
+      for (let run = 0; run < 2; run++) {
+        await buildProgram().exitOverride().parseAsync(['node', 'idmint', 'kafka', 'init', '--pool-tags', tags.join(',')]);
+      }
+      await assertTopicsExist(admin, [REQUEST_TOPIC, ...tags.map((t) => poolTopic(t))]);
+      const [meta] = (await admin.fetchTopicMetadata({ topics: [poolTopic(tags[0]!)] })).topics;
+      expect(meta?.partitions).toHaveLength(2);
+    } finally {
+      await admin.disconnect();
+    }
+  });
+
+  it('a responder refuses to start without its request topic and names the command', async () => {
+    const responder = createResponder({
+      kafka,
+      dispenser: { get: () => Promise.reject(new Error('never called')) } satisfies IdDispenser,
+      requestTopic: unique('idmint.requests.absent'),
+      groupId: unique('idmint.responders.absent'),
+    });
+    await expect(responder.start()).rejects.toThrow(/topic "idmint\.requests\.absent-[0-9a-f]+" missing: run `idmint kafka init`/);
+    await responder.close();
+  });
+
+  it('the pool sink removes a tag\'s topic', async () => {
+    const sink = new KafkaPoolSink({ kafka });
+    const admin = kafka.admin();
+    await admin.connect();
+    try {
+      await sink.push({ bizTag: tags[1]!, shard: 0, start: 1, end: 10 });
+      await sink.remove(tags[1]!);
+      await expect(assertTopicsExist(admin, [poolTopic(tags[1]!)])).rejects.toThrow(/missing/);
+      expect(await sink.depth(tags[1]!, 0)).toBe(0);
+    } finally {
+      await sink.close();
+      await admin.disconnect();
+    }
+  });
+});
