@@ -71,6 +71,23 @@ describe('Kafka request/reply', () => {
     await orphan.close();
   });
 
+  it('a closed client deletes its reply topic, and the responder still answers clients that come after it', async () => {
+    const admin = kafka.admin();
+    await admin.connect();
+    try {
+      for (let round = 0; round < 3; round++) {
+        const shortLived = createKafkaClient({ kafka, requestTopic, clientId: `short-${round}` });
+        expect(await shortLived.getIds('order', 2, { timeoutMs: 10_000 })).toHaveLength(2);
+        await shortLived.close();
+        expect(await admin.listTopics()).not.toContain(shortLived.replyTopic);
+      }
+      // The responder's producer has now sent to three deleted topics; the long-lived client is still served.
+      expect(await client.getIds('order', 2, { timeoutMs: 10_000 })).toHaveLength(2);
+    } finally {
+      await admin.disconnect();
+    }
+  });
+
   it('50 concurrent clients x 200 requests: zero duplicates across all replies', async () => {
     const clients = Array.from({ length: 50 }, (_, i) => createKafkaClient({ kafka, requestTopic, clientId: `many-${i}`, timeoutMs: 30_000 }));
     try {
