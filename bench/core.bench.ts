@@ -226,7 +226,7 @@ export async function run(): Promise<Section> {
       'A 12-bit sequence allows at most 4.096 M IDs/s per worker; Leaf\'s random start per millisecond (in [0, 100)) lowers that to about 4.05 M.',
       '`DefaultUidGenerator` is left out: by design it issues at most 8,192 IDs per second (13-bit sequence per second).',
       '',
-      'CPU share is the CPU time the process got over wall time in the rounds; below 100 % the machine was busy and clock-bound',
+      'CPU share is the CPU time the process got over wall time in the rounds (V8\'s GC threads can push it past 100 %); below 100 % the machine was busy and clock-bound',
       'generators (Snowflake) lose whole milliseconds of sequence while descheduled.',
       `Load average (1, 5, 15 min) at the start: ${loadAtStart}.`,
       '',

@@ -183,6 +183,32 @@ describe('SnowflakeGenerator', () => {
     for (let i = 1; i < ids.length; i++) if (ids[i]! <= ids[i - 1]!) expect.fail(`not increasing at ${i}`);
   });
 
+  it('never repeats an ID across concurrent async callers while the clock stalls and steps back', async () => {
+    let offset = 0;
+    const clock = { now: () => Date.now() + offset };
+    const gen = new SnowflakeGenerator({ workerId: 10, clock });
+    const ids: bigint[] = [];
+    let refused = 0;
+    const caller = async (k: number): Promise<void> => {
+      for (let round = 0; round < 200; round++) {
+        if ((round + k) % 37 === 0) offset -= 2;
+        if ((round + k) % 97 === 0) offset -= 2000;
+        try {
+          ids.push(...gen.nextIds(1 + ((round * 7 + k) % 500)));
+        } catch (err) {
+          expect((err as IdmintError).code).toBe('CLOCK_BACKWARDS');
+          refused++;
+          offset += 2100;
+        }
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+    };
+    await Promise.all(Array.from({ length: 8 }, (_, k) => caller(k)));
+    expect(refused).toBeGreaterThan(0);
+    expect(ids.length).toBeGreaterThan(100_000);
+    expect(countDuplicates(ids)).toBe(0);
+  }, 60_000);
+
   it('batches with nextIds', () => {
     const gen = new SnowflakeGenerator({ workerId: 5 });
     const ids = gen.nextIds(10_000);
