@@ -7,7 +7,7 @@ import { silentLogger } from '../log.js';
 import { encodePoolBlock } from '../rpc/messages.js';
 import { poolMetrics } from '../rpc/metrics.js';
 import type { PoolMetrics } from '../rpc/metrics.js';
-import { TopicProducer } from '../rpc/producer.js';
+import { TopicProducer, isUnknownTopic } from '../rpc/producer.js';
 import { ensureTopics, poolGroup, poolTopic } from '../rpc/topics.js';
 
 /**
@@ -35,7 +35,8 @@ export class KafkaPoolSink implements PoolSink {
   readonly settings: Readonly<KafkaPoolSinkSettings>;
   private readonly logger: Logger;
   private readonly metrics: PoolMetrics;
-  private readonly admin: Admin;
+  private admin: Admin;
+  private readonly kafka: Kafka;
   private readonly producer: TopicProducer;
   private readonly ready = new Set<string>();
   private connecting: Promise<void> | undefined;
@@ -50,6 +51,7 @@ export class KafkaPoolSink implements PoolSink {
     this.settings = Object.freeze(settings);
     this.logger = (options.logger ?? silentLogger).child({ component: 'kafka-pool-sink' });
     this.metrics = poolMetrics(options.registry ?? new Registry());
+    this.kafka = options.kafka;
     this.admin = options.kafka.admin();
     this.producer = new TopicProducer(options.kafka, this.logger);
   }
@@ -73,13 +75,13 @@ export class KafkaPoolSink implements PoolSink {
    * block size. Exact when segments are multiples of the block size; an upper bound otherwise.
    */
   async depth(bizTag: string, shard: number): Promise<number> {
-    await this.connect();
     const topic = poolTopic(bizTag, shard);
-    if (!(await this.admin.listTopics()).includes(topic)) return 0;
-    const [ends, committed] = await Promise.all([
-      this.admin.fetchTopicOffsets(topic),
-      this.admin.fetchOffsets({ groupId: poolGroup(bizTag, shard), topics: [topic] }),
-    ]);
+    const offsets = await this.withAdmin(async (admin) => {
+      if (!(await admin.listTopics()).includes(topic)) return null;
+      return Promise.all([admin.fetchTopicOffsets(topic), admin.fetchOffsets({ groupId: poolGroup(bizTag, shard), topics: [topic] })]);
+    });
+    if (!offsets) return 0;
+    const [ends, committed] = offsets;
     const done = new Map((committed[0]?.partitions ?? []).map((p) => [p.partition, Number(p.offset)]));
     let blocks = 0;
     for (const p of ends) {
@@ -112,6 +114,25 @@ export class KafkaPoolSink implements PoolSink {
   private connect(): Promise<void> {
     this.connecting ??= this.admin.connect();
     return this.connecting;
+  }
+
+  /**
+   * Like the producer (see TopicProducer), a KafkaJS admin that has read a topic's offsets
+   * fails every later metadata refresh once that topic is deleted elsewhere: replace it, retry once.
+   */
+  private async withAdmin<T>(fn: (admin: Admin) => Promise<T>): Promise<T> {
+    await this.connect();
+    try {
+      return await fn(this.admin);
+    } catch (err) {
+      if (!isUnknownTopic(err)) throw err;
+      const old = this.admin;
+      this.admin = this.kafka.admin();
+      this.connecting = undefined;
+      await old.disconnect().catch(() => undefined);
+      await this.connect();
+      return fn(this.admin);
+    }
   }
 
   private async ensureTopic(topic: string): Promise<void> {

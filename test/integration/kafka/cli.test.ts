@@ -42,17 +42,27 @@ describe('idmint kafka init and the start-up topic check', () => {
     await responder.close();
   });
 
-  it('the pool sink removes a tag\'s topic', async () => {
+  it('the pool sink removes a tag\'s topic; another sink that measured it keeps working', async () => {
     const sink = new KafkaPoolSink({ kafka });
+    const watcher = new KafkaPoolSink({ kafka: testKafka('watcher') });
     const admin = kafka.admin();
     await admin.connect();
+    const other = unique('init-c');
+    tags.push(other);
     try {
       await sink.push({ bizTag: tags[1]!, shard: 0, start: 1, end: 10 });
+      await sink.push({ bizTag: other, shard: 0, start: 1, end: 2000 });
+      expect(await watcher.depth(tags[1]!, 0)).toBe(1000);
       await sink.remove(tags[1]!);
       await expect(assertTopicsExist(admin, [poolTopic(tags[1]!)])).rejects.toThrow(/missing/);
       expect(await sink.depth(tags[1]!, 0)).toBe(0);
+      // The watcher's admin knew the deleted topic: it must still measure the others.
+      expect(await watcher.depth(other, 0)).toBe(2000);
+      await sink.push({ bizTag: other, shard: 0, start: 2001, end: 3000 });
+      expect(await watcher.depth(other, 0)).toBe(3000);
     } finally {
       await sink.close();
+      await watcher.close();
       await admin.disconnect();
     }
   });
