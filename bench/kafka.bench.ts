@@ -17,9 +17,11 @@ import { ensureTopics } from '../src/rpc/topics.js';
 import { PostgresBizStore } from '../src/store/biz-store.js';
 import { migrate } from '../src/store/migrations.js';
 import { createPgDatabase } from '../src/store/pg.js';
-import { duplicatesInTyped, perSecond, table, type Section } from './lib.js';
+import { duplicatesInTyped, median, perSecond, table, type Section } from './lib.js';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
+const ROUNDS = 3;
+const ROUND_SECONDS = 5;
 
 function server(name: 'KAFKA_BROKERS' | 'DATABASE_URL'): string {
   if (process.env[name]) return process.env[name]!;
@@ -137,18 +139,31 @@ export async function run(): Promise<Section> {
     await latencyAt(client, 100, 2, new IdLog()); // warm-up: JIT, connections, the first segments
     const rows: Array<Array<string | number>> = [];
     for (const rate of [100, 1000]) {
-      const r = await latencyAt(client, rate, 10, ids);
-      const target = rate === 1000 ? (r.p99 < 20 ? '< 20 ms: met' : '< 20 ms: **missed**') : '';
-      rows.push([`${rate} req/s, count=1`, r.n, r.p50.toFixed(2), r.p99.toFixed(2), r.max.toFixed(1), r.errors, target]);
+      // Three rounds; the median round's p99 says what is typical, the worst shows the shared machine's stalls.
+      const rounds = [];
+      for (let i = 0; i < ROUNDS; i++) rounds.push(await latencyAt(client, rate, ROUND_SECONDS, ids));
+      const p50 = median(rounds.map((r) => r.p50));
+      const p99 = median(rounds.map((r) => r.p99));
+      const target = rate === 1000 ? (p99 < 20 ? '< 20 ms: met' : '< 20 ms: **missed**') : '';
+      rows.push([
+        `${rate} req/s, count=1`,
+        rounds.reduce((n, r) => n + r.n, 0),
+        p50.toFixed(2),
+        p99.toFixed(2),
+        rounds.map((r) => r.p99.toFixed(1)).join(' / '),
+        Math.max(...rounds.map((r) => r.max)).toFixed(1),
+        rounds.reduce((n, r) => n + r.errors, 0),
+        target,
+      ]);
     }
     const t = await idsPerSecond(client, 1000, 10, 32, ids);
     const dups = duplicatesInTyped(ids.values.subarray(0, ids.length));
     return {
       title: 'Kafka request/reply (bench/kafka.bench.ts)',
       body: [
-        'One responder (`workers/responder.ts`, Postgres segments into in-memory double buffers, step 100,000) in its own process; the client (`IdmintKafkaClient`) in the bench process; single-node Kafka 3.9 from `scripts/infra.sh`, request topic with 4 partitions. Latency is send-to-reply in the client, open loop on a 10 ms tick, 10 s per rate after a 2 s warm-up.',
+        'One responder (`workers/responder.ts`, Postgres segments into in-memory double buffers, step 100,000) in its own process; the client (`IdmintKafkaClient`) in the bench process; single-node Kafka 3.9 from `scripts/infra.sh`, request topic with 4 partitions. Latency is send-to-reply in the client, open loop on a 10 ms tick, 3 rounds of 5 s per rate after a 2 s warm-up.',
         '',
-        table(['load', 'replies', 'p50 ms', 'p99 ms', 'max ms', 'errors', 'target'], rows),
+        table(['load', 'replies', 'p50 ms (median round)', 'p99 ms (median round)', 'p99 per round', 'max ms', 'errors', 'target'], rows),
         '',
         table(['load', 'requests', 'IDs/s', 'target'], [[`count=1000, 32 in flight, 10 s`, t.requests, perSecond(t.rate), t.rate >= 1e6 ? '≥ 1 M: met' : '≥ 1 M: **missed**']]),
         '',
