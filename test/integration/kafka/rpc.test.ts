@@ -65,6 +65,27 @@ describe('Kafka request/reply', () => {
     }
   });
 
+  it('retries a timed-out request under a new request id each time', async () => {
+    const silentTopic = unique('idmint.requests.retry');
+    await createTopic(kafka, silentTopic);
+    const retrying = createKafkaClient({ kafka, requestTopic: silentTopic, clientId: 'retrying', retries: 2 });
+    const seen = kafka.consumer({ groupId: unique('retry-watch') });
+    const ids: string[] = [];
+    try {
+      await expect(retrying.getIds('order', 1, { timeoutMs: 200 })).rejects.toMatchObject({ code: 'TIMEOUT' });
+      await seen.connect();
+      await seen.subscribe({ topic: silentTopic, fromBeginning: true });
+      await seen.run({ eachMessage: async ({ message }) => void ids.push((JSON.parse(message.value!.toString()) as { id: string }).id) });
+      for (let i = 0; i < 200 && ids.length < 3; i++) await new Promise((r) => setTimeout(r, 50));
+      expect(ids).toHaveLength(3);
+      expect(new Set(ids).size).toBe(3);
+    } finally {
+      await seen.disconnect();
+      await retrying.close();
+      await deleteTopics(kafka, [silentTopic]);
+    }
+  });
+
   it('refuses to start when the request topic is missing, naming the command that fixes it', async () => {
     const orphan = createKafkaClient({ kafka, requestTopic: unique('idmint.requests.missing') });
     await expect(orphan.start()).rejects.toThrow(/missing: run `idmint kafka init`/);
