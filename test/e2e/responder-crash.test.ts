@@ -19,7 +19,9 @@ describe('responder process killed with SIGKILL mid-stream', () => {
   const groupId = unique('idmint.responders.crash');
   const children: ChildProcess[] = [];
 
-  function startResponder(): Promise<ChildProcess> {
+  let secondOutput = '';
+
+  function startResponder(extra: Record<string, string> = {}): Promise<ChildProcess> {
     const child = spawn(process.execPath, ['--import', 'tsx', 'workers/responder.ts'], {
       cwd: root,
       env: {
@@ -31,6 +33,7 @@ describe('responder process killed with SIGKILL mid-stream', () => {
         IDMINT_KAFKA_RESPONDER_GROUP: groupId,
         IDMINT_KAFKA_SESSION_TIMEOUT_MS: '6000',
         LOG_LEVEL: 'info',
+        ...extra,
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -39,6 +42,7 @@ describe('responder process killed with SIGKILL mid-stream', () => {
     return new Promise((resolve, reject) => {
       child.stdout!.on('data', (chunk: Buffer) => {
         output += chunk.toString();
+        secondOutput = output;
         if (output.includes('"msg":"responder ready"')) resolve(child);
       });
       child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -90,7 +94,7 @@ describe('responder process killed with SIGKILL mid-stream', () => {
     while (answered < 150) await new Promise((r) => setTimeout(r, 20));
     first.kill('SIGKILL');
     await new Promise((r) => first.once('exit', r));
-    const second = await startResponder();
+    const second = await startResponder({ IDMINT_METRICS_PORT: '0' });
     await load;
 
     // Late or redelivered replies found no caller and were dropped; reported for the curious.
@@ -100,6 +104,13 @@ describe('responder process killed with SIGKILL mid-stream', () => {
     expect(timeouts).toBeGreaterThan(0);
     expect(all).toHaveLength(5 * 4 * 40 * 7);
     expect(distinct(all).size).toBe(all.length);
+
+    // The standalone responder serves its metrics when asked to.
+    const metricsUrl = /"metricsUrl":"([^"]+)"/.exec(secondOutput)?.[1];
+    expect(metricsUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/metrics$/);
+    const metrics = await (await fetch(metricsUrl!)).text();
+    expect(metrics).toMatch(/idmint_kafka_requests_total\{outcome="ok"\} [1-9]/);
+    expect(metrics).toMatch(/idmint_kafka_reply_seconds_count\{outcome="ok"\} [1-9]/);
 
     // A clean stop: SIGTERM closes the consumer and exits 0.
     const exited = new Promise<number | null>((r) => second.once('exit', (code) => r(code)));
