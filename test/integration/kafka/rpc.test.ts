@@ -1,9 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Partitioners } from 'kafkajs';
 import type { Kafka } from 'kafkajs';
 import { Registry } from 'prom-client';
 import { createResponder } from '../../../src/rpc/responder.js';
 import type { Responder } from '../../../src/rpc/responder.js';
 import { createKafkaClient } from '../../../src/rpc/client.js';
+import { waitForGroupJoin } from '../../../src/rpc/group.js';
+import { decodeRequest, encodeIdsReply } from '../../../src/rpc/messages.js';
 import type { IdmintKafkaClient } from '../../../src/rpc/client.js';
 import { createTestStore, createTopic, deleteTopics, distinct, testKafka, unique } from './helpers.js';
 import type { TestStore } from './helpers.js';
@@ -82,6 +85,40 @@ describe('Kafka request/reply', () => {
     } finally {
       await seen.disconnect();
       await retrying.close();
+      await deleteTopics(kafka, [silentTopic]);
+    }
+  });
+
+  it('keeps the first reply for a request id and drops a second (a redelivered request\'s)', async () => {
+    const silentTopic = unique('idmint.requests.dup');
+    await createTopic(kafka, silentTopic);
+    const dupClient = createKafkaClient({ kafka, requestTopic: silentTopic, clientId: 'dup' });
+    const fake = kafka.consumer({ groupId: unique('fake-responder') });
+    const producer = kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner });
+    try {
+      await dupClient.start();
+      await producer.connect();
+      // A stand-in responder that answers every request twice, with different IDs.
+      const joined = waitForGroupJoin(fake, 30_000);
+      await fake.connect();
+      await fake.subscribe({ topic: silentTopic, fromBeginning: true });
+      await fake.run({
+        eachMessage: async ({ message }) => {
+          const req = decodeRequest(message.value, { maxCount: 10, maxBytes: 4096 });
+          if (!req.ok) return;
+          const { id, replyTo } = req.request;
+          await producer.send({ topic: replyTo, messages: [{ key: id, value: encodeIdsReply(id, ['11', '12'], 'pool') }] });
+          await producer.send({ topic: replyTo, messages: [{ key: id, value: encodeIdsReply(id, ['21', '22'], 'pool') }] });
+        },
+      });
+      await joined;
+      expect(await dupClient.getIds('order', 2, { timeoutMs: 10_000 })).toEqual(['11', '12']);
+      for (let i = 0; i < 200 && dupClient.droppedReplies < 1; i++) await new Promise((r) => setTimeout(r, 25));
+      expect(dupClient.droppedReplies).toBe(1);
+    } finally {
+      await fake.disconnect();
+      await producer.disconnect();
+      await dupClient.close();
       await deleteTopics(kafka, [silentTopic]);
     }
   });
