@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Partitioners } from 'kafkajs';
 import type { Admin, Consumer, Kafka, Message, Producer } from 'kafkajs';
 import { BIZ_TAG_PATTERN } from '../core/types.js';
+import type { DispenseResult } from '../core/types.js';
 import { BadRequestError, IdmintError, TimeoutError } from '../core/errors.js';
 import type { Logger } from '../log.js';
 import { silentLogger } from '../log.js';
@@ -52,7 +53,8 @@ export interface GetIdsOptions {
 }
 
 interface Pending {
-  resolve(ids: string[]): void;
+  bizTag: string;
+  resolve(result: DispenseResult): void;
   reject(err: Error): void;
   timer: NodeJS.Timeout;
 }
@@ -104,6 +106,11 @@ export class IdmintKafkaClient {
 
   /** Up to `count` IDs as decimal strings (invariant 7); throws IdmintError (TIMEOUT, UNKNOWN_BIZ_TAG...). */
   async getIds(bizTag: string, count: number, options: GetIdsOptions = {}): Promise<string[]> {
+    return (await this.get(bizTag, count, options)).ids;
+  }
+
+  /** Like getIds, with where the IDs came from (`pool`, `segment`, `snowflake`), as the HTTP API reports it. */
+  async get(bizTag: string, count: number, options: GetIdsOptions = {}): Promise<DispenseResult> {
     if (!BIZ_TAG_PATTERN.test(bizTag)) throw new BadRequestError(`invalid biz tag "${bizTag}"`, 'bizTag');
     if (!Number.isSafeInteger(count) || count < 1) throw new BadRequestError(`count must be a positive integer, got ${count}`, 'count');
     await this.start();
@@ -149,14 +156,14 @@ export class IdmintKafkaClient {
     this.logger.debug({ replyTopic: this.replyTopic }, 'Kafka client ready');
   }
 
-  private request(bizTag: string, count: number, timeoutMs: number): Promise<string[]> {
+  private request(bizTag: string, count: number, timeoutMs: number): Promise<DispenseResult> {
     const id = randomUUID();
-    return new Promise<string[]>((resolve, reject) => {
+    return new Promise<DispenseResult>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(id);
         reject(new TimeoutError(`Kafka ID request ${id} for "${bizTag}"`, timeoutMs));
       }, timeoutMs);
-      this.pending.set(id, { resolve, reject, timer });
+      this.pending.set(id, { bizTag, resolve, reject, timer });
       const value = encodeRequest({ id, bizTag, count, replyTo: this.replyTopic, deadline: Date.now() + timeoutMs });
       if (this.outbox.push({ id, message: { key: id, value } }) === 1) setImmediate(() => this.flush());
     });
@@ -183,7 +190,7 @@ export class IdmintKafkaClient {
       return;
     }
     if ('error' in reply) waiter.reject(new IdmintError(reply.error.code, reply.error.message, { details: { requestId: reply.id } }));
-    else waiter.resolve(reply.ids);
+    else waiter.resolve({ bizTag: waiter.bizTag, ids: reply.ids, source: reply.source });
   }
 
   /** Removes and returns the caller waiting on `id`: whoever settles first wins. */

@@ -46,9 +46,11 @@ describe('Kafka request/reply', () => {
     expect(distinct(ids).size).toBe(count);
   });
 
-  it('offers the IDs as bigint', async () => {
+  it('offers the IDs as bigint, or with their source', async () => {
     const ids = await client.getBigIntIds('order', 3);
     expect(ids.every((id) => typeof id === 'bigint' && id > 0n)).toBe(true);
+    // The real dispenser serves a segment tag from its in-memory double buffer: source "pool".
+    expect(await client.get('order', 2)).toMatchObject({ bizTag: 'order', source: 'pool', ids: [expect.any(String), expect.any(String)] });
   });
 
   it('answers an unknown tag with UNKNOWN_BIZ_TAG', async () => {
