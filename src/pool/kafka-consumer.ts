@@ -155,12 +155,14 @@ export class KafkaPoolConsumer {
 
   private waitForChange(ms: number): Promise<void> {
     return new Promise((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        // A timed-out waiter leaves the list, so an idle consumer does not grow it forever.
+        this.waiters = this.waiters.filter((w) => w !== done);
+        resolve();
+      };
       const timer = setTimeout(done, ms);
       this.waiters.push(done);
-      function done(): void {
-        clearTimeout(timer);
-        resolve();
-      }
     });
   }
 
