@@ -63,6 +63,20 @@ describe('Kafka pool topics', () => {
     expect(await registry.getSingleMetricAsString('idmint_kafka_pool_depth_ids')).toContain(`biz_tag="${bizTag}"} 700`);
   });
 
+  it('concurrent takers in one process never share an ID', async () => {
+    const bizTag = await newTag('concurrent');
+    for (let i = 0; i < 5; i++) await sink.push(await ts.store.allocate(bizTag, 1000));
+    const consumer = new KafkaPoolConsumer({ kafka, bizTag, bufferBlocks: 3 });
+    try {
+      const batches = await Promise.all(Array.from({ length: 40 }, () => consumer.take(123, { timeoutMs: 20_000 })));
+      const all = batches.flat();
+      expect(all).toHaveLength(40 * 123);
+      expect(distinct(all).size).toBe(all.length);
+    } finally {
+      await consumer.close();
+    }
+  });
+
   it('depth refills through the refill processor when consumed below threshold', async () => {
     const bizTag = await newTag('refill');
     const redis = new Redis(env('REDIS_URL'));
