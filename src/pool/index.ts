@@ -11,7 +11,7 @@ export { poolKeys, allTagKeys, trackedTagsKey, MAX_POOL_SHARDS } from './redis-k
 export type { PoolKeys } from './redis-keys.js';
 
 // Kafka pool topics (issue #6).
-export { KafkaPoolSink, KAFKA_POOL_SINK_DEFAULTS } from './kafka-sink.js';
+export { KafkaPoolSink, KAFKA_POOL_SINK_DEFAULTS, kafkaPoolSinkFromConfig } from './kafka-sink.js';
 export type { KafkaPoolSinkOptions, KafkaPoolSinkSettings } from './kafka-sink.js';
 export { KafkaPoolConsumer, KAFKA_POOL_CONSUMER_DEFAULTS } from './kafka-consumer.js';
 export type { KafkaPoolConsumerOptions, KafkaPoolConsumerSettings } from './kafka-consumer.js';

@@ -1,9 +1,11 @@
 import type { Admin, Kafka } from 'kafkajs';
 import { Registry } from 'prom-client';
+import type { Config } from '../config.js';
 import type { PoolSink, Segment } from '../core/types.js';
 import { BadRequestError } from '../core/errors.js';
 import type { Logger } from '../log.js';
 import { silentLogger } from '../log.js';
+import { createKafka } from '../rpc/kafka.js';
 import { encodePoolBlock } from '../rpc/messages.js';
 import { poolMetrics } from '../rpc/metrics.js';
 import type { PoolMetrics } from '../rpc/metrics.js';
@@ -142,4 +144,17 @@ export class KafkaPoolSink implements PoolSink {
     if (created.length > 0) this.logger.info({ topic, partitions: this.settings.partitions }, 'pool topic created');
     this.ready.add(topic);
   }
+}
+
+/**
+ * The Kafka pool sink a refill process should add to its sinks (`extraSinks: { kafka }`), or
+ * undefined when KAFKA_BROKERS is unset. Close it with the refill role.
+ */
+export function kafkaPoolSinkFromConfig(
+  config: Pick<Config, 'KAFKA_BROKERS'>,
+  options: { logger?: Logger; registry?: Registry } & Partial<KafkaPoolSinkSettings> = {},
+): KafkaPoolSink | undefined {
+  if (!config.KAFKA_BROKERS) return undefined;
+  const { logger, registry, ...settings } = options;
+  return new KafkaPoolSink({ kafka: createKafka({ brokers: config.KAFKA_BROKERS, clientId: 'idmint-refill', logger }), logger, registry, ...settings });
 }

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { createKafka } from '../../../src/rpc/kafka.js';
 import { RESPONDER_DEFAULTS, createResponder } from '../../../src/rpc/responder.js';
 import { KAFKA_CLIENT_DEFAULTS, createKafkaClient } from '../../../src/rpc/client.js';
-import { KAFKA_POOL_SINK_DEFAULTS, KafkaPoolSink } from '../../../src/pool/kafka-sink.js';
+import { KAFKA_POOL_SINK_DEFAULTS, KafkaPoolSink, kafkaPoolSinkFromConfig } from '../../../src/pool/kafka-sink.js';
 import { KafkaPoolConsumer } from '../../../src/pool/kafka-consumer.js';
 import type { IdDispenser } from '../../../src/core/types.js';
 
@@ -32,6 +32,13 @@ describe('Kafka component options', () => {
     } catch (err) {
       expect(err).toMatchObject({ code: 'BAD_REQUEST' });
     }
+  });
+
+  it('builds the refill\'s Kafka pool sink only when KAFKA_BROKERS is set', () => {
+    expect(kafkaPoolSinkFromConfig({})).toBeUndefined();
+    const sink = kafkaPoolSinkFromConfig({ KAFKA_BROKERS: '127.0.0.1:1' }, { blockSize: 500 });
+    expect(sink).toBeInstanceOf(KafkaPoolSink);
+    expect(sink?.settings.blockSize).toBe(500);
   });
 
   it('names a client\'s reply topic and group after its clientId, uniquely', () => {
