@@ -77,6 +77,13 @@ ensure_jars() {
 
 # ---------------------------------------------------------------- pid files
 
+# Alive means running or sleeping, not a zombie: our init may reap orphans late.
+alive() {
+  local st
+  st="$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1)"
+  [[ -n "$st" && "$st" != Z ]]
+}
+
 # A pid counts as ours only if its command line carries our marker: pids get reused.
 marker() { echo "-Didmint.infra=$INFRA/$1"; }
 
@@ -280,13 +287,13 @@ stop_pid() { # stop_pid <server> <signal> <seconds>: signal, wait, then SIGKILL
   # A paused (SIGSTOP) server only acts on SIGTERM once it runs again.
   kill -CONT "$pid" 2>/dev/null || true
   for ((i = 0; i < $3 * 10; i++)); do
-    [[ -d "/proc/$pid" ]] || break
+    alive "$pid" || break
     sleep 0.1
   done
-  if [[ -d "/proc/$pid" ]]; then
+  if alive "$pid"; then
     log "$s did not stop in $3 s, killing it"
     kill -KILL "$pid" 2>/dev/null || true
-    while [[ -d "/proc/$pid" ]]; do sleep 0.1; done
+    while alive "$pid"; do sleep 0.1; done
   fi
   rm -f "$PIDS/$s.pid"
 }
