@@ -251,7 +251,9 @@ start_redis() {
 as_pg() {
   if [[ "$(id -u)" == 0 ]]; then
     id postgres >/dev/null 2>&1 || die "running as root needs a 'postgres' user: apt-get install -y postgresql"
-    (cd / && runuser -u postgres -- "$@")
+    local ru; ru="$(command -v runuser || echo /usr/sbin/runuser)"
+    [[ -x "$ru" ]] || die "'runuser' not found. Install it with: apt-get install -y util-linux"
+    (cd / && "$ru" -u postgres -- "$@")
   else
     "$@"
   fi
