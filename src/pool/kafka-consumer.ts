@@ -1,5 +1,5 @@
 import type { Consumer, EachBatchPayload, Kafka } from 'kafkajs';
-import { BadRequestError, IdmintError } from '../core/errors.js';
+import { BadRequestError, IdmintError, isIdmintError, notReady } from '../core/errors.js';
 import type { Logger } from '../log.js';
 import { silentLogger } from '../log.js';
 import { decodePoolBlock } from '../rpc/messages.js';
@@ -84,7 +84,9 @@ export class KafkaPoolConsumer {
       await this.consumer.subscribe({ topic: this.topic, fromBeginning: true });
       await this.consumer.run({ autoCommit: false, eachBatchAutoResolve: false, eachBatch: (p) => this.onBatch(p) });
       await joined;
-    })();
+    })().catch((err: unknown) => {
+      throw isIdmintError(err) ? err : notReady('Kafka (pool consumer start)', err);
+    });
     return this.starting;
   }
 

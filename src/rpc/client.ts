@@ -3,7 +3,7 @@ import { Partitioners } from 'kafkajs';
 import type { Admin, Consumer, Kafka, Message, Producer } from 'kafkajs';
 import { BIZ_TAG_PATTERN } from '../core/types.js';
 import type { DispenseResult } from '../core/types.js';
-import { BadRequestError, IdmintError, TimeoutError } from '../core/errors.js';
+import { BadRequestError, IdmintError, TimeoutError, isIdmintError, notReady } from '../core/errors.js';
 import type { Logger } from '../log.js';
 import { silentLogger } from '../log.js';
 import { createKafka } from './kafka.js';
@@ -100,7 +100,10 @@ export class IdmintKafkaClient {
 
   start(): Promise<void> {
     if (this.closing) return Promise.reject(new IdmintError('NOT_READY', 'Kafka client is closed'));
-    this.starting ??= this.doStart();
+    // A broker that cannot be reached is NOT_READY, like every other backing server.
+    this.starting ??= this.doStart().catch((err: unknown) => {
+      throw isIdmintError(err) ? err : notReady('Kafka (client start)', err);
+    });
     return this.starting;
   }
 

@@ -6,11 +6,12 @@ import { TimeoutError } from '../core/errors.js';
  * before that could be answered before anyone listens. Call before `connect()`/`run()`.
  */
 export function waitForGroupJoin(consumer: Consumer, timeoutMs: number): Promise<void> {
-  return new Promise((resolve, reject) => {
+  const joined = new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => {
       stop();
       reject(new TimeoutError('joining the Kafka consumer group', timeoutMs));
     }, timeoutMs);
+    timer.unref();
     const offJoin = consumer.on(consumer.events.GROUP_JOIN, () => {
       stop();
       resolve();
@@ -25,4 +26,7 @@ export function waitForGroupJoin(consumer: Consumer, timeoutMs: number): Promise
       offCrash();
     }
   });
+  // If connect() fails first, nobody awaits this promise: its later rejection must not crash the process.
+  joined.catch(() => undefined);
+  return joined;
 }

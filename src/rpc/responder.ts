@@ -2,7 +2,7 @@ import type { Admin, Consumer, EachBatchPayload, Kafka, KafkaMessage, Message } 
 import { Registry } from 'prom-client';
 import type { Clock, IdDispenser } from '../core/types.js';
 import { systemClock } from '../core/types.js';
-import { IdmintError, isIdmintError } from '../core/errors.js';
+import { IdmintError, isIdmintError, notReady } from '../core/errors.js';
 import type { Logger } from '../log.js';
 import { silentLogger } from '../log.js';
 import { decodeRequest, encodeErrorReply, encodeIdsReply } from './messages.js';
@@ -115,7 +115,10 @@ class KafkaResponder implements Responder {
 
   start(): Promise<void> {
     if (this.closing) return Promise.reject(new IdmintError('NOT_READY', 'responder is closed'));
-    this.starting ??= this.doStart();
+    // A broker that cannot be reached is NOT_READY, like every other backing server.
+    this.starting ??= this.doStart().catch((err: unknown) => {
+      throw isIdmintError(err) ? err : notReady('Kafka (responder start)', err);
+    });
     return this.starting;
   }
 

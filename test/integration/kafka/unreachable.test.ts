@@ -1,0 +1,34 @@
+import { createServer } from 'node:net';
+import { describe, expect, it } from 'vitest';
+import { createKafka } from '../../../src/rpc/kafka.js';
+import { createKafkaClient } from '../../../src/rpc/client.js';
+import { createResponder } from '../../../src/rpc/responder.js';
+import { KafkaPoolConsumer } from '../../../src/pool/kafka-consumer.js';
+import type { IdDispenser } from '../../../src/core/types.js';
+
+/** A port nothing listens on: bound, then released. */
+async function deadPort(): Promise<number> {
+  return new Promise((resolve) => {
+    const srv = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+// An unreachable broker fails start() fast (through options, not sleeps) as NOT_READY.
+describe('Kafka unreachable', () => {
+  it('client, responder and pool consumer fail to start with NOT_READY, and close cleanly', async () => {
+    const kafka = createKafka({ brokers: `127.0.0.1:${await deadPort()}`, config: { retry: { retries: 0 }, connectionTimeout: 200 } });
+    const dispenser: IdDispenser = { get: () => Promise.reject(new Error('unused')) };
+    const parts = [
+      createKafkaClient({ kafka, joinTimeoutMs: 1000 }),
+      createResponder({ kafka, dispenser, joinTimeoutMs: 1000 }),
+      new KafkaPoolConsumer({ kafka, bizTag: 'order', joinTimeoutMs: 1000 }),
+    ];
+    for (const part of parts) {
+      await expect(part.start()).rejects.toMatchObject({ code: 'NOT_READY', message: expect.stringMatching(/^Kafka .* is unavailable/) });
+      await part.close();
+    }
+  });
+});
