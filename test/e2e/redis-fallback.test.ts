@@ -1,50 +1,26 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort, spawnServer, type SpawnedServer } from '../helpers/spawn-server.js';
-
-// A Redis of this test's own, so stopping it mid-run disturbs nobody else.
-async function startRedis(port: number): Promise<ChildProcess> {
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--maxmemory-policy', 'noeviction'], { stdio: 'ignore' });
-  for (let i = 0; i < 100; i++) {
-    const ok = await new Promise<boolean>((resolve) => {
-      const ping = spawn('redis-cli', ['-p', String(port), 'ping'], { stdio: ['ignore', 'pipe', 'ignore'] });
-      let out = '';
-      ping.stdout.on('data', (d: Buffer) => (out += d.toString()));
-      ping.on('exit', () => resolve(out.includes('PONG')));
-    });
-    if (ok) return child;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`redis-server on port ${port} did not answer`);
-}
-
-async function stop(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  child.kill('SIGKILL');
-  await exited;
-}
+import { spawnServer, type SpawnedServer } from '../helpers/spawn-server.js';
+import { startPrivateServer, type PrivateServer } from '../setup/private-infra.js';
 
 const TOKEN = 'fallback-admin-token';
 const admin = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
 
 describe('Redis pools with fallback (idmint serve + REDIS_URL)', () => {
   let dataDir: string;
-  let redisPort: number;
-  let redis: ChildProcess;
+  // A Redis of this test's own, so killing it mid-run disturbs nobody else.
+  let redis: PrivateServer;
   let server: SpawnedServer;
 
   beforeAll(async () => {
     dataDir = mkdtempSync(join(tmpdir(), 'idmint-fallback-'));
-    redisPort = await freePort();
-    redis = await startRedis(redisPort);
+    redis = await startPrivateServer('redis');
     server = await spawnServer({
       IDMINT_DATA_DIR: dataDir,
       IDMINT_ADMIN_TOKEN: TOKEN,
-      REDIS_URL: `redis://127.0.0.1:${redisPort}`,
+      REDIS_URL: redis.url,
       IDMINT_REFILL_EVERY_MS: '1000',
       IDMINT_POOL_MIN_DEPTH: '2000',
     });
@@ -52,7 +28,7 @@ describe('Redis pools with fallback (idmint serve + REDIS_URL)', () => {
 
   afterAll(async () => {
     await server?.stop('SIGKILL');
-    if (redis) await stop(redis);
+    await redis?.close();
     rmSync(dataDir, { recursive: true, force: true });
   });
 
@@ -94,14 +70,14 @@ describe('Redis pools with fallback (idmint serve + REDIS_URL)', () => {
 
     try {
       await waitFor(() => phaseSources.up!.has('pay:pool') && total() > 20_000, 'IDs from the Redis pool');
-      await stop(redis);
+      await redis.kill();
       phase = 'down';
       const atDown = total();
       await waitFor(() => phaseSources.down!.has('pay:snowflake') && phaseSources.down!.has('refund:segment') && total() > atDown + 20_000, 'fallback IDs while Redis is down');
       const degraded = (await (await fetch(`${server.url}/readyz`)).json()) as { status: string };
       expect(degraded.status).toBe('degraded');
 
-      redis = await startRedis(redisPort);
+      await redis.start();
       phase = 'back';
       await waitFor(() => phaseSources.back!.has('pay:pool') && phaseSources.back!.has('refund:pool'), 'the pool serving again after Redis returns');
     } finally {

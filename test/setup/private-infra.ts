@@ -1,10 +1,10 @@
 import { execFile } from 'node:child_process';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { freePort } from '../helpers/spawn-server.js';
 
 /**
  * A private server for fault tests: its own port and state directory, started by
@@ -51,17 +51,6 @@ const ENV_VAR: Record<ServerName, string> = {
   zookeeper: 'ZK_CONNECT',
   postgres: 'DATABASE_URL',
 };
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      srv.close(() => (typeof addr === 'object' && addr ? resolve(addr.port) : reject(new Error('no port'))));
-    });
-  });
-}
 
 export async function startPrivateServer(name: ServerName): Promise<PrivateServer> {
   const dir = mkdtempSync(join(tmpdir(), `idmint-${name}-`));
