@@ -82,9 +82,17 @@ export type Config = Readonly<z.infer<typeof envSchema>>;
  * variable at fault and what it expects; entry points print it as one line and exit 1.
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  // Empty strings count as unset: `FOO= npm start` is how people clear a variable.
+  return parseEnv(envSchema, env);
+}
+
+/**
+ * Validates environment variables against a zod object schema and freezes the result. Empty
+ * strings count as unset (`FOO= npm start` is how people clear a variable). Modules with their
+ * own variables (refills, the responder) parse them with this too.
+ */
+export function parseEnv<T extends z.ZodType>(schema: T, env: NodeJS.ProcessEnv = process.env): Readonly<z.infer<T>> {
   const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
-  const parsed = envSchema.safeParse(cleaned);
+  const parsed = schema.safeParse(cleaned);
   if (!parsed.success) {
     const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: expected ${i.message}`);
     throw new IdmintError('BAD_REQUEST', `invalid configuration: ${problems.join('; ')}`);

@@ -22,8 +22,7 @@ import { createSnowflakeSourceFromConfig } from './snowflake-source.js';
 import { UidSource } from './uid-source.js';
 import { PostgresWorkerIdProvider } from './worker-id/postgres-provider.js';
 import { startRedisPools } from './runtime-redis.js';
-import { KafkaPoolSink } from './pool/kafka-sink.js';
-import { createKafka } from './rpc/kafka.js';
+import { kafkaPoolSinkFromConfig } from './pool/kafka-sink.js';
 import { startResponderRole, type ResponderRole } from './rpc/role.js';
 import type { Database } from './store/db.js';
 import { migrate } from './store/migrations.js';
@@ -88,8 +87,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     const pools: PoolSources = { memory };
     const roles = rolesFrom(config);
     // Kafka pool topics are filled by the same refills as Redis pools.
-    const kafka = config.KAFKA_BROKERS ? createKafka({ brokers: config.KAFKA_BROKERS, clientId: 'idmint', logger }) : undefined;
-    const kafkaSink = kafka ? new KafkaPoolSink({ kafka, logger, registry }) : undefined;
+    const kafkaSink = kafkaPoolSinkFromConfig(config, { logger, registry });
     if (kafkaSink) closers.push({ name: 'kafka pool sink', close: () => kafkaSink.close() });
     const redis = config.REDIS_URL
       ? await startRedisPools({ config, roles, store, registry, logger, closers, ...(kafkaSink ? { extraSinks: { kafka: kafkaSink } } : {}) })

@@ -3,6 +3,7 @@ import { loadConfig } from '../src/config.js';
 import { IdmintError, isIdmintError } from '../src/core/errors.js';
 import { createLogger } from '../src/log.js';
 import { loadRefillEnv } from '../src/refill/env.js';
+import { kafkaPoolSinkFromConfig } from '../src/pool/kafka-sink.js';
 import { startRefillRole } from '../src/refill/role.js';
 import { PostgresBizStore } from '../src/store/biz-store.js';
 import { migrate } from '../src/store/migrations.js';
@@ -16,7 +17,9 @@ async function main(): Promise<void> {
   const db = createPgDatabase({ connectionString: config.DATABASE_URL, logger });
   await migrate(db, logger);
   const store = new PostgresBizStore(db, { logger });
-  const role = await startRefillRole({ config, refillEnv, store, logger });
+  // Tags with Kafka pools are refilled by publishing blocks to their pool topics.
+  const kafkaSink = kafkaPoolSinkFromConfig(config, { logger });
+  const role = await startRefillRole({ config, refillEnv, store, logger, ...(kafkaSink ? { extraSinks: { kafka: kafkaSink } } : {}) });
   logger.info({ queue: refillEnv.IDMINT_REFILL_QUEUE, sweepEveryMs: config.IDMINT_REFILL_EVERY_MS }, 'refill worker ready');
 
   let stopping = false;
@@ -29,6 +32,7 @@ async function main(): Promise<void> {
     deadline.unref();
     role
       .close()
+      .then(() => kafkaSink?.close())
       .then(() => store.close())
       .then(() => db.close())
       .then(() => process.exit(0), (err: unknown) => {

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { parseEnv } from '../config.js';
 import { IdmintError } from '../core/errors.js';
 
 /**
@@ -29,14 +30,9 @@ export const refillEnvSchema = z.object({
 export type RefillEnv = Readonly<z.infer<typeof refillEnvSchema>>;
 
 export function loadRefillEnv(env: NodeJS.ProcessEnv = process.env): RefillEnv {
-  const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
-  const parsed = refillEnvSchema.safeParse(cleaned);
-  if (!parsed.success) {
-    const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: expected ${i.message}`);
-    throw new IdmintError('BAD_REQUEST', `invalid configuration: ${problems.join('; ')}`);
-  }
-  if (parsed.data.IDMINT_POOL_MIN_DEPTH > parsed.data.IDMINT_POOL_MAX_DEPTH) {
+  const parsed = parseEnv(refillEnvSchema, env);
+  if (parsed.IDMINT_POOL_MIN_DEPTH > parsed.IDMINT_POOL_MAX_DEPTH) {
     throw new IdmintError('BAD_REQUEST', 'invalid configuration: IDMINT_POOL_MIN_DEPTH must not exceed IDMINT_POOL_MAX_DEPTH');
   }
-  return Object.freeze(parsed.data);
+  return parsed;
 }

@@ -3,7 +3,7 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { z } from 'zod';
 import { Registry } from 'prom-client';
-import type { Config } from '../config.js';
+import { parseEnv, type Config } from '../config.js';
 import { IdmintError } from '../core/errors.js';
 import type { IdDispenser } from '../core/types.js';
 import { Dispenser } from '../dispenser.js';
@@ -41,12 +41,7 @@ export const responderEnvSchema = z.object({
 export type ResponderEnv = Readonly<z.infer<typeof responderEnvSchema>>;
 
 export function loadResponderEnv(env: NodeJS.ProcessEnv = process.env): ResponderEnv {
-  const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
-  const parsed = responderEnvSchema.safeParse(cleaned);
-  if (!parsed.success) {
-    throw new IdmintError('BAD_REQUEST', `invalid configuration: ${parsed.error.issues.map((i) => `${i.path.join('.')}: expected ${i.message}`).join('; ')}`);
-  }
-  return Object.freeze(parsed.data);
+  return parseEnv(responderEnvSchema, env);
 }
 
 export interface ResponderRoleOptions {
