@@ -1,0 +1,114 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createKafka } from '../../src/rpc/kafka.js';
+import { createKafkaClient, type IdmintKafkaClient } from '../../src/rpc/client.js';
+import { ensureTopics } from '../../src/rpc/topics.js';
+import { spawnServer, type SpawnedServer } from '../helpers/spawn-server.js';
+
+const TOKEN = 'distributed-admin-token';
+
+// `idmint serve` with every server named: Postgres segments, Redis pools with BullMQ refills,
+// the Kafka responder and a ZooKeeper worker id, all in one process, as a user starts it.
+describe('idmint serve with Postgres, Redis, Kafka and ZooKeeper', () => {
+  const run = randomBytes(4).toString('hex');
+  const schema = `idmint_dist_${run}`;
+  const requestTopic = `test.requests.${run}`;
+  let dataDir: string;
+  let server: SpawnedServer;
+  let client: IdmintKafkaClient;
+  let db: pg.Client;
+
+  beforeAll(async () => {
+    const { DATABASE_URL, REDIS_URL, KAFKA_BROKERS, ZK_CONNECT } = process.env as Record<string, string>;
+    db = new pg.Client({ connectionString: DATABASE_URL });
+    await db.connect();
+    await db.query(`CREATE SCHEMA ${schema}`);
+    const url = new URL(DATABASE_URL);
+    url.searchParams.set('options', `-c search_path=${schema}`);
+
+    const kafka = createKafka({ brokers: KAFKA_BROKERS, clientId: `test-${run}` });
+    const admin = kafka.admin();
+    await admin.connect();
+    await ensureTopics(admin, [{ topic: requestTopic, numPartitions: 2 }]);
+    await admin.disconnect();
+
+    dataDir = mkdtempSync(join(tmpdir(), 'idmint-dist-'));
+    server = await spawnServer({
+      DATABASE_URL: url.toString(),
+      REDIS_URL,
+      KAFKA_BROKERS,
+      ZK_CONNECT,
+      IDMINT_DATA_DIR: dataDir,
+      IDMINT_ADMIN_TOKEN: TOKEN,
+      IDMINT_POOL_KEY_PREFIX: `dist${run}:`,
+      IDMINT_REFILL_QUEUE: `dist-${run}`,
+      IDMINT_KAFKA_REQUEST_TOPIC: requestTopic,
+      IDMINT_KAFKA_RESPONDER_GROUP: `dist.responders.${run}`,
+      IDMINT_KAFKA_SESSION_TIMEOUT_MS: '6000',
+    });
+    client = createKafkaClient({ brokers: KAFKA_BROKERS, requestTopic, clientId: `dist-client-${run}` });
+    await client.start();
+  });
+
+  afterAll(async () => {
+    await client?.close();
+    await server?.stop('SIGTERM');
+    rmSync(dataDir, { recursive: true, force: true });
+    await db?.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+    await db?.end();
+  });
+
+  it('reports every dependency ready, with its worker id from ZooKeeper', async () => {
+    const deadline = Date.now() + 60_000;
+    let report: { status: string; checks: Record<string, { ok: boolean; message?: string }> } = { status: '', checks: {} };
+    while (Date.now() < deadline) {
+      report = (await (await fetch(`${server.url}/readyz`)).json()) as typeof report;
+      if (report.status === 'ready') break;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    expect(report.status).toBe('ready');
+    expect(report.checks.snowflake?.message).toMatch(/from zookeeper/);
+    expect(Object.keys(report.checks).sort()).toEqual(['database', 'kafka', 'redis', 'snowflake']);
+  });
+
+  it('hands out one tag over HTTP and Kafka at once with zero duplicates, from the Redis pool', async () => {
+    const created = await fetch(`${server.url}/v1/biz`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ bizTag: 'order', step: 2000, fallback: 'segment' }),
+    });
+    expect(created.status).toBe(201);
+
+    const ids: string[] = [];
+    const sources = new Set<string>();
+    const overHttp = Array.from({ length: 8 }, async () => {
+      for (let i = 0; i < 100; i++) {
+        const body = (await (await fetch(`${server.url}/v1/ids/order?count=100`)).json()) as { ids: string[]; source: string };
+        ids.push(...body.ids);
+        sources.add(body.source);
+      }
+    });
+    const overKafka = Array.from({ length: 8 }, async () => {
+      for (let i = 0; i < 50; i++) {
+        const reply = await client.get('order', 100, { timeoutMs: 20_000 });
+        ids.push(...reply.ids);
+        sources.add(reply.source);
+      }
+    });
+    await Promise.all([...overHttp, ...overKafka]);
+
+    expect(ids).toHaveLength(8 * 100 * 100 + 8 * 50 * 100);
+    expect(new Set(ids).size).toBe(ids.length);
+    expect(sources.has('pool')).toBe(true);
+    const stats = (await (await fetch(`${server.url}/v1/stats`)).json()) as { pools: Array<{ bizTag: string; kind: string }> };
+    expect(stats.pools.some((p) => p.bizTag === 'order' && p.kind === 'redis-list')).toBe(true);
+  });
+
+  it('answers a Kafka request for an unknown tag with an error reply', async () => {
+    await expect(client.get('no-such-tag', 1, { timeoutMs: 20_000 })).rejects.toMatchObject({ code: 'UNKNOWN_BIZ_TAG' });
+  });
+});
