@@ -35,6 +35,8 @@ export const envSchema = z.object({
   IDMINT_HOST: z.string().trim().min(1).default('127.0.0.1'),
   /** Postgres URL. Unset: embedded PGlite under IDMINT_DATA_DIR. */
   DATABASE_URL: optionalUrl(['postgres:', 'postgresql:']),
+  /** Postgres schema of idmint's tables (created if missing). Default: the server's search_path. */
+  IDMINT_PG_SCHEMA: z.string().trim().regex(/^[a-z_][a-z0-9_]{0,62}$/, 'a lower-case SQL identifier').optional(),
   /** Redis URL. Unset: in-memory double buffers instead of Redis pools. */
   REDIS_URL: optionalUrl(['redis:', 'rediss:']),
   /** Kafka brokers, `host:port[,host:port]`. Unset: no Kafka responder or pool topics. */

@@ -31,12 +31,13 @@ import { createPgliteDatabase } from './store/pglite.js';
 import { PostgresBizStore } from './store/biz-store.js';
 
 export interface Runtime {
-  readonly app: FastifyInstance;
+  /** The HTTP API; undefined when the process runs without the `api` role. */
+  readonly app: FastifyInstance | undefined;
   readonly dispenser: Dispenser;
   readonly store: BizStore;
   readonly registry: Registry;
-  /** Where the HTTP API listens, e.g. `http://127.0.0.1:8080`. */
-  readonly url: string;
+  /** Where the HTTP API listens, e.g. `http://127.0.0.1:8080`; undefined without the `api` role. */
+  readonly url: string | undefined;
   /** Idempotent; stops serving, then closes pools, generators and the database in that order. */
   close(): Promise<void>;
 }
@@ -119,19 +120,27 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
 
     let responder: ResponderRole | undefined;
     if (roles.has('responder') && config.KAFKA_BROKERS) {
-      // In the background: joining a consumer group takes seconds, and the HTTP API must not wait.
-      const starting = startResponderRole({ config, logger, dispenser, registry }).then(
-        (role) => {
-          responder = role;
-          log.info('Kafka responder serving idmint.requests');
-          return role;
-        },
-        (err: unknown) => {
-          log.error({ err }, 'Kafka responder failed to start; run `idmint kafka init` if topics are missing');
-          return undefined;
-        },
-      );
-      closers.push({ name: 'responder', close: async () => void (await (await starting)?.close()) });
+      const starting = startResponderRole({ config, logger, dispenser, registry });
+      if (!roles.has('api')) {
+        // A responder-only process has nothing else to do: failing to start is fatal.
+        responder = await starting;
+        log.info('responder ready');
+        closers.push({ name: 'responder', close: () => responder?.close() ?? Promise.resolve() });
+      } else {
+        // Beside the API, in the background: joining a consumer group takes seconds, and HTTP must not wait.
+        const background = starting.then(
+          (role) => {
+            responder = role;
+            log.info('responder ready');
+            return role;
+          },
+          (err: unknown) => {
+            log.error({ err }, 'Kafka responder failed to start; run `idmint kafka init` if topics are missing');
+            return undefined;
+          },
+        );
+        closers.push({ name: 'responder', close: async () => void (await (await background)?.close()) });
+      }
     }
 
     const readiness = async (): Promise<ReadinessReport> => {
@@ -150,7 +159,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       return { status, checks };
     };
 
-    const app = await buildHttpServer({
+    const app = roles.has('api') ? await buildHttpServer({
       dispenser,
       store,
       registry,
@@ -162,10 +171,12 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       readiness,
       ...(redis ? { stats: redis.stats, extensions: redis.extensions, onTagChange: redis.prime } : {}),
       logger,
-    });
-    closers.push({ name: 'http', close: () => app.close() });
-    const address = await app.listen({ host: config.IDMINT_HOST, port: config.IDMINT_PORT });
-    const url = address.replace('[::1]', 'localhost');
+    }) : undefined;
+    let url: string | undefined;
+    if (app) {
+      closers.push({ name: 'http', close: () => app.close() });
+      url = (await app.listen({ host: config.IDMINT_HOST, port: config.IDMINT_PORT })).replace('[::1]', 'localhost');
+    }
 
     let closing: Promise<void> | undefined;
     return {
@@ -195,7 +206,7 @@ export function rolesFrom(config: Config): ReadonlySet<Role> {
 
 async function openDatabase(config: Config, dataDir: string, logger: Logger, closers: Closer[]): Promise<Database> {
   if (config.DATABASE_URL) {
-    const db = createPgDatabase({ connectionString: config.DATABASE_URL, logger });
+    const db = createPgDatabase({ connectionString: config.DATABASE_URL, schema: config.IDMINT_PG_SCHEMA, logger });
     closers.push({ name: 'postgres', close: () => db.close() });
     return db;
   }

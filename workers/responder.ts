@@ -1,14 +1,6 @@
-// The Kafka responder alone: answers ID requests on idmint.requests from Postgres segments.
+// The Kafka responder alone: answers ID requests on idmint.requests with the same pools and
+// fallbacks as the API (Postgres segments, Redis pools when REDIS_URL is set, Snowflake).
 import { runEntryPoint } from '../src/cli/entry.js';
-import { stopOnSignals } from '../src/cli/serve.js';
-import { loadConfig } from '../src/config.js';
-import { createLogger } from '../src/log.js';
-import { startResponderRole } from '../src/rpc/role.js';
+import { runServer } from '../src/cli/serve.js';
 
-runEntryPoint('idmint-responder', async () => {
-  const config = loadConfig();
-  const logger = createLogger({ level: config.LOG_LEVEL, name: 'idmint-responder' });
-  const role = await startResponderRole({ config, logger });
-  logger.info('responder ready');
-  stopOnSignals(logger, () => role.close());
-});
+runEntryPoint('idmint-responder', () => runServer({ IDMINT_ROLES: 'responder' }));

@@ -6,22 +6,16 @@ import { Registry } from 'prom-client';
 import { parseEnv, type Config } from '../config.js';
 import { IdmintError } from '../core/errors.js';
 import type { IdDispenser } from '../core/types.js';
-import { Dispenser } from '../dispenser.js';
 import type { Logger } from '../log.js';
-import { MemoryPool } from '../pool/memory.js';
-import { DirectSegmentSource } from '../segment-source.js';
-import { PostgresBizStore } from '../store/biz-store.js';
-import { migrate } from '../store/migrations.js';
-import { createPgDatabase } from '../store/pg.js';
 import { createKafka } from './kafka.js';
 import { createResponder } from './responder.js';
 import type { Responder } from './responder.js';
 import { REQUEST_TOPIC, RESPONDER_GROUP } from './topics.js';
 
 /**
- * The responder role: a responder wired from the environment. Given a dispenser (from the
- * runtime of `idmint serve`) it serves from that; alone (workers/responder.ts) it builds one
- * over Postgres with in-memory double buffers and direct-segment fallback.
+ * The responder role: a responder wired from the environment, serving from the dispenser of
+ * the process's runtime (src/runtime.ts), so a responder alone (workers/responder.ts) has the
+ * same pools and fallbacks as the API.
  */
 
 const name = z.string().trim().regex(/^[A-Za-z0-9._-]{1,249}$/, 'letters, digits, . _ -');
@@ -35,8 +29,6 @@ export const responderEnvSchema = z.object({
   IDMINT_KAFKA_SESSION_TIMEOUT_MS: z.coerce.number().int().min(1000).max(3_600_000).default(30_000),
   /** Serve Prometheus metrics at http://IDMINT_HOST:<port>/metrics (and /healthz). Default: not served. */
   IDMINT_METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
-  /** Postgres schema of idmint's tables for a standalone responder. Default: the server's search_path. */
-  IDMINT_PG_SCHEMA: z.string().trim().regex(/^[a-z_][a-z0-9_]{0,62}$/, 'a lower-case SQL identifier').optional(),
 });
 export type ResponderEnv = Readonly<z.infer<typeof responderEnvSchema>>;
 
@@ -48,7 +40,7 @@ export interface ResponderRoleOptions {
   config: Config;
   env?: ResponderEnv;
   logger: Logger;
-  dispenser?: IdDispenser;
+  dispenser: IdDispenser;
   registry?: Registry;
 }
 
@@ -69,17 +61,7 @@ export async function startResponderRole(options: ResponderRoleOptions): Promise
     for (const close of closers.splice(0).reverse()) await close().catch((err: unknown) => logger.error({ err }, 'responder role: close failed'));
   };
   try {
-    let dispenser = options.dispenser;
-    if (!dispenser) {
-      if (!config.DATABASE_URL) throw new IdmintError('BAD_REQUEST', 'a standalone responder needs DATABASE_URL (segments come from Postgres)');
-      const db = createPgDatabase({ connectionString: config.DATABASE_URL, schema: env.IDMINT_PG_SCHEMA, logger });
-      closers.push(() => db.close());
-      await migrate(db, logger);
-      const store = new PostgresBizStore(db, { logger });
-      const memory = new MemoryPool({ allocator: store, logger });
-      closers.push(() => memory.close());
-      dispenser = new Dispenser({ store, pools: { memory }, segment: new DirectSegmentSource(store), maxCount: config.IDMINT_MAX_COUNT, logger });
-    }
+    const { dispenser } = options;
     const registry = options.registry ?? new Registry();
     const kafka = createKafka({ brokers: config.KAFKA_BROKERS, clientId: 'idmint-responder', logger });
     const responder = createResponder({

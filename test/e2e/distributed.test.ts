@@ -23,7 +23,12 @@ describe('idmint serve with Postgres, Redis, Kafka and ZooKeeper', () => {
   let db: pg.Client;
 
   beforeAll(async () => {
-    const { DATABASE_URL, REDIS_URL, KAFKA_BROKERS, ZK_CONNECT } = process.env as Record<string, string>;
+    const need = (name: string): string => {
+      const value = process.env[name];
+      if (!value) throw new Error(`${name} is not set: the vitest global setup should have started the servers`);
+      return value;
+    };
+    const [DATABASE_URL, REDIS_URL, KAFKA_BROKERS, ZK_CONNECT] = ['DATABASE_URL', 'REDIS_URL', 'KAFKA_BROKERS', 'ZK_CONNECT'].map(need) as [string, string, string, string];
     db = new pg.Client({ connectionString: DATABASE_URL });
     await db.connect();
     await db.query(`CREATE SCHEMA ${schema}`);
