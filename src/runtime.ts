@@ -31,13 +31,14 @@ import { createPgliteDatabase } from './store/pglite.js';
 import { PostgresBizStore } from './store/biz-store.js';
 
 export interface Runtime {
-  /** The HTTP API; undefined when the process runs without the `api` role. */
-  readonly app: FastifyInstance | undefined;
+  /** The HTTP server: the whole API, or only health and metrics without the `api` role. */
+  readonly app: FastifyInstance;
   readonly dispenser: Dispenser;
   readonly store: BizStore;
   readonly registry: Registry;
-  /** Where the HTTP API listens, e.g. `http://127.0.0.1:8080`; undefined without the `api` role. */
-  readonly url: string | undefined;
+  /** Where the HTTP server listens, e.g. `http://127.0.0.1:8080`. */
+  readonly url: string;
+  readonly roles: ReadonlySet<Role>;
   /** Idempotent; stops serving, then closes pools, generators and the database in that order. */
   close(): Promise<void>;
 }
@@ -75,6 +76,9 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     assertAdminExposureSafe(config.IDMINT_HOST, config.IDMINT_ADMIN_TOKEN);
     const dataDir = resolve(config.IDMINT_DATA_DIR);
     mkdirSync(dataDir, { recursive: true });
+    // One process per data dir, whatever the database: the worker-id file and clock mark live here.
+    const lock = lockDataDir(dataDir);
+    closers.push({ name: 'data lock', close: () => lock.release() });
 
     const db = await openDatabase(config, dataDir, logger, closers);
     await migrate(db, logger);
@@ -97,7 +101,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     const segment = new DirectSegmentSource(store);
     const sharded = new ShardedSource(memory, SHARDED_LAYOUT, config.IDMINT_APP_ID);
     // Every serving process embeds a Snowflake generator, so the fallback costs no network hop.
-    const snowflake = await createSnowflakeSourceFromConfig(config, { logger });
+    const snowflake = await createSnowflakeSourceFromConfig(config, { logger, db });
     closers.push({ name: 'snowflake', close: () => snowflake.close() });
     const uid = new UidSource({ provider: new PostgresWorkerIdProvider({ db, host: hostname(), port: `${config.IDMINT_PORT}-${process.pid}`, logger }), logger });
     closers.push({ name: 'uid', close: () => uid.close() });
@@ -159,7 +163,8 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       return { status, checks };
     };
 
-    const app = roles.has('api') ? await buildHttpServer({
+    const app = await buildHttpServer({
+      opsOnly: !roles.has('api'),
       dispenser,
       store,
       registry,
@@ -171,12 +176,9 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       readiness,
       ...(redis ? { stats: redis.stats, extensions: redis.extensions, onTagChange: redis.prime } : {}),
       logger,
-    }) : undefined;
-    let url: string | undefined;
-    if (app) {
-      closers.push({ name: 'http', close: () => app.close() });
-      url = (await app.listen({ host: config.IDMINT_HOST, port: config.IDMINT_PORT })).replace('[::1]', 'localhost');
-    }
+    });
+    closers.push({ name: 'http', close: () => app.close() });
+    const url = (await app.listen({ host: config.IDMINT_HOST, port: config.IDMINT_PORT })).replace('[::1]', 'localhost');
 
     let closing: Promise<void> | undefined;
     return {
@@ -185,6 +187,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       store,
       registry,
       url,
+      roles,
       close: () => (closing ??= closeAll()),
     };
   } catch (err) {
@@ -210,8 +213,6 @@ async function openDatabase(config: Config, dataDir: string, logger: Logger, clo
     closers.push({ name: 'postgres', close: () => db.close() });
     return db;
   }
-  const lock = lockDataDir(dataDir);
-  closers.push({ name: 'data lock', close: () => lock.release() });
   const db = await createPgliteDatabase({ dataDir: join(dataDir, 'pglite'), logger });
   closers.push({ name: 'pglite', close: () => db.close() });
   return db;

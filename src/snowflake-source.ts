@@ -3,6 +3,7 @@ import { LEAF_LAYOUT, type DecodedId, type Layout } from './core/layout.js';
 import { assertLayoutUsable, SnowflakeGenerator } from './core/snowflake.js';
 import { systemClock, type BizTag, type Clock, type IdSource, type WorkerIdLease, type WorkerIdProvider } from './core/types.js';
 import { silentLogger, type Logger } from './log.js';
+import type { SqlClient } from './store/db.js';
 import { isGuardedLease } from './worker-id/lease.js';
 import { workerIdProviderFromConfig, type WorkerIdConfig } from './worker-id/from-config.js';
 
@@ -123,9 +124,14 @@ export async function createSnowflakeSource(options: SnowflakeSourceOptions): Pr
 /** The entry points' one-liner: the provider the environment names (see workerIdProviderFromConfig). */
 export function createSnowflakeSourceFromConfig(
   config: WorkerIdConfig,
-  options: Omit<SnowflakeSourceOptions, 'provider'> = {},
+  options: Omit<SnowflakeSourceOptions, 'provider'> & { db?: SqlClient } = {},
 ): Promise<SnowflakeSource> {
-  const provider = workerIdProviderFromConfig(config, { ...(options.logger ? { logger: options.logger } : {}), ...(options.clock ? { clock: options.clock } : {}) });
-  return createSnowflakeSource({ ...options, provider });
+  const { db, ...rest } = options;
+  const provider = workerIdProviderFromConfig(config, {
+    ...(rest.logger ? { logger: rest.logger } : {}),
+    ...(rest.clock ? { clock: rest.clock } : {}),
+    ...(db ? { db } : {}),
+  });
+  return createSnowflakeSource({ ...rest, provider });
 }
 

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { loadConfig } from '../config.js';
 import { createLogger, type Logger } from '../log.js';
-import { rolesFrom, startRuntime } from '../runtime.js';
+import { startRuntime } from '../runtime.js';
 
 /** How long a graceful stop may take before the process exits anyway. */
 export const CLOSE_DEADLINE_MS = 10_000;
@@ -31,12 +31,12 @@ export async function runServer(overrides: Record<string, string> = {}): Promise
   const config = loadConfig({ ...process.env, ...overrides });
   const logger = createLogger({ level: config.LOG_LEVEL });
   const runtime = await startRuntime({ config, logger });
-  if (runtime.url) {
+  if (runtime.roles.has('api')) {
     const firstTag = (await runtime.store.listBiz())[0]?.bizTag ?? 'demo';
     logger.info({ url: runtime.url, embedded: !config.DATABASE_URL }, `idmint is serving at ${runtime.url}`);
     logger.info(`try: curl '${runtime.url}/v1/ids/${firstTag}?count=5'`);
   } else {
-    logger.info({ roles: [...rolesFrom(config)] }, 'idmint is running without the HTTP API');
+    logger.info({ roles: [...runtime.roles], url: runtime.url }, `idmint is running without the ID API; health and metrics at ${runtime.url}`);
   }
   stopOnSignals(logger, () => runtime.close());
 }

@@ -32,6 +32,8 @@ export interface HttpServerOptions {
   onTagChange?: (bizTag: string) => void;
   /** Extra registrations (the refill dashboard at /ui), given the admin guard. */
   extensions?: Array<(app: FastifyInstance, authorize: ReturnType<typeof makeAdminGuard>) => Promise<void>>;
+  /** Only /healthz, /readyz and /metrics: a process without the API role still holds its port (its ZooKeeper identity). */
+  opsOnly?: boolean;
   /** Largest request body. Default 64 KiB: admin bodies are small. */
   bodyLimit?: number;
   logger?: Logger;
@@ -62,6 +64,14 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
   });
   const authorize = makeAdminGuard(options.adminToken);
 
+  app.get('/healthz', async () => ({ status: 'ok' }));
+  app.get('/readyz', async (_request, reply) => {
+    const report = options.readiness ? await options.readiness() : { status: 'ready' as const, checks: {} };
+    return reply.status(report.status === 'not_ready' ? 503 : 200).send(report);
+  });
+  app.get('/metrics', async (_request, reply) => reply.type(options.registry.contentType).send(await options.registry.metrics()));
+  if (options.opsOnly) return app;
+
   await app.register(idRoutes, {
     dispenser: options.dispenser,
     decode: options.decode,
@@ -77,12 +87,6 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
     },
   });
 
-  app.get('/healthz', async () => ({ status: 'ok' }));
-  app.get('/readyz', async (_request, reply) => {
-    const report = options.readiness ? await options.readiness() : { status: 'ready' as const, checks: {} };
-    return reply.status(report.status === 'not_ready' ? 503 : 200).send(report);
-  });
-  app.get('/metrics', async (_request, reply) => reply.type(options.registry.contentType).send(await options.registry.metrics()));
   app.get('/v1/stats', async () => (options.stats ? await options.stats() : {}));
 
   for (const extend of options.extensions ?? []) await extend(app, authorize);

@@ -1,6 +1,3 @@
-import { createServer } from 'node:http';
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { z } from 'zod';
 import { Registry } from 'prom-client';
 import { parseEnv, type Config } from '../config.js';
@@ -27,8 +24,6 @@ export const responderEnvSchema = z.object({
   IDMINT_KAFKA_RESPONDER_GROUP: name.default(RESPONDER_GROUP),
   /** Responder group session timeout, ms: how soon a crashed responder's partitions move. Default 30000 (broker minimum 6000). */
   IDMINT_KAFKA_SESSION_TIMEOUT_MS: z.coerce.number().int().min(1000).max(3_600_000).default(30_000),
-  /** Serve Prometheus metrics at http://IDMINT_HOST:<port>/metrics (and /healthz). Default: not served. */
-  IDMINT_METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
 });
 export type ResponderEnv = Readonly<z.infer<typeof responderEnvSchema>>;
 
@@ -47,8 +42,6 @@ export interface ResponderRoleOptions {
 export interface ResponderRole {
   readonly responder: Responder;
   readonly registry: Registry;
-  /** Where metrics are served when IDMINT_METRICS_PORT is set. */
-  readonly metricsUrl: string | undefined;
   close(): Promise<void>;
 }
 
@@ -76,41 +69,10 @@ export async function startResponderRole(options: ResponderRoleOptions): Promise
     });
     closers.push(() => responder.close());
     await responder.start();
-    let metricsUrl: string | undefined;
-    if (env.IDMINT_METRICS_PORT !== undefined) {
-      const server = await serveMetrics(registry, config.IDMINT_HOST, env.IDMINT_METRICS_PORT);
-      closers.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
-      const address = server.address() as AddressInfo;
-      metricsUrl = `http://${config.IDMINT_HOST}:${address.port}/metrics`;
-      logger.info({ metricsUrl }, 'responder metrics served');
-    }
     let closing: Promise<void> | undefined;
-    return { responder, registry, metricsUrl, close: () => (closing ??= closeAll()) };
+    return { responder, registry, close: () => (closing ??= closeAll()) };
   } catch (err) {
     await closeAll();
     throw err;
   }
-}
-
-/** A standalone responder has no HTTP API; this is just enough for Prometheus and a liveness probe. */
-async function serveMetrics(registry: Registry, host: string, port: number): Promise<Server> {
-  const server = createServer((req, res) => {
-    if (req.url === '/healthz') {
-      res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"ok"}');
-      return;
-    }
-    if (req.url !== '/metrics') {
-      res.writeHead(404).end();
-      return;
-    }
-    registry.metrics().then(
-      (text) => res.writeHead(200, { 'content-type': registry.contentType }).end(text),
-      () => res.writeHead(500).end(),
-    );
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => resolve());
-  });
-  return server;
 }

@@ -85,6 +85,29 @@ describe('several API processes on one Postgres', () => {
     expect(outside.length, `ledger ranges: ${JSON.stringify(ranges.slice(0, 5))} of ${ranges.length}; outside e.g. ${outside.slice(0, 3).join(",")}`).toBe(0);
   });
 
+  it('gives each process its own Snowflake worker id, so Snowflake IDs never collide across them', async () => {
+    const [a] = servers as [SpawnedServer];
+    expect((await fetch(`${a.url}/v1/biz`, { method: 'POST', headers: admin, body: JSON.stringify({ bizTag: 'trace', mode: 'snowflake' }) })).status).toBe(201);
+    const ids: string[] = [];
+    const workers = new Set<string>();
+    await Promise.all(
+      servers.flatMap((server) =>
+        Array.from({ length: 4 }, async () => {
+          for (let i = 0; i < 50; i++) {
+            const body = (await (await fetch(`${server.url}/v1/ids/trace?count=500`)).json()) as { ids: string[] };
+            ids.push(...body.ids);
+          }
+          const ready = (await (await fetch(`${server.url}/readyz`)).json()) as { checks: { snowflake: { message: string } } };
+          workers.add(ready.checks.snowflake.message);
+        }),
+      ),
+    );
+    expect(new Set(ids).size).toBe(ids.length);
+    // Three processes, three worker ids, all assigned by the shared Postgres (no ZooKeeper here).
+    expect(workers.size).toBe(3);
+    for (const worker of workers) expect(worker).toMatch(/from postgres/);
+  });
+
   it('stops serving a deleted tag on every process within a second', async () => {
     const [a, b] = servers as [SpawnedServer, SpawnedServer];
     expect((await fetch(`${a.url}/v1/biz/coupon`, { method: 'DELETE', headers: admin })).status).toBe(204);

@@ -1,5 +1,8 @@
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Kafka } from 'kafkajs';
@@ -8,6 +11,7 @@ import type { IdmintKafkaClient } from '../../src/rpc/client.js';
 import { isIdmintError } from '../../src/core/errors.js';
 import { createTestStore, createTopic, deleteTopics, distinct, env, testKafka, unique } from '../integration/kafka/helpers.js';
 import type { TestStore } from '../integration/kafka/helpers.js';
+import { freePort } from '../helpers/spawn-server.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -19,13 +23,18 @@ describe('responder process killed with SIGKILL mid-stream', () => {
   const groupId = unique('idmint.responders.crash');
   const children: ChildProcess[] = [];
 
-  let secondOutput = '';
+  // The same data dir and port across the crash and restart, as a supervisor would restart it.
+  const dataDir = mkdtempSync(join(tmpdir(), 'idmint-responder-'));
+  let port = 0;
 
-  function startResponder(extra: Record<string, string> = {}): Promise<ChildProcess> {
+  async function startResponder(extra: Record<string, string> = {}): Promise<ChildProcess> {
+    port ||= await freePort();
     const child = spawn(process.execPath, ['--import', 'tsx', 'workers/responder.ts'], {
       cwd: root,
       env: {
         ...process.env,
+        IDMINT_DATA_DIR: dataDir,
+        IDMINT_PORT: String(port),
         KAFKA_BROKERS: env('KAFKA_BROKERS'),
         DATABASE_URL: env('DATABASE_URL'),
         IDMINT_PG_SCHEMA: ts.schema,
@@ -42,7 +51,6 @@ describe('responder process killed with SIGKILL mid-stream', () => {
     return new Promise((resolve, reject) => {
       child.stdout!.on('data', (chunk: Buffer) => {
         output += chunk.toString();
-        secondOutput = output;
         if (output.includes('"msg":"responder ready"')) resolve(child);
       });
       child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -94,7 +102,7 @@ describe('responder process killed with SIGKILL mid-stream', () => {
     while (answered < 150) await new Promise((r) => setTimeout(r, 20));
     first.kill('SIGKILL');
     await new Promise((r) => first.once('exit', r));
-    const second = await startResponder({ IDMINT_METRICS_PORT: '0' });
+    const second = await startResponder();
     await load;
 
     // Late or redelivered replies found no caller and were dropped; reported for the curious.
@@ -105,10 +113,8 @@ describe('responder process killed with SIGKILL mid-stream', () => {
     expect(all).toHaveLength(5 * 4 * 40 * 7);
     expect(distinct(all).size).toBe(all.length);
 
-    // The standalone responder serves its metrics when asked to.
-    const metricsUrl = /"metricsUrl":"([^"]+)"/.exec(secondOutput)?.[1];
-    expect(metricsUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/metrics$/);
-    const metrics = await (await fetch(metricsUrl!)).text();
+    // A responder alone still holds its port, for health, readiness and metrics.
+    const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
     expect(metrics).toMatch(/idmint_kafka_requests_total\{outcome="ok"\} [1-9]/);
     expect(metrics).toMatch(/idmint_kafka_reply_seconds_count\{outcome="ok"\} [1-9]/);
 

@@ -6,6 +6,7 @@ import { ClockBackwardsError, IdmintError } from '../../../src/core/errors.js';
 import { createLayout, LEAF_LAYOUT, MIN_TIME_BASED_ID, UID_LAYOUT } from '../../../src/core/layout.js';
 import type { BizTag, WorkerIdLease, WorkerIdProvider } from '../../../src/core/types.js';
 import { createSnowflakeSource, createSnowflakeSourceFromConfig } from '../../../src/snowflake-source.js';
+import { networkInterfaces } from 'node:os';
 import { FileWorkerIdProvider, readLocalMark, StaticWorkerIdProvider, workerIdProviderFromConfig } from '../../../src/worker-id/index.js';
 
 const tag = { bizTag: 'order', mode: 'snowflake' } as BizTag;
@@ -87,13 +88,19 @@ describe('SnowflakeSource', () => {
 });
 
 describe('workerIdProviderFromConfig', () => {
-  const base = { IDMINT_DATA_DIR: '/tmp/x', IDMINT_HOST: '127.0.0.1', IDMINT_PORT: 8080, ZK_CONNECT: undefined, IDMINT_WORKER_ID: undefined, IDMINT_ADVERTISE: undefined };
+  const base = { IDMINT_DATA_DIR: '/tmp/x', IDMINT_HOST: '127.0.0.1', IDMINT_PORT: 8080, ZK_CONNECT: undefined, IDMINT_WORKER_ID: undefined, IDMINT_ADVERTISE: undefined, DATABASE_URL: undefined };
+  const externalIpv4 = Object.values(networkInterfaces())
+    .flat()
+    .find((a) => a?.family === 'IPv4' && !a.internal)?.address ?? '127.0.0.1';
 
-  it('static wins, then ZooKeeper, then the file', () => {
+  it('static wins, then ZooKeeper, then a shared Postgres, then the file', () => {
     expect(workerIdProviderFromConfig({ ...base, IDMINT_WORKER_ID: 3, ZK_CONNECT: 'zk:2181' }).constructor.name).toBe('StaticWorkerIdProvider');
     const zk = workerIdProviderFromConfig({ ...base, ZK_CONNECT: 'zk:2181' });
     expect(zk.constructor.name).toBe('ZooKeeperWorkerIdProvider');
-    expect((zk as unknown as { options: { address: string } }).options.address).toBe('127.0.0.1:8080');
+    // Loopback names every machine alike; the advertised address uses the machine's own IP.
+    expect((zk as unknown as { options: { address: string } }).options.address).toBe(`${externalIpv4}:8080`);
+    const db = { query: async () => ({ rows: [] }) };
+    expect(workerIdProviderFromConfig({ ...base, DATABASE_URL: 'postgres://db/x' }, { db }).constructor.name).toBe('PostgresWorkerIdProvider');
     const advertised = workerIdProviderFromConfig({ ...base, ZK_CONNECT: 'zk:2181', IDMINT_ADVERTISE: '10.0.0.9:9000' });
     expect((advertised as unknown as { options: { address: string } }).options.address).toBe('10.0.0.9:9000');
     expect(workerIdProviderFromConfig(base).constructor.name).toBe('FileWorkerIdProvider');
