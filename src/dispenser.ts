@@ -122,9 +122,16 @@ export class Dispenser implements IdDispenser {
       pending = this.options.store.getBiz(bizTag).finally(() => this.loading.delete(bizTag));
       this.loading.set(bizTag, pending);
     }
-    const tag = await pending;
-    this.tags.set(bizTag, { tag, loadedAt: Date.now() });
-    return tag;
+    try {
+      const tag = await pending;
+      this.tags.set(bizTag, { tag, loadedAt: Date.now() });
+      return tag;
+    } catch (err) {
+      // Postgres down: keep serving known tags from their last settings (pools may still be full).
+      if (!cached?.tag) throw err;
+      this.logger.warn({ bizTag, err: (err as Error).message }, 'tag reload failed; using the last known settings');
+      return cached.tag;
+    }
   }
 
   /** Drops cached settings so the next request reloads them (after an admin change in this process). */
@@ -134,7 +141,9 @@ export class Dispenser implements IdDispenser {
 
   /** The pool kind that serves a segment tag here. */
   poolKindFor(tag: BizTag): Exclude<PoolKind, 'auto'> {
-    const kind = tag.pool === 'auto' || tag.pool === 'kafka' ? (this.options.defaultPool ?? 'memory') : tag.pool;
+    // A Kafka-pool tag's topic feeds SDK consumers; this process serves it from memory buffers.
+    if (tag.pool === 'kafka') return this.options.pools.memory ? 'memory' : (this.options.defaultPool ?? 'memory');
+    const kind = tag.pool === 'auto' ? (this.options.defaultPool ?? 'memory') : tag.pool;
     return this.options.pools[kind] ? kind : (this.options.defaultPool ?? 'memory');
   }
 
@@ -170,6 +179,8 @@ export class Dispenser implements IdDispenser {
     let poolError: IdmintError | undefined;
     try {
       ids = await pool.take(tag, count, context);
+      // A lowered max_limit leaves IDs above it in buffers and pools: drop them (gaps), never hand them out.
+      if (tag.maxLimit !== null) ids = ids.filter((id) => Number(id) <= (tag.maxLimit as number));
     } catch (raw) {
       poolError = asIdmintError(raw);
       // A hard limit or an unknown tag is final; only a pool that cannot serve right now falls back.

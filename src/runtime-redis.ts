@@ -45,8 +45,15 @@ export async function startRedisPools(options: RedisPoolsOptions): Promise<Redis
   const url = config.REDIS_URL as string;
   const env = loadRefillEnv();
   const log = logger.child({ component: 'redis-pools' });
-  // One retry per command, so a take during an outage fails fast and falls back.
-  const redis = new Redis(url, { maxRetriesPerRequest: 1, connectTimeout: 2000, retryStrategy: (times) => Math.min(times * 200, 2000) });
+  // A take in flight when Redis dies fails within commandTimeout and falls back; it is never
+  // resent on reconnect (it may have run: its IDs become a gap, never a repeat).
+  const redis = new Redis(url, {
+    maxRetriesPerRequest: 1,
+    autoResendUnfulfilledCommands: false,
+    commandTimeout: 1000,
+    connectTimeout: 2000,
+    retryStrategy: (times) => Math.min(times * 200, 2000),
+  });
   redis.on('error', (err: Error) => log.debug({ err: err.message }, 'redis connection error'));
   let wasReady = false;
   redis.on('ready', () => {

@@ -10,7 +10,7 @@ import { encodePoolBlock } from '../rpc/messages.js';
 import { poolMetrics } from '../rpc/metrics.js';
 import type { PoolMetrics } from '../rpc/metrics.js';
 import { TopicProducer, isUnknownTopic } from '../rpc/producer.js';
-import { ensureTopics, poolGroup, poolTopic } from '../rpc/topics.js';
+import { ensureTopics, POOL_TOPIC_CONFIGS, poolGroup, poolTopic } from '../rpc/topics.js';
 
 /**
  * Kafka pool topics: a refill publishes a fresh segment as blocks `{start,end}` to
@@ -55,7 +55,8 @@ export class KafkaPoolSink implements PoolSink {
     this.metrics = poolMetrics(options.registry ?? new Registry());
     this.kafka = options.kafka;
     this.admin = options.kafka.admin();
-    this.producer = new TopicProducer(options.kafka, this.logger);
+    // Idempotent: a send retried after a lost ack must not append a block twice (two consumers would share its IDs).
+    this.producer = new TopicProducer(options.kafka, this.logger, { idempotent: true, maxInFlightRequests: 1 });
   }
 
   /** Publishes the segment as blocks. One send: a failed push publishes nothing usable twice, since a retry takes a new segment. */
@@ -114,7 +115,11 @@ export class KafkaPoolSink implements PoolSink {
   }
 
   private connect(): Promise<void> {
-    this.connecting ??= this.admin.connect();
+    // A failed connect is forgotten, so the next refill tries again instead of failing forever.
+    this.connecting ??= this.admin.connect().catch((err: unknown) => {
+      this.connecting = undefined;
+      throw err;
+    });
     return this.connecting;
   }
 
@@ -140,7 +145,7 @@ export class KafkaPoolSink implements PoolSink {
   private async ensureTopic(topic: string): Promise<void> {
     if (this.ready.has(topic)) return;
     await this.connect();
-    const created = await ensureTopics(this.admin, [{ topic, numPartitions: this.settings.partitions }]);
+    const created = await ensureTopics(this.admin, [{ topic, numPartitions: this.settings.partitions, configs: { ...POOL_TOPIC_CONFIGS } }]);
     if (created.length > 0) this.logger.info({ topic, partitions: this.settings.partitions }, 'pool topic created');
     this.ready.add(topic);
   }

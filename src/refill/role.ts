@@ -34,7 +34,9 @@ export interface RefillRole {
 export async function startRefillRole(options: RefillRoleOptions): Promise<RefillRole> {
   const { config, refillEnv: env, store, logger, registry } = options;
   if (!config.REDIS_URL) throw new IdmintError('BAD_REQUEST', 'the refill role needs REDIS_URL');
-  const redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: null });
+  // Never resend a push whose reply was lost: it may have run, and a second run would pool the same
+  // IDs twice. The job fails instead, and its retry takes a new segment (invariant 3).
+  const redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: null, autoResendUnfulfilledCommands: false });
   const keyPrefix = env.IDMINT_POOL_KEY_PREFIX;
   const meta = new RedisPoolMeta({ redis, keyPrefix });
   const sinks: Partial<Record<SinkKind, PoolSink>> = {

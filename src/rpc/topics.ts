@@ -21,6 +21,12 @@ function checkTag(bizTag: string): void {
  * `idmint.ids.<tag>` for shard 0, `idmint.ids.<tag>.S<n>` for others: tags are lower-case,
  * so the upper-case `S` can never collide with another tag's topic.
  */
+/**
+ * Pool-topic configs: blocks older than a day are deleted, well before Kafka forgets an idle
+ * group's offsets (7 days), so a group that returns can never replay blocks it already handed out.
+ */
+export const POOL_TOPIC_CONFIGS: Readonly<Record<string, string>> = Object.freeze({ 'retention.ms': String(86_400_000), 'segment.ms': String(3_600_000) });
+
 export function poolTopic(bizTag: string, shard = 0): string {
   checkTag(bizTag);
   return shard === 0 ? `${POOL_TOPIC_PREFIX}${bizTag}` : `${POOL_TOPIC_PREFIX}${bizTag}.S${shard}`;
@@ -85,6 +91,6 @@ export interface InitTopicsOptions {
 /** What `idmint kafka init` does: the request topic plus any pool topics named. */
 export async function initTopics(admin: Admin, options: InitTopicsOptions): Promise<string[]> {
   const specs: TopicSpec[] = [{ topic: REQUEST_TOPIC, numPartitions: options.requestPartitions }];
-  for (const tag of options.poolTags ?? []) specs.push({ topic: poolTopic(tag), numPartitions: options.poolPartitions ?? 2 });
+  for (const tag of options.poolTags ?? []) specs.push({ topic: poolTopic(tag), numPartitions: options.poolPartitions ?? 2, configs: { ...POOL_TOPIC_CONFIGS } });
   return ensureTopics(admin, specs);
 }

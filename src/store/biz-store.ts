@@ -13,7 +13,7 @@ import {
 } from '../core/types.js';
 import { silentLogger, type Logger } from '../log.js';
 import type { Database, SqlClient } from './db.js';
-import { validateBizInput, validateBizPatch, validateBizTag, validateShard, validateStep } from './validate.js';
+import { assertCoherent, validateBizInput, validateBizPatch, validateBizTag, validateShard, validateStep } from './validate.js';
 
 export interface PostgresBizStoreOptions {
   /** Recorded as `allocated_by` in the ledger when `allocate` is not given `by`. Default `<hostname>:<pid>`. */
@@ -90,12 +90,18 @@ export class PostgresBizStore implements BizStore {
            mode = EXCLUDED.mode, step = EXCLUDED.step, current_step = EXCLUDED.current_step, max_limit = EXCLUDED.max_limit,
            shards = EXCLUDED.shards, fallback = EXCLUDED.fallback, pool = EXCLUDED.pool, description = EXCLUDED.description,
            created_at = now(), updated_at = now(), deleted_at = NULL
-         WHERE b.deleted_at IS NOT NULL
+         WHERE b.deleted_at IS NOT NULL AND b.mode = EXCLUDED.mode
          RETURNING ${BIZ_COLUMNS}`,
         [v.bizTag, v.mode, v.step, v.maxLimit, v.shards, v.fallback, v.pool, v.description],
       );
       const row = rows[0];
-      if (!row) throw new IdmintError('BIZ_TAG_EXISTS', `biz tag "${v.bizTag}" already exists`, { details: { bizTag: v.bizTag } });
+      if (!row) {
+        const { rows: old } = await tx.query<{ mode: BizMode; deleted: boolean }>('SELECT mode, deleted_at IS NOT NULL AS deleted FROM idmint_biz WHERE biz_tag = $1', [v.bizTag]);
+        if (old[0]?.deleted) {
+          throw new BadRequestError(`biz tag "${v.bizTag}" was deleted as a ${old[0].mode} tag; re-create it with mode "${old[0].mode}" (its counters carry on) or choose a new name`, 'mode');
+        }
+        throw new IdmintError('BIZ_TAG_EXISTS', `biz tag "${v.bizTag}" already exists`, { details: { bizTag: v.bizTag } });
+      }
       await ensureSegments(tx, v.bizTag, v.shards);
       return toBizTag(row);
     });
@@ -123,7 +129,6 @@ export class PostgresBizStore implements BizStore {
       params.push(value);
       sets.push(`${column} = $${params.length}`);
     };
-    if (p.mode !== undefined) set('mode', p.mode);
     if (p.step !== undefined) {
       set('step', p.step);
       sets.push(`current_step = $${params.length}`);
@@ -140,6 +145,8 @@ export class PostgresBizStore implements BizStore {
       );
       const row = rows[0];
       if (!row) throw new UnknownBizTagError(bizTag);
+      // Checked on the updated row, inside the transaction: an incoherent change rolls back.
+      assertCoherent({ mode: row.mode, shards: row.shards, maxLimit: row.max_limit === null ? null : Number(row.max_limit), fallback: row.fallback });
       await ensureSegments(tx, bizTag, row.shards);
       return toBizTag(row);
     });

@@ -51,18 +51,41 @@ export function validateShard(shard: unknown, field = 'shard'): number {
 export function validateBizInput(input: BizTagInput): ValidBizInput {
   if (typeof input !== 'object' || input === null) throw new BadRequestError('the tag must be an object', 'body');
   const bizTag = validateBizTag(input.bizTag);
-  return { bizTag, ...BIZ_DEFAULTS, ...validateBizPatch(input, ['bizTag']) };
+  const given = validateBizPatch(input, ['bizTag'], { allowMode: true });
+  // A hard limit rules out the Snowflake fallback (its IDs are ≥ 2^53): default to segment instead.
+  const fallback = given.fallback ?? (given.maxLimit != null ? 'segment' : BIZ_DEFAULTS.fallback);
+  const tag: ValidBizInput = { bizTag, ...BIZ_DEFAULTS, ...given, fallback };
+  assertCoherent(tag);
+  return tag;
+}
+
+/**
+ * Rules across fields, checked on create and after every update (invariants 1 and 5):
+ * only sharded tags have shards (a segment tag's shards would count from 1 each and repeat),
+ * and a tag with a hard limit cannot fall back to Snowflake IDs, which lie above any limit.
+ */
+export function assertCoherent(tag: Pick<ValidBizInput, 'mode' | 'shards' | 'maxLimit' | 'fallback'>): void {
+  if (tag.shards > 1 && tag.mode !== 'sharded') {
+    throw new BadRequestError(`shards must be 1 for a ${tag.mode} tag; only sharded tags have shards`, 'shards');
+  }
+  if (tag.maxLimit !== null && tag.fallback === 'snowflake') {
+    throw new BadRequestError('fallback "snowflake" issues IDs of 2^53 and up, above maxLimit; use fallback "segment" or "error"', 'fallback');
+  }
 }
 
 /** The fields a patch sets (undefined ones are left out); `maxLimit: null` means "no limit". */
-export function validateBizPatch(patch: BizTagPatch, allowExtra: readonly string[] = []): BizTagPatch {
+export function validateBizPatch(patch: BizTagPatch, allowExtra: readonly string[] = [], options: { allowMode?: boolean } = {}): BizTagPatch {
   if (typeof patch !== 'object' || patch === null) throw new BadRequestError('the patch must be an object', 'body');
   const known = new Set(['mode', 'step', 'maxLimit', 'shards', 'fallback', 'pool', 'description', ...allowExtra]);
   for (const key of Object.keys(patch)) {
     if (!known.has(key)) throw new BadRequestError(`unknown field "${key}"`, key);
   }
   const out: BizTagPatch = {};
-  if (patch.mode !== undefined) out.mode = oneOf(patch.mode, 'mode', BIZ_MODES);
+  if (patch.mode !== undefined) {
+    // Modes number their IDs differently (sharded shifts, uid and Snowflake overlap): a change could repeat IDs.
+    if (!options.allowMode) throw new BadRequestError('mode cannot change once a tag exists (its IDs could repeat); create a new tag instead', 'mode');
+    out.mode = oneOf(patch.mode, 'mode', BIZ_MODES);
+  }
   if (patch.step !== undefined) out.step = validateStep(patch.step);
   if (patch.maxLimit !== undefined) out.maxLimit = patch.maxLimit === null ? null : intInRange(patch.maxLimit, 'maxLimit', 1, MAX_SEGMENT_ID);
   if (patch.shards !== undefined) out.shards = intInRange(patch.shards, 'shards', 1, MAX_SHARDS);

@@ -2,6 +2,7 @@ import { hostname, networkInterfaces } from 'node:os';
 import type { Config } from '../config.js';
 import { systemClock, type Clock, type WorkerIdProvider } from '../core/types.js';
 import { silentLogger, type Logger } from '../log.js';
+import { IdmintError } from '../core/errors.js';
 import type { SqlClient } from '../store/db.js';
 import { FileWorkerIdProvider } from './file-provider.js';
 import { PostgresWorkerIdProvider } from './postgres-provider.js';
@@ -24,6 +25,10 @@ export function workerIdProviderFromConfig(config: WorkerIdConfig, options: { lo
   const dataDir = config.IDMINT_DATA_DIR;
   if (config.IDMINT_WORKER_ID !== undefined) return new StaticWorkerIdProvider(config.IDMINT_WORKER_ID, { dataDir, logger, clock });
   if (config.ZK_CONNECT !== undefined) {
+    // ip:port is the process's identity in ZooKeeper: a random port would register anew each start.
+    if (!config.IDMINT_ADVERTISE && config.IDMINT_PORT === 0) {
+      throw new IdmintError('BAD_REQUEST', 'IDMINT_PORT=0 gives no stable ZooKeeper identity: set IDMINT_PORT, or IDMINT_ADVERTISE=ip:port');
+    }
     return new ZooKeeperWorkerIdProvider({ connect: config.ZK_CONNECT, address: advertisedAddress(config), dataDir, logger, clock });
   }
   if (config.DATABASE_URL !== undefined && options.db) {

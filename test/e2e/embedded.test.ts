@@ -116,7 +116,7 @@ describe('embedded server (idmint serve with PGlite)', () => {
 
   it('serves snowflake, uid and sharded tags with unique IDs in their own spaces', async () => {
     for (const [bizTag, mode] of [['trace', 'snowflake'], ['session', 'uid'], ['shop-order', 'sharded']] as const) {
-      const created = await fetch(`${server.url}/v1/biz`, { method: 'POST', headers: admin, body: JSON.stringify({ bizTag, mode, shards: 4 }) });
+      const created = await fetch(`${server.url}/v1/biz`, { method: 'POST', headers: admin, body: JSON.stringify({ bizTag, mode, ...(mode === 'sharded' ? { shards: 4 } : {}) }) });
       expect(created.status).toBe(201);
     }
     const pull = async (bizTag: string): Promise<string[]> => {

@@ -1,11 +1,14 @@
 -- Shared prologue (prepended to every pool script by redis-scripts.ts, not loaded alone).
--- The fence: a pool's meta hash records the run_id of the Redis process that wrote it. A Redis
--- restored from an older snapshot, or a promoted replica, has another run_id and may hold IDs
--- already handed out, so its pool is dropped before anything is served or added (invariant 1).
+-- The fence: a pool's meta hash records the run_id and replication id of the Redis that wrote
+-- it. A Redis restored from an older snapshot has another run_id; a promoted replica (or an old
+-- master promoted again) has another master_replid. Either may hold IDs already handed out, so
+-- the pool is dropped before anything is served or added (invariant 1).
 -- Requires: META (the meta key) and DATA (the keys holding IDs) to be set by the caller.
 -- Sets: FENCED = true when stale data was dropped.
 local function current_run_id()
-  return string.match(redis.call('INFO', 'server'), 'run_id:(%x+)')
+  local run_id = string.match(redis.call('INFO', 'server'), 'run_id:(%x+)')
+  local replid = string.match(redis.call('INFO', 'replication'), 'master_replid:(%x+)') or ''
+  return run_id .. ':' .. replid
 end
 
 local function fence(meta, data)

@@ -25,6 +25,17 @@ async function codeOf(p: Promise<unknown>): Promise<string> {
   throw new Error('expected a rejection');
 }
 
+/** The field a BAD_REQUEST names. */
+async function fieldOf(p: Promise<unknown>): Promise<unknown> {
+  try {
+    await p;
+  } catch (err) {
+    expect(err).toMatchObject({ code: 'BAD_REQUEST' });
+    return (err as IdmintError).details.field;
+  }
+  throw new Error('expected a rejection');
+}
+
 /** Sorted ranges must tile [1, end] with no overlap and no gap. */
 function expectContiguous(segments: readonly Segment[], from = 1): number {
   const sorted = [...segments].sort((a, b) => a.start - b.start);
@@ -154,6 +165,22 @@ export function bizStoreContract(backend: string, harness: StoreHarness): void {
         expect(await store.getBiz(uniqueTag('never'))).toBeNull();
       });
 
+      it('keeps a re-created tag in its old mode, so its counters never restart in another numbering', async () => {
+        const tag = uniqueTag('remode');
+        await store.createBiz({ bizTag: tag, mode: 'sharded', shards: 2 });
+        await store.deleteBiz(tag);
+        expect(await fieldOf(store.createBiz({ bizTag: tag, mode: 'segment' }))).toBe('mode');
+        await expect(store.createBiz({ bizTag: tag, mode: 'sharded', shards: 2 })).resolves.toMatchObject({ mode: 'sharded' });
+      });
+
+      it('rolls back an update that makes a tag incoherent', async () => {
+        const tag = uniqueTag('coherent');
+        await store.createBiz({ bizTag: tag, fallback: 'snowflake' });
+        expect(await fieldOf(store.updateBiz(tag, { maxLimit: 100 }))).toBe('fallback');
+        expect(await store.getBiz(tag)).toMatchObject({ maxLimit: null, fallback: 'snowflake' });
+        await expect(store.updateBiz(tag, { maxLimit: 100, fallback: 'error' })).resolves.toMatchObject({ maxLimit: 100, fallback: 'error' });
+      });
+
       it('rejects bad input with BAD_REQUEST naming the field', async () => {
         const tag = uniqueTag('bad');
         await store.createBiz({ bizTag: tag });
@@ -175,6 +202,10 @@ export function bizStoreContract(backend: string, harness: StoreHarness): void {
           [store.createBiz({ bizTag: uniqueTag('s'), pool: 'disk' as never }), 'pool'],
           [store.createBiz({ bizTag: uniqueTag('s'), description: 5 as never }), 'description'],
           [store.createBiz({ bizTag: uniqueTag('s'), colour: 'red' } as never), 'colour'],
+          [store.createBiz({ bizTag: uniqueTag('s'), shards: 2 }), 'shards'],
+          [store.createBiz({ bizTag: uniqueTag('s'), maxLimit: 10, fallback: 'snowflake' }), 'fallback'],
+          [store.updateBiz(tag, { mode: 'sharded' }), 'mode'],
+          [store.updateBiz(tag, { shards: 2 }), 'shards'],
           [store.updateBiz(tag, { step: -1 }), 'step'],
           [store.updateBiz(tag, { bizTag: 'other' } as never), 'bizTag'],
           [store.updateBiz('UPPER', { step: 1 }), 'bizTag'],

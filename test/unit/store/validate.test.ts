@@ -12,11 +12,19 @@ describe('validateBizInput', () => {
   });
 
   it('keeps every valid field', () => {
-    const input = { bizTag: 'a.b_c-9', mode: 'uid', step: 1, maxLimit: MAX_SEGMENT_ID, shards: MAX_SHARDS, fallback: 'error', pool: 'kafka', description: 'x' } as const;
+    const input = { bizTag: 'a.b_c-9', mode: 'sharded', step: 1, maxLimit: MAX_SEGMENT_ID, shards: MAX_SHARDS, fallback: 'error', pool: 'kafka', description: 'x' } as const;
     expect(validateBizInput(input)).toEqual(input);
   });
 
+  it('defaults the fallback of a limited tag to segment: Snowflake IDs lie above any limit', () => {
+    expect(validateBizInput({ bizTag: 'order', maxLimit: 4294967295 })).toMatchObject({ fallback: 'segment' });
+    expect(validateBizInput({ bizTag: 'order' })).toMatchObject({ fallback: 'snowflake' });
+  });
+
   it.each([
+    [{ bizTag: 'order', shards: 2 }, 'shards'],
+    [{ bizTag: 'order', mode: 'uid', shards: 4 }, 'shards'],
+    [{ bizTag: 'order', maxLimit: 100, fallback: 'snowflake' }, 'fallback'],
     [{ bizTag: 'order', step: 0 }, 'step'],
     [{ bizTag: 'order', step: Number.POSITIVE_INFINITY }, 'step'],
     [{ bizTag: 'order', step: 10n }, 'step'],
