@@ -4,7 +4,7 @@ import { join, resolve } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { Registry } from 'prom-client';
 import type { Config } from './config.js';
-import { isIdmintError } from './core/errors.js';
+import { IdmintError, isIdmintError } from './core/errors.js';
 import { SHARDED_LAYOUT } from './core/sharded.js';
 import type { BizStore } from './core/types.js';
 import { UID_LAYOUT } from './core/layout.js';
@@ -72,8 +72,9 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
   };
 
   try {
-    // Refuse an open admin API before opening anything.
+    // Refuse an open admin API, or a role without its server, before opening anything.
     assertAdminExposureSafe(config.IDMINT_HOST, config.IDMINT_ADMIN_TOKEN);
+    const roles = rolesFrom(config);
     const dataDir = resolve(config.IDMINT_DATA_DIR);
     mkdirSync(dataDir, { recursive: true });
     // One process per data dir, whatever the database: the worker-id file and clock mark live here.
@@ -90,7 +91,6 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     const memory = new MemoryPool({ allocator: store, logger });
     closers.push({ name: 'memory pool', close: () => memory.close() });
     const pools: PoolSources = { memory };
-    const roles = rolesFrom(config);
     // Kafka pool topics are filled by the same refills as Redis pools.
     const kafkaSink = kafkaPoolSinkFromConfig(config, { logger, registry });
     if (kafkaSink) closers.push({ name: 'kafka pool sink', close: () => kafkaSink.close() });
@@ -131,19 +131,35 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
         log.info('responder ready');
         closers.push({ name: 'responder', close: () => responder?.close() ?? Promise.resolve() });
       } else {
-        // Beside the API, in the background: joining a consumer group takes seconds, and HTTP must not wait.
-        const background = starting.then(
-          (role) => {
-            responder = role;
-            log.info('responder ready');
-            return role;
+        // Beside the API, in the background: joining a consumer group takes seconds, and HTTP must
+        // not wait. A failed start (Kafka down, topic missing) is retried until the process stops.
+        let stopped = false;
+        const background = (async (): Promise<ResponderRole | undefined> => {
+          for (let attempt = starting; ; attempt = startResponderRole({ config, logger, dispenser, registry })) {
+            try {
+              responder = await attempt;
+              if (stopped) {
+                await responder.close();
+                return undefined;
+              }
+              log.info('responder ready');
+              return responder;
+            } catch (err) {
+              log.error({ err }, 'Kafka responder failed to start; retrying in 5 s (run `idmint kafka init` if topics are missing)');
+              await new Promise((r) => setTimeout(r, 5000).unref());
+              if (stopped) return undefined;
+            }
+          }
+        })();
+        closers.push({
+          name: 'responder',
+          close: async () => {
+            stopped = true;
+            // Not awaited while it may be sleeping between attempts: close what has started.
+            await responder?.close();
           },
-          (err: unknown) => {
-            log.error({ err }, 'Kafka responder failed to start; run `idmint kafka init` if topics are missing');
-            return undefined;
-          },
-        );
-        closers.push({ name: 'responder', close: async () => void (await (await background)?.close()) });
+        });
+        void background;
       }
     }
 
@@ -178,7 +194,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       logger,
     });
     closers.push({ name: 'http', close: () => app.close() });
-    const url = (await app.listen({ host: config.IDMINT_HOST, port: config.IDMINT_PORT })).replace('[::1]', 'localhost');
+    const url = (await listen(app, config.IDMINT_HOST, config.IDMINT_PORT)).replace('[::1]', 'localhost');
 
     let closing: Promise<void> | undefined;
     return {
@@ -198,9 +214,26 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
 
 export type Role = 'api' | 'refill' | 'responder';
 
-/** IDMINT_ROLES, or every role the configured servers allow. */
+async function listen(app: FastifyInstance, host: string, port: number): Promise<string> {
+  try {
+    return await app.listen({ host, port });
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'EADDRINUSE') throw new IdmintError('NOT_READY', `port ${port} on ${host} is in use; stop the other process or set IDMINT_PORT`, { cause: err });
+    if (code === 'EACCES') throw new IdmintError('NOT_READY', `no permission to listen on ${host}:${port}; pick a port above 1024 with IDMINT_PORT`, { cause: err });
+    if (code === 'EADDRNOTAVAIL') throw new IdmintError('NOT_READY', `${host} is not an address of this machine; fix IDMINT_HOST`, { cause: err });
+    throw err;
+  }
+}
+
+/** IDMINT_ROLES, or every role the configured servers allow. A role whose server is not named is refused. */
 export function rolesFrom(config: Config): ReadonlySet<Role> {
-  if (config.IDMINT_ROLES) return new Set(config.IDMINT_ROLES.split(',') as Role[]);
+  if (config.IDMINT_ROLES) {
+    const roles = new Set(config.IDMINT_ROLES.split(',') as Role[]);
+    if (roles.has('refill') && !config.REDIS_URL) throw new IdmintError('BAD_REQUEST', 'IDMINT_ROLES includes refill, which needs REDIS_URL (refills fill Redis pools)');
+    if (roles.has('responder') && !config.KAFKA_BROKERS) throw new IdmintError('BAD_REQUEST', 'IDMINT_ROLES includes responder, which needs KAFKA_BROKERS');
+    return roles;
+  }
   const roles = new Set<Role>(['api']);
   if (config.REDIS_URL) roles.add('refill');
   if (config.KAFKA_BROKERS) roles.add('responder');

@@ -48,6 +48,9 @@ export function createPgDatabase(options: PgDatabaseOptions): Database {
     connectionString: opts.connectionString,
     max: opts.max,
     connectionTimeoutMillis: opts.connectionTimeoutMillis,
+    // A silently dead connection must fail a query, not hang every caller behind it.
+    keepAlive: true,
+    query_timeout: 15_000,
     types,
     ...(opts.schema === undefined ? {} : { options: `-c search_path=${opts.schema}` }),
   });
