@@ -26,7 +26,12 @@ const hostPortList = z
   .regex(/^[^\s,:]+:\d{1,5}(,[^\s,:]+:\d{1,5})*$/, 'a comma-separated list of host:port')
   .optional();
 
-const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
+const int = (min: number, max: number) =>
+  z.coerce
+    .number({ error: `an integer from ${min} to ${max}` })
+    .int(`an integer from ${min} to ${max}`)
+    .min(min, `an integer from ${min} to ${max}`)
+    .max(max, `an integer from ${min} to ${max}`);
 
 export const envSchema = z.object({
   /** HTTP port. Default 8080 (Leaf's). */
@@ -96,7 +101,7 @@ export function parseEnv<T extends z.ZodType>(schema: T, env: NodeJS.ProcessEnv 
   const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
   const parsed = schema.safeParse(cleaned);
   if (!parsed.success) {
-    const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: expected ${i.message}`);
+    const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message.startsWith('Invalid') ? i.message : `expected ${i.message}`}`);
     throw new IdmintError('BAD_REQUEST', `invalid configuration: ${problems.join('; ')}`);
   }
   return Object.freeze(parsed.data);

@@ -25,7 +25,7 @@ export class DispenserMetrics {
 
   constructor(registry: Registry = new Registry(), options: { defaultMetrics?: boolean } = {}) {
     this.registry = registry;
-    if (options.defaultMetrics) collectDefaultMetrics({ register: registry, prefix: 'idmint_process_' });
+    if (options.defaultMetrics) collectDefaultMetrics({ register: registry, prefix: 'idmint_' });
     this.issued = new Counter({ name: 'idmint_ids_issued_total', help: 'IDs handed out, by tag and source', labelNames: ['biz_tag', 'source'], registers: [registry] });
     this.requests = new Counter({ name: 'idmint_requests_total', help: 'Successful ID requests, by tag and source', labelNames: ['biz_tag', 'source'], registers: [registry] });
     this.errors = new Counter({ name: 'idmint_errors_total', help: 'Failed ID requests, by error code', labelNames: ['code'], registers: [registry] });

@@ -60,15 +60,24 @@ export function registerClientCommands(program: Command): void {
     print(`deleted ${bizTag}`);
   });
 
-  withTarget(program.command('get <bizTag>').description('fetch IDs from a running server'))
-    .option('-n, --count <n>', 'how many', positiveInt('--count'), 1)
+  program
+    .command('get <bizTag>')
+    .description('fetch IDs from a running server')
+    .option('--url <url>', 'server URL (default $IDMINT_URL or http://127.0.0.1:$IDMINT_PORT)')
+    .option('-n, --count <n>', 'how many (the server allows up to IDMINT_MAX_COUNT, 10000 by default)', positiveInt('--count'), 1)
+    .option('--gate-pass <pass>', "the server's gate pass (default $IDMINT_GATE_PASS)")
     .option('--json', 'print the whole JSON answer')
-    .action(async (bizTag: string, o: TargetFlags & { count: number; json?: boolean }) => {
-      const result = await call<{ ids: string[]; source: string }>(targetFrom(o), 'GET', `/v1/ids/${encodeURIComponent(bizTag)}?count=${o.count}`);
+    .action(async (bizTag: string, o: TargetFlags & { count: number; json?: boolean; gatePass?: string }) => {
+      const gatePass = o.gatePass ?? process.env.IDMINT_GATE_PASS;
+      const query = `count=${o.count}${gatePass ? `&gatePass=${encodeURIComponent(gatePass)}` : ''}`;
+      const result = await call<{ ids: string[]; source: string }>(targetFrom({ ...(o.url ? { url: o.url } : {}) }), 'GET', `/v1/ids/${encodeURIComponent(bizTag)}?${query}`);
       print(o.json ? result : result.ids.join('\n'));
     });
 
-  withTarget(program.command('decode <id>').description("decode an ID's fields (time, worker, sequence) on a running server"))
+  program
+    .command('decode <id>')
+    .description("decode an ID's fields (time, worker, sequence) on a running server")
+    .option('--url <url>', 'server URL (default $IDMINT_URL or http://127.0.0.1:$IDMINT_PORT)')
     .option('--biz-tag <bizTag>', "decode by this tag's layout")
     .action(async (id: string, o: TargetFlags & { bizTag?: string }) => {
       const query = o.bizTag ? `?bizTag=${encodeURIComponent(o.bizTag)}` : '';

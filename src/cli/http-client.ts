@@ -35,7 +35,7 @@ export async function call<T>(target: ServerTarget, method: string, path: string
   if (!response.ok) {
     const error = (parsed as { error?: { code?: string; message?: string } }).error;
     const code = (error?.code && error.code in ERROR_CODES ? error.code : 'NOT_READY') as ErrorCode;
-    const hint = code === 'UNAUTHORIZED' ? ' (set IDMINT_ADMIN_TOKEN or pass --token)' : '';
+    const hint = code !== 'UNAUTHORIZED' ? '' : path.startsWith('/v1/biz') ? ' (set IDMINT_ADMIN_TOKEN or pass --token)' : ' (set IDMINT_GATE_PASS or pass --gate-pass)';
     throw new IdmintError(code, `${error?.message ?? text}${hint}`);
   }
   return parsed as T;

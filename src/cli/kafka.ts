@@ -23,6 +23,30 @@ function positiveInt(name: string) {
   };
 }
 
+/** The CLI's Kafka: quiet (a person reads one line, not KafkaJS's retries) and quick to give up. */
+function cliKafka() {
+  return createKafka({
+    brokers: brokersFromEnv(),
+    clientId: 'idmint-cli',
+    logger: createLogger({ level: 'silent' }),
+    config: { retry: { retries: 2, initialRetryTime: 100, maxRetryTime: 500 }, connectionTimeout: 2000 },
+  });
+}
+
+/** A broker that cannot be reached is one line that says what to check. */
+async function reachable<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (err instanceof IdmintError) throw err;
+    const cause = err as { name?: string; message?: string };
+    if ((cause.name ?? '').startsWith('KafkaJS')) {
+      throw new IdmintError('NOT_READY', `cannot reach Kafka at ${process.env.KAFKA_BROKERS}: ${cause.message ?? String(err)}; check KAFKA_BROKERS (\`npm run infra:up\` starts a local one)`, { cause: err });
+    }
+    throw err;
+  }
+}
+
 function brokersFromEnv(): string {
   const config = loadConfig();
   if (!config.KAFKA_BROKERS) throw new IdmintError('BAD_REQUEST', 'KAFKA_BROKERS is not set (host:port[,host:port]); `npm run infra:up` writes it to .infra/env');
@@ -41,15 +65,14 @@ export function registerKafkaCommands(program: Command): void {
     .option('--pool-partitions <n>', 'partitions per pool topic (default 2)', positiveInt('--pool-partitions'))
     .action(async (o: { partitions?: number; poolTags?: string[]; poolPartitions?: number }) => {
       const config = loadConfig();
-      const client = createKafka({ brokers: brokersFromEnv(), clientId: 'idmint-cli', logger: createLogger({ level: 'warn' }) });
-      const admin = client.admin();
-      await admin.connect();
+      const admin = cliKafka().admin();
+      await reachable(() => admin.connect());
       try {
-        const created = await initTopics(admin, {
+        const created = await reachable(() => initTopics(admin, {
           requestPartitions: o.partitions ?? config.IDMINT_KAFKA_PARTITIONS,
           ...(o.poolTags ? { poolTags: o.poolTags } : {}),
           ...(o.poolPartitions ? { poolPartitions: o.poolPartitions } : {}),
-        });
+        }));
         print(created.length === 0 ? 'all topics already exist' : `created ${created.join(', ')}`);
       } finally {
         await admin.disconnect();
@@ -62,9 +85,9 @@ export function registerKafkaCommands(program: Command): void {
     .option('-n, --count <n>', 'how many IDs', positiveInt('--count'), 1)
     .option('--timeout <ms>', 'per-request timeout', positiveInt('--timeout'), 5000)
     .action(async (bizTag: string, o: { count: number; timeout: number }) => {
-      const client = createKafkaClient({ brokers: brokersFromEnv(), clientId: 'idmint-cli', logger: createLogger({ level: 'warn' }) });
+      const client = createKafkaClient({ kafka: cliKafka(), clientId: 'idmint-cli' });
       try {
-        for (const id of await client.getIds(bizTag, o.count, { timeoutMs: o.timeout })) print(id);
+        for (const id of await reachable(() => client.getIds(bizTag, o.count, { timeoutMs: o.timeout }))) print(id);
       } finally {
         await client.close();
       }

@@ -34,7 +34,8 @@ export async function runServer(overrides: Record<string, string> = {}): Promise
   if (runtime.roles.has('api')) {
     const firstTag = (await runtime.store.listBiz())[0]?.bizTag ?? 'demo';
     logger.info({ url: runtime.url, embedded: !config.DATABASE_URL }, `idmint is serving at ${runtime.url}`);
-    logger.info(`try: curl '${runtime.url}/v1/ids/${firstTag}?count=5'`);
+    const pass = config.IDMINT_GATE_PASS ? `&gatePass=${encodeURIComponent(config.IDMINT_GATE_PASS)}` : '';
+    logger.info(`try: curl '${runtime.url}/v1/ids/${firstTag}?count=5${pass}'`);
   } else {
     logger.info({ roles: [...runtime.roles], url: runtime.url }, `idmint is running without the ID API; health and metrics at ${runtime.url}`);
   }

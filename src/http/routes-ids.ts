@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { BadRequestError, IdmintError, UnknownBizTagError } from '../core/errors.js';
 import type { BizTag } from '../core/types.js';
 import type { Dispenser } from '../dispenser.js';
@@ -14,6 +14,8 @@ export interface IdRoutesOptions {
   gatePass?: string;
 }
 
+const SNOWFLAKE_TAG = Object.freeze({ mode: 'snowflake' }) as BizTag;
+
 export async function idRoutes(app: FastifyInstance, options: IdRoutesOptions): Promise<void> {
   const { dispenser, decode, nextSnowflakeId, gatePass } = options;
 
@@ -28,12 +30,18 @@ export async function idRoutes(app: FastifyInstance, options: IdRoutesOptions): 
     },
   };
 
-  app.get<{ Params: { bizTag: string }; Querystring: Record<string, string | undefined> }>('/v1/ids/:bizTag', { schema: idsSchema }, async (request) => {
+  // Every route that hands out IDs checks the gate pass; HEAD is off so a probe never burns IDs.
+  const checkGatePass = async (request: FastifyRequest): Promise<void> => {
+    const given = (request.query as { gatePass?: string }).gatePass;
+    if (gatePass !== undefined && given !== gatePass) {
+      throw new IdmintError('UNAUTHORIZED', given === undefined ? 'gatePass is required on this server: add ?gatePass=...' : 'wrong gatePass');
+    }
+  };
+  const issuing = { exposeHeadRoute: false, preHandler: checkGatePass };
+
+  app.get<{ Params: { bizTag: string }; Querystring: Record<string, string | undefined> }>('/v1/ids/:bizTag', { ...issuing, schema: idsSchema }, async (request) => {
     const bizTag = parseBizTag(request.params.bizTag);
     const count = parseIntParam(request.query.count, 'count', 1, dispenser.maxCount, 1);
-    if (gatePass !== undefined && request.query.gatePass !== gatePass) {
-      throw new IdmintError('UNAUTHORIZED', request.query.gatePass === undefined ? 'gatePass is required on this server' : 'wrong gatePass');
-    }
     return dispenser.get(bizTag, count);
   });
 
@@ -49,12 +57,12 @@ export async function idRoutes(app: FastifyInstance, options: IdRoutesOptions): 
   });
 
   // Leaf-compatible routes: plain-text IDs, so a Leaf user switches without code changes.
-  app.get<{ Params: { key: string } }>('/api/segment/get/:key', async (request, reply) => {
+  app.get<{ Params: { key: string } }>('/api/segment/get/:key', issuing, async (request, reply) => {
     const result = await dispenser.get(parseBizTag(request.params.key, 'key'), 1);
     return reply.type('text/plain; charset=utf-8').send(result.ids[0]);
   });
 
-  app.get<{ Params: { key: string } }>('/api/snowflake/get/:key', async (_request, reply) => {
+  app.get<{ Params: { key: string } }>('/api/snowflake/get/:key', issuing, async (_request, reply) => {
     if (!nextSnowflakeId) throw new IdmintError('NOT_READY', 'this process runs no Snowflake generator');
     return reply.type('text/plain; charset=utf-8').send(nextSnowflakeId().toString());
   });
@@ -62,7 +70,8 @@ export async function idRoutes(app: FastifyInstance, options: IdRoutesOptions): 
   app.get<{ Querystring: { snowflakeId?: string } }>('/decodeSnowflakeId', async (request) => {
     if (request.query.snowflakeId === undefined) throw new BadRequestError('snowflakeId is required', 'snowflakeId');
     const id = parseId(request.query.snowflakeId, 'snowflakeId');
-    const fields = decode(id, null);
+    // Always by the Snowflake layout, as Leaf does; an ID below 2^53 is refused as not a Snowflake ID.
+    const fields = decode(id, SNOWFLAKE_TAG);
     // Leaf's shape: timestamp "<ms>(<local time>)", workerId, sequenceId, all strings.
     const ms = Number(fields.timestamp);
     return {

@@ -13,7 +13,7 @@ import { parseId } from './params.js';
 export async function buildSnowflakeServer(options: { source: SnowflakeSource; logger?: Logger; registry?: Registry }): Promise<FastifyInstance> {
   const { source } = options;
   const registry = options.registry ?? new Registry();
-  collectDefaultMetrics({ register: registry, prefix: 'idmint_process_' });
+  collectDefaultMetrics({ register: registry, prefix: 'idmint_' });
   const issued = new Counter({ name: 'idmint_snowflake_ids_total', help: 'Snowflake IDs issued by this server', registers: [registry] });
   const app: FastifyInstance = Fastify({
     loggerInstance: (options.logger ?? silentLogger).child({ component: 'snowflake-http' }) as FastifyBaseLogger,

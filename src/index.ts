@@ -1,0 +1,38 @@
+// idmint's public surface, exported by name: what an application embeds or extends.
+// Lower-level pieces stay reachable through their folders' index files.
+export { ERROR_CODES, IdmintError, ClockBackwardsError, SegmentExhaustedError, UnknownBizTagError, BadRequestError, TimeoutError, isIdmintError } from './core/errors.js';
+export type { ErrorCode, IdmintErrorOptions } from './core/errors.js';
+export { BIZ_TAG_PATTERN, MAX_SEGMENT_ID, systemClock } from './core/types.js';
+export type {
+  BizMode,
+  BizStore,
+  BizTag,
+  BizTagInput,
+  BizTagPatch,
+  Clock,
+  DispenseResult,
+  FallbackPolicy,
+  IdDispenser,
+  IdSource,
+  IdSourceName,
+  PoolKind,
+  PoolSink,
+  Segment,
+  SegmentAllocator,
+  TakeContext,
+  WorkerIdLease,
+  WorkerIdProvider,
+} from './core/types.js';
+export { Layout, createLayout, createUidLayout, LEAF_LAYOUT, UID_LAYOUT, SnowflakeGenerator, CachedUidGenerator, DefaultUidGenerator, SegmentBuffer, ShardedLayout, SHARDED_LAYOUT } from './core/index.js';
+export { Dispenser, DISPENSER_DEFAULTS } from './dispenser.js';
+export type { DispenserOptions, DispenserPlugin, DispenseRequest, RejectionHandler, PoolSources } from './dispenser.js';
+export { loadConfig, envSchema } from './config.js';
+export type { Config } from './config.js';
+export { createLogger } from './log.js';
+export { startRuntime, rolesFrom } from './runtime.js';
+export type { Runtime, RuntimeOptions, Role } from './runtime.js';
+export { buildHttpServer } from './http/server.js';
+export type { HttpServerOptions, ReadinessReport } from './http/server.js';
+export { createPgDatabase, createPgliteDatabase, migrate, PostgresBizStore } from './store/index.js';
+export { createSnowflakeSource, createSnowflakeSourceFromConfig, SnowflakeSource } from './snowflake-source.js';
+export { createIdmintClient, httpTransport } from './client/index.js';
