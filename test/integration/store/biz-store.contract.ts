@@ -184,42 +184,43 @@ export function bizStoreContract(backend: string, harness: StoreHarness): void {
       it('rejects bad input with BAD_REQUEST naming the field', async () => {
         const tag = uniqueTag('bad');
         await store.createBiz({ bizTag: tag });
-        const cases: [Promise<unknown>, string][] = [
-          [store.createBiz({ bizTag: 'Order' }), 'bizTag'],
-          [store.createBiz({ bizTag: '' }), 'bizTag'],
-          [store.createBiz({ bizTag: '-x' }), 'bizTag'],
-          [store.createBiz({ bizTag: 'a'.repeat(65) }), 'bizTag'],
-          [store.createBiz({ bizTag: uniqueTag('s'), step: 0 }), 'step'],
-          [store.createBiz({ bizTag: uniqueTag('s'), step: 1.5 }), 'step'],
-          [store.createBiz({ bizTag: uniqueTag('s'), step: MAX_STEP + 1 }), 'step'],
-          [store.createBiz({ bizTag: uniqueTag('s'), step: '10' as unknown as number }), 'step'],
-          [store.createBiz({ bizTag: uniqueTag('s'), maxLimit: 0 }), 'maxLimit'],
-          [store.createBiz({ bizTag: uniqueTag('s'), maxLimit: 2 ** 53 }), 'maxLimit'],
-          [store.createBiz({ bizTag: uniqueTag('s'), shards: 0 }), 'shards'],
-          [store.createBiz({ bizTag: uniqueTag('s'), shards: MAX_SHARDS + 1 }), 'shards'],
-          [store.createBiz({ bizTag: uniqueTag('s'), mode: 'leaf' as never }), 'mode'],
-          [store.createBiz({ bizTag: uniqueTag('s'), fallback: 'retry' as never }), 'fallback'],
-          [store.createBiz({ bizTag: uniqueTag('s'), pool: 'disk' as never }), 'pool'],
-          [store.createBiz({ bizTag: uniqueTag('s'), description: 5 as never }), 'description'],
-          [store.createBiz({ bizTag: uniqueTag('s'), colour: 'red' } as never), 'colour'],
-          [store.createBiz({ bizTag: uniqueTag('s'), shards: 2 }), 'shards'],
-          [store.createBiz({ bizTag: uniqueTag('s'), maxLimit: 10, fallback: 'snowflake' }), 'fallback'],
-          [store.updateBiz(tag, { mode: 'sharded' }), 'mode'],
-          [store.updateBiz(tag, { shards: 2 }), 'shards'],
-          [store.updateBiz(tag, { step: -1 }), 'step'],
-          [store.updateBiz(tag, { bizTag: 'other' } as never), 'bizTag'],
-          [store.updateBiz('UPPER', { step: 1 }), 'bizTag'],
-          [store.getBiz('no spaces'), 'bizTag'],
-          [store.deleteBiz('../etc'), 'bizTag'],
-          [store.allocate(tag, 0), 'step'],
-          [store.allocate(tag, -10), 'step'],
-          [store.allocate(tag, 2.5), 'step'],
-          [store.allocate(tag, Number.NaN), 'step'],
-          [store.allocate(tag, 10, { shard: -1 }), 'shard'],
-          [store.allocate(tag, 10, { shard: 1 }), 'shard'],
+        // Thunks: each call starts only when checked, so no rejection is left unhandled meanwhile.
+        const cases: [() => Promise<unknown>, string][] = [
+          [() => store.createBiz({ bizTag: 'Order' }), 'bizTag'],
+          [() => store.createBiz({ bizTag: '' }), 'bizTag'],
+          [() => store.createBiz({ bizTag: '-x' }), 'bizTag'],
+          [() => store.createBiz({ bizTag: 'a'.repeat(65) }), 'bizTag'],
+          [() => store.createBiz({ bizTag: uniqueTag('s'), step: 0 }), 'step'],
+          [() => store.createBiz({ bizTag: uniqueTag('s'), step: 1.5 }), 'step'],
+          [() => store.createBiz({ bizTag: uniqueTag('s'), step: MAX_STEP + 1 }), 'step'],
+          [() => store.createBiz({ bizTag: uniqueTag('s'), step: '10' as unknown as number }), 'step'],
+          [() => store.createBiz({ bizTag: uniqueTag('s'), maxLimit: 0 }), 'maxLimit'],
+          [() => store.createBiz({ bizTag: uniqueTag('s'), maxLimit: 2 ** 53 }), 'maxLimit'],
+          [() => store.createBiz({ bizTag: uniqueTag('s'), shards: 0 }), 'shards'],
+          [() => store.createBiz({ bizTag: uniqueTag('s'), shards: MAX_SHARDS + 1 }), 'shards'],
+          [() => store.createBiz({ bizTag: uniqueTag('s'), mode: 'leaf' as never }), 'mode'],
+          [() => store.createBiz({ bizTag: uniqueTag('s'), fallback: 'retry' as never }), 'fallback'],
+          [() => store.createBiz({ bizTag: uniqueTag('s'), pool: 'disk' as never }), 'pool'],
+          [() => store.createBiz({ bizTag: uniqueTag('s'), description: 5 as never }), 'description'],
+          [() => store.createBiz({ bizTag: uniqueTag('s'), colour: 'red' } as never), 'colour'],
+          [() => store.createBiz({ bizTag: uniqueTag('s'), shards: 2 }), 'shards'],
+          [() => store.createBiz({ bizTag: uniqueTag('s'), maxLimit: 10, fallback: 'snowflake' }), 'fallback'],
+          [() => store.updateBiz(tag, { mode: 'sharded' }), 'mode'],
+          [() => store.updateBiz(tag, { shards: 2 }), 'shards'],
+          [() => store.updateBiz(tag, { step: -1 }), 'step'],
+          [() => store.updateBiz(tag, { bizTag: 'other' } as never), 'bizTag'],
+          [() => store.updateBiz('UPPER', { step: 1 }), 'bizTag'],
+          [() => store.getBiz('no spaces'), 'bizTag'],
+          [() => store.deleteBiz('../etc'), 'bizTag'],
+          [() => store.allocate(tag, 0), 'step'],
+          [() => store.allocate(tag, -10), 'step'],
+          [() => store.allocate(tag, 2.5), 'step'],
+          [() => store.allocate(tag, Number.NaN), 'step'],
+          [() => store.allocate(tag, 10, { shard: -1 }), 'shard'],
+          [() => store.allocate(tag, 10, { shard: 1 }), 'shard'],
         ];
-        for (const [p, field] of cases) {
-          await expect(p).rejects.toMatchObject({ code: 'BAD_REQUEST', status: 400, field });
+        for (const [call, field] of cases) {
+          await expect(call()).rejects.toMatchObject({ code: 'BAD_REQUEST', status: 400, field });
         }
         // Nothing was allocated by the refused calls.
         expect(await store.allocate(tag, 10)).toEqual({ bizTag: tag, shard: 0, start: 1, end: 10 });
