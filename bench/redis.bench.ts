@@ -114,7 +114,7 @@ export async function run(): Promise<Section> {
       title: 'Redis pools (list and counter), refill push rate, memory per ID',
       body: [
         `Takes through the Lua scripts, ${IN_FLIGHT} takes in flight on one ioredis connection, private redis-server (7.x) on loopback. `
-          + '"fence" is the run_id check (INFO server inside the script) that drops pools restored from an older snapshot.',
+          + '"fence" is the run_id and replication-id check (INFO inside the script) that drops pools restored from an older snapshot or left by a failover.',
         '',
         table(['batch', 'fence', 'list pool IDs/s', 'counter pool IDs/s'], rows),
         '',
