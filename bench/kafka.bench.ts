@@ -5,6 +5,10 @@
  * Servers: KAFKA_BROKERS and DATABASE_URL from the environment or .infra/env.
  */
 import { spawn } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { freePort } from '../test/helpers/spawn-server.js';
 import type { ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -129,6 +133,11 @@ export async function run(): Promise<Section> {
       KAFKA_BROKERS: brokers,
       DATABASE_URL: databaseUrl,
       IDMINT_PG_SCHEMA: schema,
+      // Its own port and data dir, and no Redis or ZooKeeper: the responder alone, over Postgres.
+      IDMINT_PORT: String(await freePort()),
+      IDMINT_DATA_DIR: mkdtempSync(join(tmpdir(), 'idmint-bench-responder-')),
+      REDIS_URL: '',
+      ZK_CONNECT: '',
       IDMINT_KAFKA_REQUEST_TOPIC: requestTopic,
       IDMINT_KAFKA_RESPONDER_GROUP: `idmint.responders.bench-${suffix}`,
       LOG_LEVEL: 'info',
