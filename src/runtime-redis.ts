@@ -96,7 +96,7 @@ export async function startRedisPools(options: RedisPoolsOptions): Promise<Redis
     prime: (bizTag) => {
       void store.getBiz(bizTag).then(
         async (tag) => {
-          if (!tag || (tag.mode !== 'segment' && tag.mode !== 'sharded')) return;
+          if (!tag || tag.mode !== 'segment') return;
           for (let shard = 0; shard < tag.shards; shard++) await queue.requestRefill(bizTag, shard, 'manual');
         },
         (err: unknown) => log.warn({ err, bizTag }, 'could not prime the pool of a changed tag'),

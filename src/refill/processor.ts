@@ -94,7 +94,9 @@ function validate(s: Settings): void {
   if (!['redis-list', 'redis-counter', 'kafka'].includes(s.autoKind)) throw bad('autoKind must be redis-list, redis-counter or kafka');
 }
 
-const POOLED_MODES = new Set(['segment', 'sharded']);
+// Only segment tags are pooled: sharded tags encode shard and app bits in this process
+// (src/sharded-source.ts), so a pool of raw sequence numbers would hand out colliding IDs.
+const POOLED_MODES = new Set(['segment']);
 
 export function createRefillProcessor(options: RefillProcessorOptions): RefillProcessor {
   const { store, sinks, meta, trigger, logger, registry, ...rest } = options;

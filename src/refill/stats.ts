@@ -36,7 +36,7 @@ export async function collectRefillStats(options: RefillStatsOptions): Promise<R
   const autoKind = options.autoKind ?? 'redis-list';
   const pools: PoolStat[] = [];
   for (const tag of await store.listBiz()) {
-    if (tag.mode !== 'segment' && tag.mode !== 'sharded') continue;
+    if (tag.mode !== 'segment') continue;
     if (tag.pool === 'memory') continue;
     const kind = tag.pool === 'auto' ? autoKind : tag.pool;
     const sink = sinks[kind];
