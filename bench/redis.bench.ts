@@ -5,7 +5,6 @@
  * MEMORY USAGE and timings see nobody else's keys; Postgres is DATABASE_URL (or local 5432).
  */
 import { spawn } from 'node:child_process';
-import { createServer } from 'node:net';
 import { Redis } from 'ioredis';
 import type { BizTag } from '../src/core/types.js';
 import { RedisCounterPool } from '../src/pool/redis-counter-pool.js';
@@ -16,20 +15,11 @@ import { PostgresBizStore } from '../src/store/biz-store.js';
 import { migrate } from '../src/store/migrations.js';
 import { createPgDatabase } from '../src/store/pg.js';
 import { perSecond, table, type Section } from './lib.js';
+import { freePort } from '../test/helpers/spawn-server.js';
 
 const DATABASE_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const IN_FLIGHT = 8;
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      srv.close(() => (typeof addr === 'object' && addr ? resolve(addr.port) : reject(new Error('no port'))));
-    });
-  });
-}
 
 function tagOf(bizTag: string, pool: BizTag['pool']): BizTag {
   return { bizTag, mode: 'segment', step: 1000, maxLimit: null, shards: 1, fallback: 'error', pool, description: '', createdAt: new Date(), updatedAt: new Date() };

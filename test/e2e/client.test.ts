@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createIdmintClient, httpTransport, IdmintError } from '../../src/client/index.js';
 import type { HttpTransport, IdmintClient } from '../../src/client/index.js';
 import { freePort, spawnServer, type SpawnedServer } from '../helpers/spawn-server.js';
+import { rejection } from '../helpers/assertions.js';
 
 const TOKEN = 'e2e-client-token';
 // The global setup exports the distributed servers; this file wants the embedded default.
@@ -20,14 +21,6 @@ async function createTag(url: string, body: Record<string, unknown>): Promise<vo
   expect(response.status, await response.text()).toBe(201);
 }
 
-async function rejection(promise: Promise<unknown>): Promise<IdmintError> {
-  const err = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(IdmintError);
-  return err as IdmintError;
-}
 
 describe('client SDK against a spawned embedded server', () => {
   let dataDir: string;

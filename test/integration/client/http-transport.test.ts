@@ -1,7 +1,8 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createIdmintClient, httpTransport, IdmintError } from '../../../src/client/index.js';
+import { createIdmintClient, httpTransport } from '../../../src/client/index.js';
+import { rejection } from '../../helpers/assertions.js';
 
 /**
  * The transport's handling of every answer shape, against a scripted HTTP server (the real
@@ -31,14 +32,6 @@ const json =
 const ids = (...values: string[]): Script => json(200, { bizTag: 'order', ids: values, source: 'pool' });
 const error = (status: number, code: string, message: string): Script => json(status, { error: { code, message } });
 
-async function rejection(promise: Promise<unknown>): Promise<IdmintError> {
-  const err = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(IdmintError);
-  return err as IdmintError;
-}
 
 afterEach(async () => {
   const s = server;

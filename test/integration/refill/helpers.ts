@@ -5,7 +5,6 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
@@ -21,6 +20,7 @@ import { PostgresBizStore } from '../../../src/store/biz-store.js';
 import type { Database } from '../../../src/store/db.js';
 import { migrate } from '../../../src/store/migrations.js';
 import { createPgDatabase } from '../../../src/store/pg.js';
+import { freePort } from '../../helpers/spawn-server.js';
 
 export const DATABASE_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -65,16 +65,7 @@ export async function freshStore(): Promise<TestStore> {
   };
 }
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      srv.close(() => (typeof addr === 'object' && addr ? resolve(addr.port) : reject(new Error('no port'))));
-    });
-  });
-}
+export { freePort };
 
 /** A redis-server of our own: FLUSHALL, kill and restart touch nobody else's data. */
 export class PrivateRedis {

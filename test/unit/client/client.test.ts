@@ -3,17 +3,10 @@ import { describe, expect, it } from 'vitest';
 import { createIdmintClient, IdmintError } from '../../../src/client/index.js';
 import type { IdTransport } from '../../../src/client/index.js';
 import { duplicates, FakeTransport, settle } from './fake-transport.js';
+import { rejection } from '../../helpers/assertions.js';
 
 const range = (from: number, to: number): bigint[] => Array.from({ length: to - from + 1 }, (_, i) => BigInt(from + i));
 
-async function rejection(promise: Promise<unknown>): Promise<IdmintError> {
-  const err = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(IdmintError);
-  return err as IdmintError;
-}
 
 describe('client double buffer: prefetch', () => {
   it('fetches the next batch in the background once less than prefetchAt of the current one remains', async () => {
