@@ -96,3 +96,24 @@ export async function expireSession(zk: ZkClient, connect: string): Promise<void
   }
   throw new Error('the session did not expire');
 }
+
+/** Unique ZooKeeper roots for a test file, removed (with their worker nodes) by `removeAll()` in afterAll. */
+export function zkRoots(): { next(): string; removeAll(): Promise<void> } {
+  const roots: string[] = [];
+  return {
+    next() {
+      const root = `/${uniq('idmint-test-')}`;
+      roots.push(root);
+      return root;
+    },
+    async removeAll() {
+      const zk = await ZkClient.connect({ connect: env('ZK_CONNECT') });
+      for (const root of roots) {
+        for (const child of await zk.getChildren(`${root}/forever`).catch(() => [])) await zk.remove(`${root}/forever/${child}`);
+        await zk.remove(`${root}/forever`).catch(() => undefined);
+        await zk.remove(root).catch(() => undefined);
+      }
+      zk.close();
+    },
+  };
+}

@@ -6,20 +6,16 @@ import { ClockBackwardsError } from '../../../src/core/errors.js';
 import { LEAF_LAYOUT } from '../../../src/core/layout.js';
 import type { BizTag } from '../../../src/core/types.js';
 import { createSnowflakeSource, type SnowflakeSource } from '../../../src/snowflake-source.js';
-import { ZkClient, ZooKeeperWorkerIdProvider } from '../../../src/worker-id/index.js';
-import { capturingLogger, deadPort, env, eventually, expireSession, steppedClock, tempDir, uniq } from './helpers.js';
+import { type ZkClient, ZooKeeperWorkerIdProvider } from '../../../src/worker-id/index.js';
+import { capturingLogger, deadPort, env, eventually, expireSession, steppedClock, tempDir, zkRoots } from './helpers.js';
 
 const run = promisify(execFile);
 const fixture = fileURLToPath(new URL('./fixtures/snowflake-issue.ts', import.meta.url));
 const tag = { bizTag: 'order', mode: 'snowflake' } as BizTag;
-const roots: string[] = [];
+const roots = zkRoots();
+const newRoot = (): string => roots.next();
 const sources: SnowflakeSource[] = [];
 
-function newRoot(): string {
-  const root = `/${uniq('idmint-test-')}`;
-  roots.push(root);
-  return root;
-}
 
 async function start(root: string, address: string, more: Partial<ConstructorParameters<typeof ZooKeeperWorkerIdProvider>[0]> & { dataDir: string }): Promise<SnowflakeSource> {
   const clock = more.clock;
@@ -49,15 +45,7 @@ afterEach(async () => {
   await Promise.all(sources.splice(0).map((s) => s.close()));
 });
 
-afterAll(async () => {
-  const zk = await ZkClient.connect({ connect: env('ZK_CONNECT') });
-  for (const root of roots) {
-    for (const child of await zk.getChildren(`${root}/forever`).catch(() => [])) await zk.remove(`${root}/forever/${child}`);
-    await zk.remove(`${root}/forever`).catch(() => undefined);
-    await zk.remove(root).catch(() => undefined);
-  }
-  zk.close();
-});
+afterAll(() => roots.removeAll());
 
 describe('SnowflakeSource over ZooKeeper worker ids', () => {
   it('several sources, in this process and in two child processes, issue concurrently with zero duplicates', async () => {

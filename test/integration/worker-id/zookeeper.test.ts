@@ -5,18 +5,14 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { ClockBackwardsError } from '../../../src/core/errors.js';
 import type { WorkerIdLease } from '../../../src/core/types.js';
 import { localMarkPath, readLocalMark, ZkClient, ZooKeeperWorkerIdProvider, type GuardedWorkerIdLease, type ZooKeeperWorkerIdProviderOptions } from '../../../src/worker-id/index.js';
-import { capturingLogger, deadPort, env, eventually, expireSession, startProxy, steppedClock, tempDir, uniq } from './helpers.js';
+import { capturingLogger, deadPort, env, eventually, expireSession, startProxy, steppedClock, tempDir, zkRoots } from './helpers.js';
 
 const run = promisify(execFile);
 const fixture = fileURLToPath(new URL('./fixtures/zk-acquire.ts', import.meta.url));
-const roots: string[] = [];
+const roots = zkRoots();
+const newRoot = (): string => roots.next();
 const leases: WorkerIdLease[] = [];
 
-function newRoot(): string {
-  const root = `/${uniq('idmint-test-')}`;
-  roots.push(root);
-  return root;
-}
 
 async function acquire(options: Partial<ZooKeeperWorkerIdProviderOptions> & { root: string; dataDir: string }, maxWorkerId = 1023): Promise<GuardedWorkerIdLease> {
   const lease = await new ZooKeeperWorkerIdProvider({ connect: env('ZK_CONNECT'), address: '10.1.1.1:8080', markAheadMs: 50, ...options }).acquire({ maxWorkerId });
@@ -33,15 +29,7 @@ afterEach(async () => {
   await Promise.all(leases.splice(0).map((l) => l.close()));
 });
 
-afterAll(async () => {
-  const zk = await ZkClient.connect({ connect: env('ZK_CONNECT') });
-  for (const root of roots) {
-    for (const child of await zk.getChildren(`${root}/forever`).catch(() => [])) await zk.remove(`${root}/forever/${child}`);
-    await zk.remove(`${root}/forever`).catch(() => undefined);
-    await zk.remove(root).catch(() => undefined);
-  }
-  zk.close();
-});
+afterAll(() => roots.removeAll());
 
 describe('ZooKeeperWorkerIdProvider', () => {
   it('two processes with different ip:port get different ids; a restarted ip:port gets its old id', async () => {

@@ -1,5 +1,6 @@
 import { Writable } from 'node:stream';
 import pino from 'pino';
+import { IdmintError } from '../../../src/core/errors.js';
 import type { Clock } from '../../../src/core/types.js';
 
 /** A clock tests move by hand. */
@@ -33,4 +34,14 @@ export function countDuplicates(values: BigInt64Array | bigint[]): number {
   let dups = 0;
   for (let i = 1; i < sorted.length; i++) if (sorted[i] === sorted[i - 1]) dups++;
   return dups;
+}
+
+/** The code of the IdmintError `fn` throws, undefined when it returns. */
+export function codeOf(fn: () => unknown): string | undefined {
+  try {
+    fn();
+  } catch (err) {
+    return err instanceof IdmintError ? err.code : `not an IdmintError: ${String(err)}`;
+  }
+  return undefined;
 }

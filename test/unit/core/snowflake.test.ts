@@ -1,17 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { ClockBackwardsError, IdmintError } from '../../../src/core/errors.js';
+import { ClockBackwardsError, type IdmintError } from '../../../src/core/errors.js';
 import { createLayout, LEAF_LAYOUT, MIN_TIME_BASED_ID } from '../../../src/core/layout.js';
 import { SnowflakeGenerator } from '../../../src/core/snowflake.js';
-import { countDuplicates, ManualClock, memoryLogger } from './helpers.js';
+import { codeOf, countDuplicates, ManualClock, memoryLogger } from './helpers.js';
 
-function codeOf(fn: () => unknown): string | undefined {
-  try {
-    fn();
-  } catch (err) {
-    return err instanceof IdmintError ? err.code : `not an IdmintError: ${String(err)}`;
-  }
-  return undefined;
-}
 
 describe('SnowflakeGenerator', () => {
   it('issues 10 million IDs from a tight loop, strictly increasing, all ≥ 2^53, none repeated', () => {

@@ -1,19 +1,11 @@
 import { setImmediate as tick } from 'node:timers/promises';
 import { describe, expect, it, vi } from 'vitest';
-import { IdmintError } from '../../../src/core/errors.js';
+import type { IdmintError } from '../../../src/core/errors.js';
 import { createUidLayout, UID_LAYOUT } from '../../../src/core/layout.js';
 import { CachedUidGenerator, throwOnRejectedTake } from '../../../src/core/cached-uid.js';
 import { DefaultUidGenerator } from '../../../src/core/uid.js';
-import { countDuplicates, ManualClock } from './helpers.js';
+import { codeOf, countDuplicates, ManualClock } from './helpers.js';
 
-function codeOf(fn: () => unknown): string | undefined {
-  try {
-    fn();
-  } catch (err) {
-    return err instanceof IdmintError ? err.code : `not an IdmintError: ${String(err)}`;
-  }
-  return undefined;
-}
 
 describe('DefaultUidGenerator', () => {
   it('fills a second, then waits for the next one instead of wrapping', () => {
