@@ -75,7 +75,7 @@ export async function startRedisPools(options: RedisPoolsOptions): Promise<Redis
   let role: RefillRole | undefined;
   if (roles.has('refill')) {
     // In the background: a refill worker waits for Redis; the API must not.
-    const starting = startRefillRole({ config, refillEnv: env, store, logger, registry, ...(options.extraSinks ? { extraSinks: options.extraSinks } : {}) }).then(
+    const starting = startRefillRole({ config, refillEnv: env, store, logger, registry, queue, ...(options.extraSinks ? { extraSinks: options.extraSinks } : {}) }).then(
       (started) => {
         role = started;
         log.info({ queue: env.IDMINT_REFILL_QUEUE }, 'refill worker and sweep scheduler running');

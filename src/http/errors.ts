@@ -1,5 +1,5 @@
 import type { FastifyError, FastifyInstance } from 'fastify';
-import { ERROR_CODES, IdmintError, isIdmintError } from '../core/errors.js';
+import { IdmintError, isIdmintError } from '../core/errors.js';
 
 /**
  * Every failure leaves as `{"error":{"code","message"}}`. A caller's mistake is a 4xx naming
@@ -35,6 +35,3 @@ export function toIdmintError(raw: unknown): IdmintError {
   }
   return new IdmintError('NOT_READY', 'internal fault; the server logged the details', { cause: raw });
 }
-
-/** For tests and docs: every code the HTTP layer can emit, with its status. */
-export const HTTP_STATUS_BY_CODE = Object.fromEntries(Object.entries(ERROR_CODES).map(([code, { status }]) => [code, status]));

@@ -20,6 +20,8 @@ export interface RefillRoleOptions {
   registry?: Registry;
   /** Extra sinks, e.g. the Kafka pool sink; Redis list and counter sinks are always present. */
   extraSinks?: Partial<Record<SinkKind, PoolSink>>;
+  /** A queue the process already has (the API's refill trigger); its owner closes it. Default: a new one. */
+  queue?: RefillQueue;
 }
 
 export interface RefillRole {
@@ -44,7 +46,8 @@ export async function startRefillRole(options: RefillRoleOptions): Promise<Refil
     'redis-counter': new RedisCounterPool({ redis, keyPrefix, logger, registry, minDepth: env.IDMINT_POOL_MIN_DEPTH }),
     ...options.extraSinks,
   };
-  const queue = new RefillQueue({ connection: redis, name: env.IDMINT_REFILL_QUEUE, prefix: env.IDMINT_REFILL_PREFIX, sweepEveryMs: config.IDMINT_REFILL_EVERY_MS, logger });
+  const ownQueue = options.queue === undefined;
+  const queue = options.queue ?? new RefillQueue({ connection: redis, name: env.IDMINT_REFILL_QUEUE, prefix: env.IDMINT_REFILL_PREFIX, sweepEveryMs: config.IDMINT_REFILL_EVERY_MS, logger });
   const processor = createRefillProcessor({
     store,
     sinks,
@@ -71,7 +74,7 @@ export async function startRefillRole(options: RefillRoleOptions): Promise<Refil
   const close = () =>
     (closing ??= (async () => {
       await worker.close();
-      await queue.close();
+      if (ownQueue) await queue.close();
       redis.disconnect();
     })());
   try {
