@@ -1,6 +1,7 @@
 import { defineConfig } from 'vitest/config';
 
-// Three projects: unit (pure, fast), integration (real servers), e2e (spawned processes).
+// Three projects: unit (pure, fast), integration (real servers), e2e (spawned processes, and
+// the fuzzers in test/fuzz, which drive real servers).
 // Integration and e2e share one global setup that uses the servers the environment names,
 // or starts them with scripts/infra.sh.
 export default defineConfig({
@@ -26,7 +27,7 @@ export default defineConfig({
       {
         test: {
           name: 'e2e',
-          include: ['test/e2e/**/*.test.ts'],
+          include: ['test/e2e/**/*.test.ts', 'test/fuzz/**/*.test.ts'],
           environment: 'node',
           globalSetup: ['test/setup/global-infra.ts'],
           testTimeout: 180_000,

@@ -10,7 +10,7 @@ import { Snowflake as WasmSnowflake } from 'nodejs-snowflake';
 import { monotonicFactory } from 'ulid';
 import { v7 as uuidv7 } from 'uuid';
 import { CachedUidGenerator, SegmentBuffer, SnowflakeGenerator } from '../src/core/index.js';
-import type { Segment } from '../src/core/types.js';
+import type { Segment } from '../src/core/ports.js';
 import { duplicatesInStrings, duplicatesInTyped, median, perSecond, table, type Section } from './lib.js';
 
 const N = 4_000_000;

@@ -6,10 +6,10 @@
  */
 import { spawn } from 'node:child_process';
 import { Redis } from 'ioredis';
-import type { BizTag } from '../src/core/types.js';
-import { RedisCounterPool } from '../src/pool/redis-counter-pool.js';
-import { RedisListPool } from '../src/pool/redis-list-pool.js';
-import { RedisPoolMeta } from '../src/pool/redis-pool-meta.js';
+import type { BizTag } from '../src/core/ports.js';
+import { RedisCounterPool } from '../src/pool/redis/counter-pool.js';
+import { RedisListPool } from '../src/pool/redis/list-pool.js';
+import { RedisPoolMeta } from '../src/pool/redis/meta.js';
 import { createRefillProcessor } from '../src/refill/processor.js';
 import { PostgresBizStore } from '../src/store/biz-store.js';
 import { migrate } from '../src/store/migrations.js';

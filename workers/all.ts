@@ -1,5 +1,5 @@
 // Every role the configuration allows, in one process: what `idmint serve` runs.
-import { runEntryPoint } from '../src/cli/entry.js';
-import { runServer } from '../src/cli/serve.js';
+import { runProcess } from '../src/app/process.js';
+import { startServeProcess } from '../src/app/serve.js';
 
-runEntryPoint('idmint', () => runServer());
+runProcess('idmint', startServeProcess);

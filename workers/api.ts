@@ -1,5 +1,5 @@
 // The HTTP API alone (scale it out; run refills and the Kafka responder elsewhere).
-import { runEntryPoint } from '../src/cli/entry.js';
-import { runServer } from '../src/cli/serve.js';
+import { runProcess } from '../src/app/process.js';
+import { startServeProcess } from '../src/app/serve.js';
 
-runEntryPoint('idmint-api', () => runServer({ IDMINT_ROLES: 'api' }));
+runProcess('idmint-api', startServeProcess, { IDMINT_ROLES: 'api' });

@@ -1,6 +1,6 @@
 // The Kafka responder alone: answers ID requests on idmint.requests with the same pools and
 // fallbacks as the API (Postgres segments, Redis pools when REDIS_URL is set, Snowflake).
-import { runEntryPoint } from '../src/cli/entry.js';
-import { runServer } from '../src/cli/serve.js';
+import { runProcess } from '../src/app/process.js';
+import { startServeProcess } from '../src/app/serve.js';
 
-runEntryPoint('idmint-responder', () => runServer({ IDMINT_ROLES: 'responder' }));
+runProcess('idmint-responder', startServeProcess, { IDMINT_ROLES: 'responder' });

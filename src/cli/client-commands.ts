@@ -11,8 +11,11 @@ function positiveInt(name: string, max = Number.MAX_SAFE_INTEGER) {
   };
 }
 
-function nullableLimit(raw: string): number | null {
-  if (raw === 'none' || raw === 'null') return null;
+// commander turns a parser's null into '', so "no limit" travels as a marker until the body is built.
+const NO_LIMIT = 'none';
+
+function nullableLimit(raw: string): number | typeof NO_LIMIT {
+  if (raw === 'none' || raw === 'null') return NO_LIMIT;
   return positiveInt('--max-limit')(raw);
 }
 
@@ -40,7 +43,11 @@ export function registerClientCommands(program: Command): void {
       .option('--description <text>', 'free text');
 
   const pickTagFields = (o: Record<string, unknown>): Record<string, unknown> =>
-    Object.fromEntries(Object.entries(o).filter(([k, v]) => v !== undefined && !['url', 'token'].includes(k)));
+    Object.fromEntries(
+      Object.entries(o)
+        .filter(([k, v]) => v !== undefined && !['url', 'token'].includes(k))
+        .map(([k, v]) => [k, k === 'maxLimit' && v === NO_LIMIT ? null : v]),
+    );
 
   withTarget(tagFlags(biz.command('create <bizTag>').description('create a tag'))).action(async (bizTag: string, o: TargetFlags & Record<string, unknown>) => {
     print(await call(targetFrom(o), 'POST', '/v1/biz', { bizTag, ...pickTagFields(o) }));

@@ -1,8 +1,8 @@
 import { BadRequestError, IdmintError, TimeoutError } from '../core/errors.js';
-import { BIZ_TAG_PATTERN, systemClock } from '../core/types.js';
-import type { Clock } from '../core/types.js';
-import type { Logger } from '../log.js';
-import { silentLogger } from '../log.js';
+import { BIZ_TAG_PATTERN, systemClock } from '../core/ports.js';
+import type { Clock } from '../core/ports.js';
+import type { Logger } from '../core/logger.js';
+import { silentLogger } from '../core/logger.js';
 import { httpTransport } from './http-transport.js';
 import { TagBuffer } from './tag-buffer.js';
 import type { TagBufferSettings, TagBufferStats } from './tag-buffer.js';

@@ -1,9 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { BadRequestError, ERROR_CODES, IdmintError, TimeoutError } from '../core/errors.js';
 import type { ErrorCode } from '../core/errors.js';
-import type { IdSourceName } from '../core/types.js';
-import type { Logger } from '../log.js';
-import { silentLogger } from '../log.js';
+import type { IdSourceName } from '../core/ports.js';
+import type { Logger } from '../core/logger.js';
+import { silentLogger } from '../core/logger.js';
 import type { IdTransport, TransportBatch } from './transport.js';
 
 export interface HttpTransportSettings {

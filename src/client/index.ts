@@ -8,8 +8,8 @@ export type { HttpTransport, HttpTransportOptions, HttpTransportSettings } from 
 export { kafkaTransport, kafkaPoolTransport } from './kafka-transport.js';
 export type { KafkaTransportOptions, KafkaPoolTransportOptions } from './kafka-transport.js';
 // What kafkaTransport and kafkaPoolTransport take, so `idmint/client` alone is enough to use them.
-export { createKafkaClient, IdmintKafkaClient } from '../rpc/client.js';
-export type { KafkaClientOptions } from '../rpc/client.js';
-export { createKafka } from '../rpc/kafka.js';
+export { createKafkaClient, IdmintKafkaClient } from '../kafka/client.js';
+export type { KafkaClientOptions } from '../kafka/client.js';
+export { createKafka } from '../kafka/kafka.js';
 export { IdmintError, isIdmintError } from '../core/errors.js';
 export type { ErrorCode } from '../core/errors.js';

@@ -1,6 +1,6 @@
 import { IdmintError, isIdmintError, notReady } from '../core/errors.js';
-import type { Clock } from '../core/types.js';
-import type { Logger } from '../log.js';
+import type { Clock } from '../core/ports.js';
+import type { Logger } from '../core/logger.js';
 import type { IdTransport } from './transport.js';
 
 /** The knobs a TagBuffer needs; IdmintClient validates and freezes them. */

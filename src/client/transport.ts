@@ -1,4 +1,4 @@
-import type { IdSourceName } from '../core/types.js';
+import type { IdSourceName } from '../core/ports.js';
 
 /** One answer from a transport: IDs as decimal strings (invariant 7) and where they came from. */
 export interface TransportBatch {

@@ -14,6 +14,7 @@ export const ERROR_CODES = {
   WORKER_ID_UNAVAILABLE: { status: 503, retriable: false, summary: 'No worker id could be obtained that fits the layout.' },
   NOT_READY: { status: 503, retriable: true, summary: 'A backing server is unreachable or the process is starting or stopping.' },
   UNAUTHORIZED: { status: 401, retriable: false, summary: 'The admin token is missing or wrong.' },
+  RATE_LIMITED: { status: 429, retriable: true, summary: 'Too many requests from this client or for this tag; retry after the time the message gives.' },
   TIMEOUT: { status: 504, retriable: true, summary: 'No answer arrived before the deadline.' },
 } as const satisfies Record<string, { status: number; retriable: boolean; summary: string }>;
 

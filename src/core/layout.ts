@@ -3,8 +3,8 @@
  * is always 0 so every ID is a non-negative signed 64-bit integer (Postgres BIGINT, Java long).
  */
 import { BadRequestError } from './errors.js';
-import type { Clock } from './types.js';
-import { systemClock } from './types.js';
+import type { Clock } from './ports.js';
+import { systemClock } from './ports.js';
 
 export type TimeUnit = 'ms' | 's';
 

@@ -3,9 +3,10 @@
  * the background, so callers wait only when both halves are empty. The step adapts to demand.
  */
 import { IdmintError, TimeoutError } from './errors.js';
-import type { Clock, Segment } from './types.js';
-import { MAX_SEGMENT_ID, systemClock } from './types.js';
-import { silentLogger, type Logger } from '../log.js';
+import type { Clock, Segment } from './ports.js';
+import { MAX_SEGMENT_ID, systemClock } from './ports.js';
+import { silentLogger, type Logger } from './logger.js';
+import { definedOnly } from './options.js';
 
 export interface SegmentBufferOptions {
   bizTag: string;
@@ -50,7 +51,7 @@ function resolveOptions(options: SegmentBufferOptions): ResolvedOptions {
     ...SEGMENT_BUFFER_DEFAULTS,
     clock: systemClock,
     maxStep: Math.max(options.baseStep, SEGMENT_BUFFER_DEFAULTS.leafMaxStep),
-    ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)),
+    ...definedOnly(options),
   } as unknown as Required<SegmentBufferOptions>;
   if (typeof o.bizTag !== 'string' || o.bizTag === '') throw invalid('segment buffer needs a bizTag');
   if (!Number.isSafeInteger(o.baseStep) || o.baseStep < 1) throw invalid(`baseStep must be a positive integer, got ${o.baseStep}`);

@@ -5,9 +5,9 @@
 import { ClockBackwardsError, IdmintError } from './errors.js';
 import type { Layout } from './layout.js';
 import { LEAF_LAYOUT } from './layout.js';
-import type { Clock } from './types.js';
-import { systemClock } from './types.js';
-import { silentLogger, type Logger } from '../log.js';
+import type { Clock } from './ports.js';
+import { systemClock } from './ports.js';
+import { silentLogger, type Logger } from './logger.js';
 
 export interface SnowflakeOptions {
   /** This process's worker id, in [0, layout.maxWorkerId]. */

@@ -6,9 +6,9 @@ import { ClockBackwardsError, IdmintError } from './errors.js';
 import type { Layout } from './layout.js';
 import { UID_LAYOUT } from './layout.js';
 import { assertIdInRange, assertLayoutUsable, sleepSync } from './snowflake.js';
-import type { Clock } from './types.js';
-import { systemClock } from './types.js';
-import { silentLogger, type Logger } from '../log.js';
+import type { Clock } from './ports.js';
+import { systemClock } from './ports.js';
+import { silentLogger, type Logger } from './logger.js';
 
 export interface UidGeneratorOptions {
   /** In [0, layout.maxWorkerId]. uid-generator assumes a fresh worker id per start (see WORKER_NODE). */

@@ -1,5 +1,5 @@
 import { BadRequestError } from '../core/errors.js';
-import { BIZ_TAG_PATTERN } from '../core/types.js';
+import { BIZ_TAG_PATTERN } from '../core/ports.js';
 
 /** Strict decimal integer parsing for query parameters: "10", not "10abc", "1e3" or " 10". */
 export function parseIntParam(raw: unknown, field: string, min: number, max: number, fallback?: number): number {

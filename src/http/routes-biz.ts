@@ -1,8 +1,8 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { BadRequestError, UnknownBizTagError } from '../core/errors.js';
-import type { BizStore, BizTag } from '../core/types.js';
-import { BIZ_TAG_PATTERN, MAX_SEGMENT_ID } from '../core/types.js';
+import type { BizStore, BizTag, PoolKind } from '../core/ports.js';
+import { BIZ_TAG_PATTERN, MAX_SEGMENT_ID } from '../core/ports.js';
 import { parseBizTag } from './params.js';
 
 const fields = {
@@ -13,6 +13,7 @@ const fields = {
   fallback: z.enum(['segment', 'snowflake', 'error']),
   pool: z.enum(['auto', 'memory', 'redis-list', 'redis-counter', 'kafka']),
   description: z.string().max(1024),
+  startAfter: z.number().int().min(0).max(MAX_SEGMENT_ID - 1),
 };
 
 const createBody = z.strictObject({ bizTag: z.string().regex(BIZ_TAG_PATTERN), ...partial(fields) });
@@ -40,16 +41,23 @@ export function bizJson(tag: BizTag): Record<string, unknown> {
 export interface BizRoutesOptions {
   store: BizStore;
   authorize: (request: FastifyRequest) => void;
-  /** Called after a change so this process's caches drop the tag at once. */
-  onChange?: (bizTag: string) => void;
+  /** Called after a change so this process's caches drop the tag at once; `countersRaised` after a `startAfter`. */
+  onChange?: (bizTag: string, change?: { countersRaised: boolean }) => Promise<void> | void;
+  /** Why a `pool` value cannot be served here (e.g. a Redis pool without Redis); undefined when it can. */
+  poolRefusal?: (pool: PoolKind) => string | undefined;
 }
 
 export async function bizRoutes(app: FastifyInstance, options: BizRoutesOptions): Promise<void> {
   const { store, authorize, onChange } = options;
+  const checkPool = (pool: PoolKind | undefined): void => {
+    const refusal = pool === undefined ? undefined : options.poolRefusal?.(pool);
+    if (refusal) throw new BadRequestError(refusal, 'pool');
+  };
   app.addHook('onRequest', async (request) => authorize(request));
 
   app.post('/v1/biz', async (request, reply) => {
     const body = parseBody(createBody, request.body);
+    checkPool(body.pool);
     const tag = await store.createBiz(body);
     onChange?.(tag.bizTag);
     return reply.status(201).send(bizJson(tag));
@@ -67,8 +75,9 @@ export async function bizRoutes(app: FastifyInstance, options: BizRoutesOptions)
   app.patch<{ Params: { bizTag: string } }>('/v1/biz/:bizTag', async (request) => {
     const bizTag = parseBizTag(request.params.bizTag);
     const patch = parseBody(patchBody, request.body);
+    checkPool(patch.pool);
     const tag = await store.updateBiz(bizTag, patch);
-    onChange?.(bizTag);
+    await onChange?.(bizTag, { countersRaised: patch.startAfter !== undefined });
     return bizJson(tag);
   });
 

@@ -1,23 +1,23 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { BadRequestError, IdmintError, UnknownBizTagError } from '../core/errors.js';
-import type { BizTag } from '../core/types.js';
-import type { Dispenser } from '../dispenser.js';
+import type { FastifyInstance } from 'fastify';
+import { issuingRoute, type IssuingGuards } from './gate-pass.js';
+import { BadRequestError, UnknownBizTagError } from '../core/errors.js';
+import { LEAF_KEY_PATTERN, leafKeyToBizTag } from '../core/leaf-key.js';
+import type { BizTag } from '../core/ports.js';
+import type { Dispenser } from '../dispenser/dispenser.js';
 import { parseBizTag, parseId, parseIntParam } from './params.js';
 
 export interface IdRoutesOptions {
   dispenser: Dispenser;
   /** Decodes an ID by the tag's layout (or by its value when no tag is given). */
   decode: (id: bigint, tag: BizTag | null) => Record<string, unknown>;
-  /** Leaf's `/api/snowflake/get/:key`: one Snowflake ID, whatever the key. */
-  nextSnowflakeId?: () => bigint;
   /** When set, `/v1/ids` requires `gatePass` to equal it (Tinyid's token, one per deployment). */
   gatePass?: string;
+  /** Rate limits and tag tokens on the routes that hand out IDs. */
+  guards?: IssuingGuards;
 }
 
-const SNOWFLAKE_TAG = Object.freeze({ mode: 'snowflake' }) as BizTag;
-
 export async function idRoutes(app: FastifyInstance, options: IdRoutesOptions): Promise<void> {
-  const { dispenser, decode, nextSnowflakeId, gatePass } = options;
+  const { dispenser, decode, gatePass } = options;
 
   // A response schema lets fastify serialise with fast-json-stringify: the hot path's biggest cost after I/O.
   const idsSchema = {
@@ -31,13 +31,7 @@ export async function idRoutes(app: FastifyInstance, options: IdRoutesOptions): 
   };
 
   // Every route that hands out IDs checks the gate pass; HEAD is off so a probe never burns IDs.
-  const checkGatePass = async (request: FastifyRequest): Promise<void> => {
-    const given = (request.query as { gatePass?: string }).gatePass;
-    if (gatePass !== undefined && given !== gatePass) {
-      throw new IdmintError('UNAUTHORIZED', given === undefined ? 'gatePass is required on this server: add ?gatePass=...' : 'wrong gatePass');
-    }
-  };
-  const issuing = { exposeHeadRoute: false, preHandler: checkGatePass };
+  const issuing = issuingRoute(gatePass, options.guards);
 
   app.get<{ Params: { bizTag: string }; Querystring: Record<string, string | undefined> }>('/v1/ids/:bizTag', { ...issuing, schema: idsSchema }, async (request) => {
     const bizTag = parseBizTag(request.params.bizTag);
@@ -58,26 +52,10 @@ export async function idRoutes(app: FastifyInstance, options: IdRoutesOptions): 
 
   // Leaf-compatible routes: plain-text IDs, so a Leaf user switches without code changes.
   app.get<{ Params: { key: string } }>('/api/segment/get/:key', issuing, async (request, reply) => {
-    const result = await dispenser.get(parseBizTag(request.params.key, 'key'), 1);
+    // Leaf's key rules (any case, up to 128 characters), mapped to the tag `idmint import leaf` made.
+    const key = request.params.key;
+    if (!LEAF_KEY_PATTERN.test(key)) throw new BadRequestError('key must be 1 to 128 printable characters without spaces or /, as in Leaf', 'key');
+    const result = await dispenser.get(leafKeyToBizTag(key), 1);
     return reply.type('text/plain; charset=utf-8').send(result.ids[0]);
-  });
-
-  app.get<{ Params: { key: string } }>('/api/snowflake/get/:key', issuing, async (_request, reply) => {
-    if (!nextSnowflakeId) throw new IdmintError('NOT_READY', 'this process runs no Snowflake generator');
-    return reply.type('text/plain; charset=utf-8').send(nextSnowflakeId().toString());
-  });
-
-  app.get<{ Querystring: { snowflakeId?: string } }>('/decodeSnowflakeId', async (request) => {
-    if (request.query.snowflakeId === undefined) throw new BadRequestError('snowflakeId is required', 'snowflakeId');
-    const id = parseId(request.query.snowflakeId, 'snowflakeId');
-    // Always by the Snowflake layout, as Leaf does; an ID below 2^53 is refused as not a Snowflake ID.
-    const fields = decode(id, SNOWFLAKE_TAG);
-    // Leaf's shape: timestamp "<ms>(<local time>)", workerId, sequenceId, all strings.
-    const ms = Number(fields.timestamp);
-    return {
-      timestamp: `${ms}(${new Date(ms).toISOString()})`,
-      workerId: String(fields.worker ?? ''),
-      sequenceId: String(fields.sequence ?? ''),
-    };
   });
 }

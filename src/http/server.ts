@@ -1,19 +1,22 @@
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Registry } from 'prom-client';
 import { IdmintError } from '../core/errors.js';
-import type { BizStore, BizTag } from '../core/types.js';
-import type { Dispenser } from '../dispenser.js';
-import { silentLogger, type Logger } from '../log.js';
+import type { BizStore, BizTag, TagTokenStore } from '../core/ports.js';
+import type { Dispenser } from '../dispenser/dispenser.js';
+import type { Logger } from '../core/logger.js';
 import { assertAdminExposureSafe, makeAdminGuard } from './auth.js';
-import { installErrorHandling } from './errors.js';
+import { createFastify, opsRoutes, type ReadinessReport } from './base.js';
 import { bizRoutes } from './routes-biz.js';
 import { idRoutes } from './routes-ids.js';
+import { leafSnowflakeRoutes } from './routes-leaf-snowflake.js';
+import { statusRoutes } from './status-page.js';
+import { rateLimitHandlers, requestedTag, type RateLimits } from './rate-limits.js';
+import { presentedToken, tokenRoutes, TokenGate } from './tag-tokens.js';
+import type { HistoryBucket } from '../core/history.js';
+import type { DepthReading } from '../dispenser/metrics.js';
+import type { DecodedId } from '../core/layout.js';
 
-export interface ReadinessReport {
-  /** `degraded`: serving by fallback (e.g. Redis down); `not_ready`: cannot serve. */
-  status: 'ready' | 'degraded' | 'not_ready';
-  checks: Record<string, { ok: boolean; message?: string }>;
-}
+export type { ReadinessReport };
 
 export interface HttpServerOptions {
   dispenser: Dispenser;
@@ -25,6 +28,8 @@ export interface HttpServerOptions {
   adminToken?: string;
   gatePass?: string;
   nextSnowflakeId?: () => bigint;
+  /** Decodes a Snowflake ID (Leaf's `/decodeSnowflakeId`). */
+  decodeSnowflake: (id: bigint) => DecodedId;
   readiness?: () => Promise<ReadinessReport>;
   /** `GET /v1/stats`: pool depths and refill rates. */
   stats?: () => Promise<Record<string, unknown>>;
@@ -32,6 +37,12 @@ export interface HttpServerOptions {
   onTagChange?: (bizTag: string) => void;
   /** Extra registrations (the refill dashboard at /ui), given the admin guard. */
   extensions?: Array<(app: FastifyInstance, authorize: ReturnType<typeof makeAdminGuard>) => Promise<void>>;
+  /** Per-tag access tokens: a tag with tokens hands out IDs only to callers presenting one. */
+  tokens?: TagTokenStore;
+  /** Rate limits on the routes that hand out IDs. Default none. */
+  rateLimits?: RateLimits;
+  /** The `/status` page's data (tags come from the store). */
+  status?: { depths: () => DepthReading[]; history: () => HistoryBucket[] };
   /** Only /healthz, /readyz and /metrics: a process without the API role still holds its port (its ZooKeeper identity). */
   opsOnly?: boolean;
   /** Largest request body. Default 64 KiB: admin bodies are small. */
@@ -42,16 +53,7 @@ export interface HttpServerOptions {
 /** Builds the fastify app with DESIGN.md's HTTP contract. Not listening: call `listen()`. */
 export async function buildHttpServer(options: HttpServerOptions): Promise<FastifyInstance> {
   assertAdminExposureSafe(options.host, options.adminToken);
-  const logger = (options.logger ?? silentLogger).child({ component: 'http' });
-  const app: FastifyInstance = Fastify({
-    loggerInstance: logger as FastifyBaseLogger,
-    // Per-request info logs would cost more than serving an ID; failures are logged by the error handler.
-    logController: new LogController({ disableRequestLogging: true }),
-    bodyLimit: options.bodyLimit ?? 64 * 1024,
-    return503OnClosing: true,
-    forceCloseConnections: 'idle',
-  });
-  installErrorHandling(app);
+  const app = createFastify({ component: 'http', ...(options.logger ? { logger: options.logger } : {}), ...(options.bodyLimit ? { bodyLimit: options.bodyLimit } : {}) });
   // An empty JSON body (DELETE from clients that always send Content-Type) means "no body".
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
@@ -64,30 +66,47 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
   });
   const authorize = makeAdminGuard(options.adminToken);
 
-  app.get('/healthz', async () => ({ status: 'ok' }));
-  app.get('/readyz', async (_request, reply) => {
-    const report = options.readiness ? await options.readiness() : { status: 'ready' as const, checks: {} };
-    return reply.status(report.status === 'not_ready' ? 503 : 200).send(report);
-  });
-  app.get('/metrics', async (_request, reply) => reply.type(options.registry.contentType).send(await options.registry.metrics()));
+  opsRoutes(app, { registry: options.registry, ...(options.readiness ? { readiness: options.readiness } : {}) });
   if (options.opsOnly) return app;
 
+  const gate = options.tokens ? new TokenGate(options.tokens) : undefined;
+  const checkTagToken = async (request: FastifyRequest): Promise<void> => {
+    const bizTag = requestedTag(request);
+    if (gate && bizTag !== undefined) await gate.check(bizTag, presentedToken(request));
+  };
+  const guards = { before: options.rateLimits ? await rateLimitHandlers(app, options.rateLimits) : [], after: gate ? [checkTagToken] : [] };
   await app.register(idRoutes, {
     dispenser: options.dispenser,
     decode: options.decode,
-    ...(options.nextSnowflakeId ? { nextSnowflakeId: options.nextSnowflakeId } : {}),
+    guards,
+    ...(options.gatePass !== undefined ? { gatePass: options.gatePass } : {}),
+  });
+  if (options.tokens && gate) {
+    const tokens = options.tokens;
+    await app.register(async (scope) => tokenRoutes(scope, { tokens, gate, authorize }));
+  }
+  await app.register(leafSnowflakeRoutes, {
+    decode: options.decodeSnowflake,
+    ...(options.nextSnowflakeId ? { nextId: options.nextSnowflakeId } : {}),
     ...(options.gatePass !== undefined ? { gatePass: options.gatePass } : {}),
   });
   await app.register(bizRoutes, {
     store: options.store,
     authorize,
-    onChange: (tag) => {
-      options.dispenser.invalidate(tag);
+    poolRefusal: (pool) => options.dispenser.poolRefusal(pool),
+    onChange: async (tag, change) => {
+      // IDs buffered or pooled here lie below raised counters: drop them (gaps) before priming.
+      if (change?.countersRaised) await options.dispenser.forget(tag);
+      else options.dispenser.invalidate(tag);
       options.onTagChange?.(tag);
     },
   });
 
   app.get('/v1/stats', async () => (options.stats ? await options.stats() : {}));
+  if (options.status) {
+    const status = options.status;
+    await app.register(async (scope) => statusRoutes(scope, { store: options.store, authorize, ...status, ...(options.stats ? { stats: options.stats } : {}) }));
+  }
 
   for (const extend of options.extensions ?? []) await extend(app, authorize);
   return app;

@@ -1,12 +1,14 @@
 import { hostname } from 'node:os';
 import type { Registry } from 'prom-client';
 import { IdmintError } from '../core/errors.js';
-import type { BizStore, BizTag, PoolSink, Segment } from '../core/types.js';
-import { silentLogger, type Logger } from '../log.js';
-import type { RefillReason, RefillTrigger } from '../pool/redis-pool-base.js';
-import type { RedisPoolMeta } from '../pool/redis-pool-meta.js';
+import type { BizStore, BizTag, PoolSink, Segment } from '../core/ports.js';
+import { silentLogger, type Logger } from '../core/logger.js';
+import type { RefillReason, RefillTrigger } from '../pool/redis/pool-base.js';
+import type { RedisPoolMeta } from '../pool/redis/meta.js';
 import { refillMetrics, type RefillMetrics } from './metrics.js';
 import { targetDepth } from './target.js';
+import { definedOnly } from '../core/options.js';
+import { poolKindOf } from '../core/pool-kind.js';
 
 export type SinkKind = PoolSink['kind'];
 
@@ -102,15 +104,16 @@ export function createRefillProcessor(options: RefillProcessorOptions): RefillPr
   const { store, sinks, meta, trigger, logger, registry, ...rest } = options;
   const settings = Object.freeze({
     ...REFILL_PROCESSOR_DEFAULTS,
-    ...Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== undefined)),
+    ...definedOnly(rest),
   } as Settings);
   validate(settings);
   const log = (logger ?? silentLogger).child({ component: 'refill' });
   const metrics: RefillMetrics | undefined = refillMetrics(registry);
 
   const sinkFor = (tag: BizTag): PoolSink | undefined => {
-    if (!POOLED_MODES.has(tag.mode) || tag.pool === 'memory') return undefined;
-    return sinks[tag.pool === 'auto' ? settings.autoKind : tag.pool];
+    if (!POOLED_MODES.has(tag.mode)) return undefined;
+    const kind = poolKindOf(tag, settings.autoKind);
+    return kind === 'memory' ? undefined : sinks[kind];
   };
 
   const targetFor = async (tag: BizTag, shard: number): Promise<number> =>

@@ -1,9 +1,10 @@
 import { Queue, type JobsOptions } from 'bullmq';
 import { Redis } from 'ioredis';
 import { IdmintError } from '../core/errors.js';
-import { silentLogger, type Logger } from '../log.js';
-import type { RefillReason, RefillTrigger } from '../pool/redis-pool-base.js';
+import { silentLogger, type Logger } from '../core/logger.js';
+import type { RefillReason, RefillTrigger } from '../pool/redis/pool-base.js';
 import type { RefillJobData } from './processor.js';
+import { definedOnly } from '../core/options.js';
 
 export const REFILL_QUEUE_NAME = 'idmint-refill';
 export const SWEEP_SCHEDULER_ID = 'idmint-sweep';
@@ -49,7 +50,7 @@ export class RefillQueue implements RefillTrigger {
 
   constructor(options: RefillQueueOptions) {
     const { connection, logger, ...rest } = options;
-    const s = { ...REFILL_QUEUE_DEFAULTS, ...Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== undefined)) } as Settings;
+    const s = { ...REFILL_QUEUE_DEFAULTS, ...definedOnly(rest) } as Settings;
     const bad = (what: string) => new IdmintError('BAD_REQUEST', `invalid refill queue option: ${what}`);
     if (!Number.isInteger(s.attempts) || s.attempts < 1) throw bad('attempts must be an integer >= 1');
     if (!(s.backoffMs >= 0)) throw bad('backoffMs must be >= 0');

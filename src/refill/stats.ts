@@ -1,7 +1,8 @@
-import type { BizStore, PoolSink } from '../core/types.js';
-import type { RedisPoolMeta } from '../pool/redis-pool-meta.js';
+import type { BizStore, PoolSink } from '../core/ports.js';
+import type { RedisPoolMeta } from '../pool/redis/meta.js';
 import type { SinkKind } from './processor.js';
 import type { RefillQueue } from './queue.js';
+import { poolKindOf } from '../core/pool-kind.js';
 
 export interface PoolStat {
   readonly bizTag: string;
@@ -37,8 +38,8 @@ export async function collectRefillStats(options: RefillStatsOptions): Promise<R
   const pools: PoolStat[] = [];
   for (const tag of await store.listBiz()) {
     if (tag.mode !== 'segment') continue;
-    if (tag.pool === 'memory') continue;
-    const kind = tag.pool === 'auto' ? autoKind : tag.pool;
+    const kind = poolKindOf(tag, autoKind);
+    if (kind === 'memory') continue;
     const sink = sinks[kind];
     if (!sink) continue;
     for (let shard = 0; shard < tag.shards; shard++) {

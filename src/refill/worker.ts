@@ -1,9 +1,10 @@
 import { UnrecoverableError, Worker, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import { IdmintError, isIdmintError } from '../core/errors.js';
-import { silentLogger, type Logger } from '../log.js';
+import { silentLogger, type Logger } from '../core/logger.js';
 import type { RefillProcessor } from './processor.js';
 import { REFILL_QUEUE_DEFAULTS } from './queue.js';
+import { definedOnly } from '../core/options.js';
 
 export interface RefillWorkerOptions {
   /** A Redis URL (clients are created and closed here) or a client the caller owns (needs `maxRetriesPerRequest: null`). */
@@ -42,7 +43,7 @@ export class RefillWorker {
 
   constructor(options: RefillWorkerOptions) {
     const { connection, processor, logger, ...rest } = options;
-    const s = { ...REFILL_WORKER_DEFAULTS, ...Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== undefined)) } as Settings;
+    const s = { ...REFILL_WORKER_DEFAULTS, ...definedOnly(rest) } as Settings;
     const bad = (what: string) => new IdmintError('BAD_REQUEST', `invalid refill worker option: ${what}`);
     if (!Number.isInteger(s.concurrency) || s.concurrency < 1) throw bad('concurrency must be an integer >= 1');
     if (!(s.lockDurationMs >= 100) || !(s.stalledIntervalMs >= 100)) throw bad('lockDurationMs and stalledIntervalMs must be >= 100');

@@ -10,10 +10,11 @@ import {
   type FallbackPolicy,
   type PoolKind,
   type Segment,
-} from '../core/types.js';
-import { silentLogger, type Logger } from '../log.js';
+} from '../core/ports.js';
+import { silentLogger, type Logger } from '../core/logger.js';
 import type { Database, SqlClient } from './db.js';
 import { assertCoherent, validateBizInput, validateBizPatch, validateBizTag, validateShard, validateStep } from './validate.js';
+import { definedOnly } from '../core/options.js';
 
 export interface PostgresBizStoreOptions {
   /** Recorded as `allocated_by` in the ledger when `allocate` is not given `by`. Default `<hostname>:<pid>`. */
@@ -103,6 +104,7 @@ export class PostgresBizStore implements BizStore {
         throw new IdmintError('BIZ_TAG_EXISTS', `biz tag "${v.bizTag}" already exists`, { details: { bizTag: v.bizTag } });
       }
       await ensureSegments(tx, v.bizTag, v.shards);
+      if (v.startAfter > 0) await raiseCounters(tx, v.bizTag, v.startAfter);
       return toBizTag(row);
     });
     this.log.info({ bizTag: tag.bizTag, mode: tag.mode, step: tag.step }, 'biz tag created');
@@ -146,8 +148,9 @@ export class PostgresBizStore implements BizStore {
       const row = rows[0];
       if (!row) throw new UnknownBizTagError(bizTag);
       // Checked on the updated row, inside the transaction: an incoherent change rolls back.
-      assertCoherent({ mode: row.mode, shards: row.shards, maxLimit: row.max_limit === null ? null : Number(row.max_limit), fallback: row.fallback });
+      assertCoherent({ mode: row.mode, shards: row.shards, maxLimit: row.max_limit === null ? null : Number(row.max_limit), fallback: row.fallback, startAfter: p.startAfter });
       await ensureSegments(tx, bizTag, row.shards);
+      if (p.startAfter) await raiseCounters(tx, bizTag, p.startAfter);
       return toBizTag(row);
     });
     this.log.info({ bizTag, patch: p }, 'biz tag updated');
@@ -198,6 +201,11 @@ export class PostgresBizStore implements BizStore {
 }
 
 /** Counter rows for shards 0..shards-1; existing rows (and their max_id) are kept. */
+/** Moves every shard's counter up to `startAfter` (never down): the next segment starts above it. */
+async function raiseCounters(tx: SqlClient, bizTag: string, startAfter: number): Promise<void> {
+  await tx.query('UPDATE idmint_segment SET max_id = GREATEST(max_id, $2), updated_at = now() WHERE biz_tag = $1', [bizTag, startAfter]);
+}
+
 async function ensureSegments(tx: SqlClient, bizTag: string, shards: number): Promise<void> {
   await tx.query(
     `INSERT INTO idmint_segment (biz_tag, shard) SELECT $1, g FROM generate_series(0, $2::integer - 1) AS g
@@ -221,6 +229,3 @@ function toBizTag(row: BizRow): BizTag {
   });
 }
 
-function definedOnly<T extends Record<string, unknown>>(o: T): Partial<T> {
-  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
-}

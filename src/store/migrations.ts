@@ -1,4 +1,4 @@
-import { silentLogger, type Logger } from '../log.js';
+import { silentLogger, type Logger } from '../core/logger.js';
 import type { Database } from './db.js';
 
 export interface Migration {
@@ -66,6 +66,21 @@ CREATE TABLE idmint_worker_node (
 );
 `,
   },
+  {
+    // Version 2 is left to the per-tag format; numbers only order migrations, gaps are fine.
+    version: 4,
+    name: 'tag tokens',
+    sql: `
+CREATE TABLE idmint_tag_token (
+  id         bigserial PRIMARY KEY,
+  biz_tag    text NOT NULL REFERENCES idmint_biz (biz_tag),
+  token_hash text NOT NULL UNIQUE,
+  prefix     text NOT NULL,
+  created_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX idmint_tag_token_biz ON idmint_tag_token (biz_tag);
+`,
+  },
 ]);
 
 /** First key of the two-key advisory lock; the second is the schema, so schemas migrate independently. */
@@ -89,7 +104,7 @@ export async function migrate(db: Database, logger: Logger = silentLogger, migra
     const applied: number[] = [];
     for (const m of [...migrations].sort((a, b) => a.version - b.version)) {
       if (done.has(m.version)) continue;
-      log.info({ version: m.version, name: m.name }, 'applying migration');
+      log.info({ version: m.version, migration: m.name }, 'applying migration');
       for (const statement of splitStatements(m.sql)) await tx.query(statement);
       await tx.query('INSERT INTO idmint_migrations (version, name) VALUES ($1, $2)', [m.version, m.name]);
       applied.push(m.version);

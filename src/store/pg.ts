@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { BadRequestError, IdmintError } from '../core/errors.js';
-import { silentLogger, type Logger } from '../log.js';
+import { silentLogger, type Logger } from '../core/logger.js';
 import type { Database, SqlClient } from './db.js';
 import { mapDriverError, sqlState } from './errors.js';
 

@@ -1,6 +1,6 @@
 import { PGlite, types } from '@electric-sql/pglite';
 import { IdmintError } from '../core/errors.js';
-import { silentLogger, type Logger } from '../log.js';
+import { silentLogger, type Logger } from '../core/logger.js';
 import type { Database, SqlClient } from './db.js';
 import { mapDriverError } from './errors.js';
 

@@ -7,7 +7,7 @@ import {
   type BizTagPatch,
   type FallbackPolicy,
   type PoolKind,
-} from '../core/types.js';
+} from '../core/ports.js';
 
 export const BIZ_MODES = Object.freeze(['segment', 'snowflake', 'uid', 'sharded'] as const satisfies readonly BizMode[]);
 export const FALLBACK_POLICIES = Object.freeze(['segment', 'snowflake', 'error'] as const satisfies readonly FallbackPolicy[]);
@@ -28,6 +28,7 @@ export const BIZ_DEFAULTS = Object.freeze({
   fallback: 'snowflake' as FallbackPolicy,
   pool: 'auto' as PoolKind,
   description: '',
+  startAfter: 0,
 });
 
 export type ValidBizInput = Required<BizTagInput>;
@@ -64,7 +65,13 @@ export function validateBizInput(input: BizTagInput): ValidBizInput {
  * only sharded tags have shards (a segment tag's shards would count from 1 each and repeat),
  * and a tag with a hard limit cannot fall back to Snowflake IDs, which lie above any limit.
  */
-export function assertCoherent(tag: Pick<ValidBizInput, 'mode' | 'shards' | 'maxLimit' | 'fallback'>): void {
+export function assertCoherent(tag: Pick<ValidBizInput, 'mode' | 'shards' | 'maxLimit' | 'fallback'> & { startAfter?: number | undefined }): void {
+  if (tag.startAfter && tag.mode !== 'segment' && tag.mode !== 'sharded') {
+    throw new BadRequestError(`startAfter applies to segment and sharded tags; a ${tag.mode} tag has no counter`, 'startAfter');
+  }
+  if (tag.startAfter && tag.maxLimit !== null && tag.startAfter >= tag.maxLimit) {
+    throw new BadRequestError(`startAfter ${tag.startAfter} leaves no IDs under maxLimit ${tag.maxLimit}`, 'startAfter');
+  }
   if (tag.shards > 1 && tag.mode !== 'sharded') {
     throw new BadRequestError(`shards must be 1 for a ${tag.mode} tag; only sharded tags have shards`, 'shards');
   }
@@ -76,7 +83,7 @@ export function assertCoherent(tag: Pick<ValidBizInput, 'mode' | 'shards' | 'max
 /** The fields a patch sets (undefined ones are left out); `maxLimit: null` means "no limit". */
 export function validateBizPatch(patch: BizTagPatch, allowExtra: readonly string[] = [], options: { allowMode?: boolean } = {}): BizTagPatch {
   if (typeof patch !== 'object' || patch === null) throw new BadRequestError('the patch must be an object', 'body');
-  const known = new Set(['mode', 'step', 'maxLimit', 'shards', 'fallback', 'pool', 'description', ...allowExtra]);
+  const known = new Set(['mode', 'step', 'maxLimit', 'shards', 'fallback', 'pool', 'description', 'startAfter', ...allowExtra]);
   for (const key of Object.keys(patch)) {
     if (!known.has(key)) throw new BadRequestError(`unknown field "${key}"`, key);
   }
@@ -97,6 +104,7 @@ export function validateBizPatch(patch: BizTagPatch, allowExtra: readonly string
     }
     out.description = patch.description;
   }
+  if (patch.startAfter !== undefined) out.startAfter = intInRange(patch.startAfter, 'startAfter', 0, MAX_SEGMENT_ID - 1);
   return out;
 }
 

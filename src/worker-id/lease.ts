@@ -1,6 +1,7 @@
 import { IdmintError } from '../core/errors.js';
-import type { WorkerIdLease } from '../core/types.js';
+import type { WorkerIdLease } from '../core/ports.js';
 import type { LocalTimeMark } from './local-time-mark.js';
+import { definedOnly } from '../core/options.js';
 
 /** A lease that can veto an ID's timestamp: what SnowflakeSource consults before handing IDs out. */
 export interface GuardedWorkerIdLease extends WorkerIdLease {
@@ -53,6 +54,6 @@ export class SimpleLease implements GuardedWorkerIdLease {
 
 /** `{ ...defaults, ...options }` where an option set to undefined keeps its default. */
 export function withDefaults<D extends object, O extends object>(defaults: D, options: O): D & O {
-  const defined = Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined));
+  const defined = definedOnly(options);
   return { ...defaults, ...defined } as D & O;
 }

@@ -2,8 +2,8 @@ import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, wr
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ClockBackwardsError, IdmintError } from '../core/errors.js';
-import { systemClock, type Clock } from '../core/types.js';
-import { silentLogger, type Logger } from '../log.js';
+import { systemClock, type Clock } from '../core/ports.js';
+import { silentLogger, type Logger } from '../core/logger.js';
 
 /** What the local file holds: the worker id last used under this key and the time high-water mark. */
 export interface LocalMarkState {

@@ -1,6 +1,6 @@
 import { IdmintError } from '../core/errors.js';
-import type { WorkerIdLease, WorkerIdProvider } from '../core/types.js';
-import { silentLogger, type Logger } from '../log.js';
+import type { WorkerIdLease, WorkerIdProvider } from '../core/ports.js';
+import { silentLogger, type Logger } from '../core/logger.js';
 import type { SqlClient } from '../store/db.js';
 import { WORKER_NODE_TYPE, WorkerNodeRepository } from '../store/worker-node-repository.js';
 import { checkWorkerIdRange, SimpleLease, withDefaults } from './lease.js';

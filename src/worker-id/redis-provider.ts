@@ -1,19 +1,12 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { readLua } from '../pool/redis/lua.js';
 import type { Redis } from 'ioredis';
 import { IdmintError } from '../core/errors.js';
-import { systemClock, type Clock, type WorkerIdLease, type WorkerIdProvider } from '../core/types.js';
-import { silentLogger, type Logger } from '../log.js';
+import { systemClock, type Clock, type WorkerIdLease, type WorkerIdProvider } from '../core/ports.js';
+import { silentLogger, type Logger } from '../core/logger.js';
 import { checkWorkerIdRange, SimpleLease, withDefaults } from './lease.js';
 import { LocalTimeMark, localMarkPath, readLocalMark } from './local-time-mark.js';
 
-function readLua(name: string): string {
-  const beside = new URL(`./lua/${name}`, import.meta.url);
-  // tsc does not copy .lua files: compiled code (dist/src/worker-id) reads them from src/worker-id/lua.
-  const source = new URL(`../../../src/worker-id/lua/${name}`, import.meta.url);
-  return readFileSync(existsSync(beside) ? beside : source, 'utf8');
-}
-
-const ASSIGN_SCRIPT = readLua('assign-worker-id.lua');
+const ASSIGN_SCRIPT = readLua(import.meta.url, 'worker-id', 'assign-worker-id.lua');
 
 export interface RedisWorkerIdProviderOptions {
   redis: Redis;

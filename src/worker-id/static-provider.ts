@@ -1,6 +1,6 @@
 import { IdmintError } from '../core/errors.js';
-import type { Clock, WorkerIdLease, WorkerIdProvider } from '../core/types.js';
-import type { Logger } from '../log.js';
+import type { Clock, WorkerIdLease, WorkerIdProvider } from '../core/ports.js';
+import type { Logger } from '../core/logger.js';
 import { checkWorkerIdRange, SimpleLease } from './lease.js';
 import { LocalTimeMark } from './local-time-mark.js';
 

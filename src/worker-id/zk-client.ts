@@ -2,7 +2,8 @@ import { EventEmitter } from 'node:events';
 import zookeeper from 'node-zookeeper-client';
 import type { Client, ClientOptions, Stat } from 'node-zookeeper-client';
 import { IdmintError, TimeoutError } from '../core/errors.js';
-import { silentLogger, type Logger } from '../log.js';
+import { silentLogger, type Logger } from '../core/logger.js';
+import { definedOnly } from '../core/options.js';
 
 export interface ZkClientOptions {
   /** `host:port[,host:port]`, as in ZK_CONNECT. */
@@ -52,7 +53,7 @@ export class ZkClient extends EventEmitter {
       throw new IdmintError('BAD_REQUEST', `ZK_CONNECT must be host:port[,host:port], got "${options.connect}"`);
     }
     const { session: _session, logger: _logger, ...rest } = options;
-    this.options = Object.freeze({ ...ZK_CLIENT_DEFAULTS, ...stripUndefined(rest), connect: options.connect });
+    this.options = Object.freeze({ ...ZK_CLIENT_DEFAULTS, ...definedOnly(rest), connect: options.connect });
     this.logger = (options.logger ?? silentLogger).child({ component: 'zookeeper' });
     const clientOptions: ClientOptions = { sessionTimeout: this.options.sessionTimeoutMs, spinDelay: this.options.spinDelayMs, retries: 0 };
     if (options.session) {
@@ -153,9 +154,6 @@ export class ZkClient extends EventEmitter {
   }
 }
 
-function stripUndefined<T extends object>(o: T): Partial<T> {
-  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
-}
 
 interface ConnectionManagerInternals {
   onSocketData?: (this: ConnectionManagerInternals, buffer: Buffer) => void;

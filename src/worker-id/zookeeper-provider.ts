@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ClockBackwardsError, IdmintError } from '../core/errors.js';
-import { systemClock, type Clock, type WorkerIdProvider } from '../core/types.js';
-import { silentLogger, type Logger } from '../log.js';
+import { systemClock, type Clock, type WorkerIdProvider } from '../core/ports.js';
+import { silentLogger, type Logger } from '../core/logger.js';
 import { checkWorkerIdRange, withDefaults, type GuardedWorkerIdLease } from './lease.js';
 import { LocalTimeMark, localMarkPath, readLocalMark } from './local-time-mark.js';
 import { CreateMode, isZkError, ZkClient, ZkException } from './zk-client.js';

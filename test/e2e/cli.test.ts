@@ -58,6 +58,11 @@ describe('idmint CLI against a running server', () => {
 
     const updated = await idmint(['biz', 'update', 'ticket', '--max-limit', '1000'], env);
     expect(JSON.parse(updated.stdout)).toMatchObject({ maxLimit: 1000 });
+    // `none` (as --help advertises) removes the limit.
+    const unlimited = await idmint(['biz', 'update', 'ticket', '--max-limit', 'none'], env);
+    expect(unlimited.stderr).toBe('');
+    expect(JSON.parse(unlimited.stdout)).toMatchObject({ maxLimit: null });
+    await idmint(['biz', 'update', 'ticket', '--max-limit', '1000'], env);
 
     const got = await idmint(['get', 'ticket', '-n', '5'], env);
     expect(got.code).toBe(0);

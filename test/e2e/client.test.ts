@@ -179,6 +179,9 @@ describe('client SDK against a spawned embedded server', () => {
       const right = createIdmintClient({ transport: httpTransport({ url: gated.url, gatePass: 'open-sesame' }) });
       expect(await right.nextMany('demo', 3)).toHaveLength(3);
       await right.close();
+      // The gate pass is a secret: the start-up hint says where it goes, not what it is.
+      expect(gated.output()).toContain('gatePass=<IDMINT_GATE_PASS>');
+      expect(gated.output()).not.toContain('open-sesame');
     } finally {
       await gated.stop('SIGKILL');
       rmSync(gatedDir, { recursive: true, force: true });

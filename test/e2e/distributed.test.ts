@@ -4,9 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createKafka } from '../../src/rpc/kafka.js';
-import { createKafkaClient, type IdmintKafkaClient } from '../../src/rpc/client.js';
-import { ensureTopics } from '../../src/rpc/topics.js';
+import { createKafka } from '../../src/kafka/kafka.js';
+import { createKafkaClient, type IdmintKafkaClient } from '../../src/kafka/client.js';
+import { ensureTopics } from '../../src/kafka/topics.js';
 import { spawnServer, type SpawnedServer } from '../helpers/spawn-server.js';
 
 const TOKEN = 'distributed-admin-token';
@@ -65,6 +65,11 @@ describe('idmint serve with Postgres, Redis, Kafka and ZooKeeper', () => {
     rmSync(dataDir, { recursive: true, force: true });
     await db?.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
     await db?.end();
+  });
+
+  it('seeds no demo tag into a shared Postgres (only the embedded default gets one)', async () => {
+    const { tags } = (await (await fetch(`${server.url}/v1/biz`, { headers: { authorization: `Bearer ${TOKEN}` } })).json()) as { tags: Array<{ bizTag: string }> };
+    expect(tags.map((t) => t.bizTag)).not.toContain('demo');
   });
 
   it('reports every dependency ready, with its worker id from ZooKeeper', async () => {

@@ -193,6 +193,16 @@ describe('embedded server (idmint serve with PGlite)', () => {
     expect(JSON.stringify(body)).not.toMatch(/\s+at\s+\S+\s+\(/); // no stack traces
   });
 
+  it('refuses a Redis pool on a server without Redis instead of serving it from memory', async () => {
+    for (const pool of ['redis-list', 'redis-counter']) {
+      const response = await fetch(`${server.url}/v1/biz`, { method: 'POST', headers: admin, body: JSON.stringify({ bizTag: `no-${pool}`, pool }) });
+      expect(response.status).toBe(400);
+      expect(((await response.json()) as { error: { message: string } }).error.message).toMatch(/needs Redis.*REDIS_URL/);
+    }
+    const patch = await fetch(`${server.url}/v1/biz/order`, { method: 'PATCH', headers: admin, body: '{"pool":"redis-list"}' });
+    expect(patch.status).toBe(400);
+  });
+
   it('manages tags over the admin API', async () => {
     const create = await fetch(`${server.url}/v1/biz`, { method: 'POST', headers: admin, body: JSON.stringify({ bizTag: 'invoice', step: 50, maxLimit: 120, fallback: 'error', description: 'invoices' }) });
     expect(create.status).toBe(201);

@@ -3,6 +3,7 @@ import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 
 const BIN = fileURLToPath(new URL('../../bin/idmint.js', import.meta.url));
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -31,10 +32,15 @@ export interface SpawnedServer {
  */
 const NO_SERVERS = { DATABASE_URL: '', REDIS_URL: '', KAFKA_BROKERS: '', ZK_CONNECT: '' };
 
-/** Spawns `idmint serve` as a user would and waits until /healthz answers. */
-export async function spawnServer(env: Record<string, string>, options: { timeoutMs?: number } = {}): Promise<SpawnedServer> {
+/**
+ * Spawns `idmint serve` as a user would (or `options.worker`, a file under workers/) and waits
+ * until /healthz answers.
+ */
+export async function spawnServer(env: Record<string, string>, options: { timeoutMs?: number; worker?: string } = {}): Promise<SpawnedServer> {
   const port = env.IDMINT_PORT ? Number(env.IDMINT_PORT) : await freePort();
-  const child = spawn(process.execPath, [BIN, 'serve'], {
+  const args = options.worker ? ['--import', 'tsx', `workers/${options.worker}`] : [BIN, 'serve'];
+  const child = spawn(process.execPath, args, {
+    cwd: ROOT,
     env: { ...process.env, LOG_LEVEL: 'info', ...NO_SERVERS, ...env, IDMINT_PORT: String(port) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

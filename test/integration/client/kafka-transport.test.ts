@@ -2,11 +2,11 @@ import type { Kafka } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createIdmintClient, IdmintError, kafkaPoolTransport, kafkaTransport } from '../../../src/client/index.js';
 import type { IdmintClient } from '../../../src/client/index.js';
-import { KafkaPoolSink } from '../../../src/pool/kafka-sink.js';
-import { createKafkaClient } from '../../../src/rpc/client.js';
-import type { IdmintKafkaClient } from '../../../src/rpc/client.js';
-import { createResponder } from '../../../src/rpc/responder.js';
-import type { Responder } from '../../../src/rpc/responder.js';
+import { KafkaPoolSink } from '../../../src/pool/kafka/sink.js';
+import { createKafkaClient } from '../../../src/kafka/client.js';
+import type { IdmintKafkaClient } from '../../../src/kafka/client.js';
+import { createResponder } from '../../../src/kafka/responder.js';
+import type { Responder } from '../../../src/kafka/responder.js';
 import { createTestStore, createTopic, deleteTopics, testKafka, unique } from '../kafka/helpers.js';
 import type { TestStore } from '../kafka/helpers.js';
 

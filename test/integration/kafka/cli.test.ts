@@ -1,9 +1,9 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { buildProgram } from '../../../src/cli/main.js';
-import { createResponder } from '../../../src/rpc/responder.js';
-import { REQUEST_TOPIC, assertTopicsExist, poolTopic } from '../../../src/rpc/topics.js';
-import { KafkaPoolSink } from '../../../src/pool/kafka-sink.js';
-import type { IdDispenser } from '../../../src/core/types.js';
+import { createResponder } from '../../../src/kafka/responder.js';
+import { REQUEST_TOPIC, assertTopicsExist, poolTopic } from '../../../src/kafka/topics.js';
+import { KafkaPoolSink } from '../../../src/pool/kafka/sink.js';
+import type { IdDispenser } from '../../../src/core/ports.js';
 import { deleteTopics, testKafka, unique } from './helpers.js';
 
 // `idmint kafka init` and the start-up check that points at it.

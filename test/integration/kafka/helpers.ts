@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import type { Kafka } from 'kafkajs';
-import { Dispenser } from '../../../src/dispenser.js';
-import { silentLogger } from '../../../src/log.js';
-import { MemoryPool } from '../../../src/pool/memory.js';
-import { createKafka } from '../../../src/rpc/kafka.js';
-import { ensureTopics } from '../../../src/rpc/topics.js';
-import { DirectSegmentSource } from '../../../src/segment-source.js';
+import { Dispenser } from '../../../src/dispenser/dispenser.js';
+import { silentLogger } from '../../../src/core/logger.js';
+import { MemoryPool } from '../../../src/dispenser/sources/memory.js';
+import { createKafka } from '../../../src/kafka/kafka.js';
+import { ensureTopics } from '../../../src/kafka/topics.js';
+import { DirectSegmentSource } from '../../../src/dispenser/sources/segment.js';
 import { PostgresBizStore } from '../../../src/store/biz-store.js';
 import type { Database } from '../../../src/store/db.js';
 import { migrate } from '../../../src/store/migrations.js';

@@ -2,12 +2,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Partitioners } from 'kafkajs';
 import type { Kafka } from 'kafkajs';
 import { Registry } from 'prom-client';
-import { createResponder } from '../../../src/rpc/responder.js';
-import type { Responder } from '../../../src/rpc/responder.js';
-import { createKafkaClient } from '../../../src/rpc/client.js';
-import { waitForGroupJoin } from '../../../src/rpc/group.js';
-import { decodeRequest, encodeIdsReply } from '../../../src/rpc/messages.js';
-import type { IdmintKafkaClient } from '../../../src/rpc/client.js';
+import { createResponder } from '../../../src/kafka/responder.js';
+import type { Responder } from '../../../src/kafka/responder.js';
+import { createKafkaClient } from '../../../src/kafka/client.js';
+import { waitForGroupJoin } from '../../../src/kafka/group.js';
+import { decodeRequest, encodeIdsReply } from '../../../src/kafka/messages.js';
+import type { IdmintKafkaClient } from '../../../src/kafka/client.js';
 import { createTestStore, createTopic, deleteTopics, distinct, testKafka, unique } from './helpers.js';
 import type { TestStore } from './helpers.js';
 

@@ -1,10 +1,10 @@
 import { createServer } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { createKafka } from '../../../src/rpc/kafka.js';
-import { createKafkaClient } from '../../../src/rpc/client.js';
-import { createResponder } from '../../../src/rpc/responder.js';
-import { KafkaPoolConsumer } from '../../../src/pool/kafka-consumer.js';
-import type { IdDispenser } from '../../../src/core/types.js';
+import { createKafka } from '../../../src/kafka/kafka.js';
+import { createKafkaClient } from '../../../src/kafka/client.js';
+import { createResponder } from '../../../src/kafka/responder.js';
+import { KafkaPoolConsumer } from '../../../src/pool/kafka/consumer.js';
+import type { IdDispenser } from '../../../src/core/ports.js';
 
 /** A port nothing listens on: bound, then released. */
 async function deadPort(): Promise<number> {

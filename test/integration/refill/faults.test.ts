@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { PoolSink, Segment } from '../../../src/core/types.js';
+import type { PoolSink, Segment } from '../../../src/core/ports.js';
 import {
   findDuplicate,
   freshStore,

@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { freshStore, REDIS_URL, sleep, uid, type TestStore } from './helpers.js';
+import { DATABASE_URL, freshStore, REDIS_URL, sleep, uid, type TestStore } from './helpers.js';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 
@@ -29,9 +29,35 @@ describe('workers/refill.ts as a process', () => {
       expect(w.output()).toContain('refill worker ready');
       w.child.kill('SIGTERM');
       expect(await w.exited).toBe(0);
-      expect(w.output()).toContain('stopping refill worker');
+      expect(w.output()).toContain('shutting down');
     } finally {
       if (w.child.exitCode === null) w.child.kill('SIGKILL');
+    }
+  });
+
+  // Regression: the worker once opened Postgres without IDMINT_PG_SCHEMA, so with the variable set it
+  // allocated in another schema than the API (finding none of its tags, or repeating their IDs).
+  it('allocates in IDMINT_PG_SCHEMA, the schema the API uses, when DATABASE_URL names none', async () => {
+    store = await freshStore();
+    await store.store.createBiz({ bizTag: 'schema-drift', pool: 'redis-list', step: 1000 });
+    const w = startWorker({
+      REDIS_URL,
+      DATABASE_URL,
+      IDMINT_PG_SCHEMA: store.schema,
+      IDMINT_POOL_KEY_PREFIX: `drift-${uid()}:`,
+      IDMINT_REFILL_QUEUE: `drift-${uid()}`,
+      IDMINT_REFILL_EVERY_MS: '1000',
+    });
+    try {
+      let ledger: Array<{ start: number; end: number }> = [];
+      for (let i = 0; i < 300 && ledger.length === 0; i++) {
+        await sleep(100);
+        ledger = await store.ledger('schema-drift');
+      }
+      expect(ledger.length, w.output()).toBeGreaterThan(0);
+    } finally {
+      w.child.kill('SIGKILL');
+      await w.exited;
     }
   });
 

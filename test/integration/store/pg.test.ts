@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { Segment } from '../../../src/core/types.js';
+import type { Segment } from '../../../src/core/ports.js';
 import { createPgDatabase, migrate, PostgresBizStore, type Database } from '../../../src/store/index.js';
 import { bizStoreContract, rates } from './biz-store.contract.js';
 

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { randomBytes } from 'node:crypto';
-import { createLogger, type Logger } from '../../../src/log.js';
+import { createLogger, type Logger } from '../../../src/app/log.js';
 import { ZkClient } from '../../../src/worker-id/index.js';
 
 /** A server address from the environment the global setup fills in. */

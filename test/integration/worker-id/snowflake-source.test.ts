@@ -4,8 +4,8 @@ import { promisify } from 'node:util';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { ClockBackwardsError } from '../../../src/core/errors.js';
 import { LEAF_LAYOUT } from '../../../src/core/layout.js';
-import type { BizTag } from '../../../src/core/types.js';
-import { createSnowflakeSource, type SnowflakeSource } from '../../../src/snowflake-source.js';
+import type { BizTag } from '../../../src/core/ports.js';
+import { createSnowflakeSource, type SnowflakeSource } from '../../../src/dispenser/sources/snowflake.js';
 import { type ZkClient, ZooKeeperWorkerIdProvider } from '../../../src/worker-id/index.js';
 import { capturingLogger, deadPort, env, eventually, expireSession, steppedClock, tempDir, zkRoots } from './helpers.js';
 

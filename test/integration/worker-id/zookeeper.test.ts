@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { ClockBackwardsError } from '../../../src/core/errors.js';
-import type { WorkerIdLease } from '../../../src/core/types.js';
+import type { WorkerIdLease } from '../../../src/core/ports.js';
 import { localMarkPath, readLocalMark, ZkClient, ZooKeeperWorkerIdProvider, type GuardedWorkerIdLease, type ZooKeeperWorkerIdProviderOptions } from '../../../src/worker-id/index.js';
 import { capturingLogger, deadPort, env, eventually, expireSession, startProxy, steppedClock, tempDir, zkRoots } from './helpers.js';
 

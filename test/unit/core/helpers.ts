@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { IdmintError } from '../../../src/core/errors.js';
-import type { Clock } from '../../../src/core/types.js';
+import type { Clock } from '../../../src/core/ports.js';
 
 /** A clock tests move by hand. */
 export class ManualClock implements Clock {

@@ -2,7 +2,7 @@ import { setImmediate as tick } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { IdmintError, SegmentExhaustedError } from '../../../src/core/errors.js';
 import { SegmentBuffer, type SegmentBufferOptions } from '../../../src/core/segment-buffer.js';
-import type { Segment } from '../../../src/core/types.js';
+import type { Segment } from '../../../src/core/ports.js';
 import { ManualClock, memoryLogger } from './helpers.js';
 
 /** An in-memory allocator like the store's: one counter, each call a fresh range. */

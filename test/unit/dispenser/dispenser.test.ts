@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { Registry } from 'prom-client';
 import { IdmintError, SegmentExhaustedError, notReady } from '../../../src/core/errors.js';
-import type { BizStore, BizTag, BizTagInput, IdSource, IdSourceName, Segment } from '../../../src/core/types.js';
-import { Dispenser, type DispenserPlugin } from '../../../src/dispenser.js';
-import { DispenserMetrics } from '../../../src/metrics.js';
+import type { BizStore, BizTag, BizTagInput, IdSource, IdSourceName, Segment } from '../../../src/core/ports.js';
+import { Dispenser, type DispenserPlugin } from '../../../src/dispenser/dispenser.js';
+import { DispenserMetrics } from '../../../src/dispenser/metrics.js';
 
 // Pure dispenser logic over in-process implementations of our own interfaces; the real
 // store and pools are exercised by the integration and e2e suites.

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { IdmintError } from '../../../src/core/errors.js';
-import { BIZ_TAG_PATTERN, MAX_SEGMENT_ID } from '../../../src/core/types.js';
+import { BIZ_TAG_PATTERN, MAX_SEGMENT_ID } from '../../../src/core/ports.js';
 import { mapDriverError, sqlState } from '../../../src/store/errors.js';
 import { MIGRATIONS, splitStatements } from '../../../src/store/migrations.js';
 import { BIZ_DEFAULTS, MAX_SHARDS, validateBizInput, validateBizPatch, validateBizTag, validateShard, validateStep } from '../../../src/store/validate.js';

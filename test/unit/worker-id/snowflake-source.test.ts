@@ -4,10 +4,11 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ClockBackwardsError, IdmintError } from '../../../src/core/errors.js';
 import { createLayout, LEAF_LAYOUT, MIN_TIME_BASED_ID, UID_LAYOUT } from '../../../src/core/layout.js';
-import type { BizTag, WorkerIdLease, WorkerIdProvider } from '../../../src/core/types.js';
-import { createSnowflakeSource, createSnowflakeSourceFromConfig } from '../../../src/snowflake-source.js';
+import type { BizTag, WorkerIdLease, WorkerIdProvider } from '../../../src/core/ports.js';
+import { createSnowflakeSource } from '../../../src/dispenser/sources/snowflake.js';
+import { createSnowflakeSourceFromConfig, workerIdProviderFromConfig } from '../../../src/app/worker-id.js';
 import { networkInterfaces } from 'node:os';
-import { FileWorkerIdProvider, readLocalMark, StaticWorkerIdProvider, workerIdProviderFromConfig } from '../../../src/worker-id/index.js';
+import { FileWorkerIdProvider, readLocalMark, StaticWorkerIdProvider } from '../../../src/worker-id/index.js';
 
 const tag = { bizTag: 'order', mode: 'snowflake' } as BizTag;
 const dir = () => mkdtempSync(join(tmpdir(), 'idmint-sfs-'));
@@ -88,7 +89,7 @@ describe('SnowflakeSource', () => {
 });
 
 describe('workerIdProviderFromConfig', () => {
-  const base = { IDMINT_DATA_DIR: '/tmp/x', IDMINT_HOST: '127.0.0.1', IDMINT_PORT: 8080, ZK_CONNECT: undefined, IDMINT_WORKER_ID: undefined, IDMINT_ADVERTISE: undefined, DATABASE_URL: undefined };
+  const base = { IDMINT_DATA_DIR: '/tmp/x', IDMINT_HOST: '127.0.0.1', IDMINT_PORT: 8080, ZK_CONNECT: undefined, IDMINT_WORKER_ID: undefined, IDMINT_ADVERTISE: undefined, DATABASE_URL: undefined, REDIS_URL: undefined, IDMINT_WORKER_ID_PROVIDER: 'auto' as const, IDMINT_POOL_KEY_PREFIX: '' };
   const externalIpv4 = Object.values(networkInterfaces())
     .flat()
     .find((a) => a?.family === 'IPv4' && !a.internal)?.address ?? '127.0.0.1';
@@ -104,6 +105,15 @@ describe('workerIdProviderFromConfig', () => {
     const advertised = workerIdProviderFromConfig({ ...base, ZK_CONNECT: 'zk:2181', IDMINT_ADVERTISE: '10.0.0.9:9000' });
     expect((advertised as unknown as { options: { address: string } }).options.address).toBe('10.0.0.9:9000');
     expect(workerIdProviderFromConfig(base).constructor.name).toBe('FileWorkerIdProvider');
+  });
+
+  it('names a provider with IDMINT_WORKER_ID_PROVIDER, and refuses one whose server is not configured', () => {
+    const redis = { defineCommand: () => undefined } as never;
+    const viaRedis = workerIdProviderFromConfig({ ...base, IDMINT_WORKER_ID_PROVIDER: 'redis', REDIS_URL: 'redis://r:6379' }, { redis });
+    expect(viaRedis.constructor.name).toBe('RedisWorkerIdProvider');
+    expect(workerIdProviderFromConfig({ ...base, IDMINT_WORKER_ID_PROVIDER: 'file', ZK_CONNECT: 'zk:2181' }).constructor.name).toBe('FileWorkerIdProvider');
+    expect(() => workerIdProviderFromConfig({ ...base, IDMINT_WORKER_ID_PROVIDER: 'redis' })).toThrow(/IDMINT_WORKER_ID_PROVIDER=redis needs REDIS_URL/);
+    expect(() => workerIdProviderFromConfig({ ...base, IDMINT_WORKER_ID_PROVIDER: 'zookeeper' })).toThrow(/needs ZK_CONNECT/);
   });
 
   it('createSnowflakeSourceFromConfig serves from the file provider by default', async () => {

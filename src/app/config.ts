@@ -1,0 +1,154 @@
+import { z } from 'zod';
+import { IdmintError } from '../core/errors.js';
+import { REQUEST_TOPIC, RESPONDER_GROUP } from '../kafka/topics.js';
+
+/**
+ * The one config of every process and role: environment variables, validated once with zod,
+ * then frozen and passed down. Library code never reads `process.env`. Each variable's default
+ * is documented where it is declared; README.md lists them all.
+ */
+
+const optionalUrl = (protocols: string[]) =>
+  z
+    .string()
+    .trim()
+    .min(1)
+    .refine((v) => {
+      try {
+        return protocols.includes(new URL(v).protocol);
+      } catch {
+        return false;
+      }
+    }, `a URL starting with ${protocols.map((p) => `${p}//`).join(' or ')}`)
+    .optional();
+
+const hostPortList = z
+  .string()
+  .trim()
+  .regex(/^[^\s,:]+:\d{1,5}(,[^\s,:]+:\d{1,5})*$/, 'a comma-separated list of host:port')
+  .optional();
+
+const name = (pattern: RegExp, what: string) => z.string().trim().regex(pattern, what);
+const kafkaName = name(/^[A-Za-z0-9._-]{1,249}$/, 'letters, digits, . _ -');
+
+const int = (min: number, max: number) =>
+  z.coerce
+    .number({ error: `an integer from ${min} to ${max}` })
+    .int(`an integer from ${min} to ${max}`)
+    .min(min, `an integer from ${min} to ${max}`)
+    .max(max, `an integer from ${min} to ${max}`);
+
+export const envSchema = z.object({
+  /** HTTP port. Default 8080 (Leaf's). */
+  IDMINT_PORT: int(0, 65535).default(8080),
+  /** HTTP bind address. Default loopback; admin routes need a token on any other address. */
+  IDMINT_HOST: z.string().trim().min(1).default('127.0.0.1'),
+  /** Postgres URL. Unset: embedded PGlite under IDMINT_DATA_DIR. */
+  DATABASE_URL: optionalUrl(['postgres:', 'postgresql:']),
+  /** Postgres schema of idmint's tables (created if missing). Default: the server's search_path. */
+  IDMINT_PG_SCHEMA: z.string().trim().regex(/^[a-z_][a-z0-9_]{0,62}$/, 'a lower-case SQL identifier').optional(),
+  /** Redis URL. Unset: in-memory double buffers instead of Redis pools. */
+  REDIS_URL: optionalUrl(['redis:', 'rediss:']),
+  /** Kafka brokers, `host:port[,host:port]`. Unset: no Kafka responder or pool topics. */
+  KAFKA_BROKERS: hostPortList,
+  /** ZooKeeper connect string, `host:port[,host:port]`. Unset: worker id from the local file. */
+  ZK_CONNECT: hostPortList,
+  /** Local state: PGlite database, worker-id file, clock high-water mark. Default `./data`. */
+  IDMINT_DATA_DIR: z.string().trim().min(1).default('./data'),
+  /** Bearer token for /v1/biz and /ui. Required unless bound to loopback. */
+  IDMINT_ADMIN_TOKEN: z.string().min(8, 'at least 8 characters').optional(),
+  /** pino level. Default `info`. */
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** Largest `count` per request. Default 10000. */
+  IDMINT_MAX_COUNT: int(1, 1_000_000).default(10_000),
+  /** Roles `idmint serve` runs, comma-separated from api,refill,responder. Default all that the config allows. */
+  IDMINT_ROLES: z
+    .string()
+    .trim()
+    .regex(/^(api|refill|responder)(,(api|refill|responder))*$/, 'a comma-separated list from api, refill, responder')
+    .optional(),
+  /** Cron sweep interval for pool refills, milliseconds. Default 30000. */
+  IDMINT_REFILL_EVERY_MS: int(1000, 86_400_000).default(30_000),
+  /** Seconds a Redis pool should last at the observed rate. Default 60. */
+  IDMINT_POOL_SECONDS: int(1, 86_400).default(60),
+  /** Kafka request topic partitions, used by `idmint kafka init`. Default 4. */
+  IDMINT_KAFKA_PARTITIONS: int(1, 1000).default(4),
+  /** App number embedded in sharded-mode IDs (8 bits). Default 0. */
+  IDMINT_APP_ID: int(0, 255).default(0),
+  /** When set, `GET /v1/ids` requires `gatePass=<this>` (Tinyid's token). */
+  IDMINT_GATE_PASS: z.string().min(1).optional(),
+  /** Static worker id (skips ZooKeeper and the file). */
+  IDMINT_WORKER_ID: int(0, 4_194_303).optional(),
+  /** Where Snowflake worker ids come from: auto (ZooKeeper if ZK_CONNECT, else Postgres if DATABASE_URL, else the file), zookeeper, postgres, redis, file. Default auto. */
+  IDMINT_WORKER_ID_PROVIDER: z.enum(['auto', 'zookeeper', 'postgres', 'redis', 'file']).default('auto'),
+  /** The address this process advertises for its ZooKeeper worker node. Default IDMINT_HOST:IDMINT_PORT. */
+  IDMINT_ADVERTISE: z
+    .string()
+    .trim()
+    .regex(/^[^\s:]+:\d{1,5}$/, 'host:port')
+    .optional(),
+
+  // Abuse limits on the routes that hand out IDs (per process; 0 = off).
+  /** Requests per window one client (IP address) may make. Default 0 (unlimited). */
+  IDMINT_RATE_LIMIT_CLIENT: int(0, 100_000_000).default(0),
+  /** Requests per window for one tag, all clients together. Default 0 (unlimited). */
+  IDMINT_RATE_LIMIT_TAG: int(0, 100_000_000).default(0),
+  /** Rate-limit window, milliseconds. Default 1000. */
+  IDMINT_RATE_LIMIT_WINDOW_MS: int(100, 3_600_000).default(1000),
+  /** Warn (metric idmint_tag_days_left, alert, log) when a tag with maxLimit runs out within this many days at the current rate. Default 30. */
+  IDMINT_EXHAUSTION_WARN_DAYS: int(1, 36_500).default(30),
+
+  // Refills (the refill role and the API's refill trigger).
+  /** BullMQ queue name. Default `idmint-refill`. */
+  IDMINT_REFILL_QUEUE: name(/^[A-Za-z0-9._-]{1,100}$/, 'letters, digits, . _ -').default('idmint-refill'),
+  /** BullMQ key prefix. Default `bull`. */
+  IDMINT_REFILL_PREFIX: name(/^[A-Za-z0-9._-]{1,100}$/, 'letters, digits, . _ -').default('bull'),
+  /** Prepended to pool keys, e.g. `staging:`. Default none. */
+  IDMINT_POOL_KEY_PREFIX: z.string().regex(/^[A-Za-z0-9._:-]{0,100}$/, 'letters, digits, . _ : -').default(''),
+  /** Smallest pool target depth. Default 1000. */
+  IDMINT_POOL_MIN_DEPTH: int(1, 100_000_000).default(1000),
+  /** Largest pool target depth. Default 1,000,000. */
+  IDMINT_POOL_MAX_DEPTH: int(1, 100_000_000).default(1_000_000),
+  /** Refill jobs one worker runs at once. Default 2. */
+  IDMINT_REFILL_CONCURRENCY: int(1, 64).default(2),
+  /** Job lock: a worker silent this long is presumed dead and its job retried. Default 30000. */
+  IDMINT_REFILL_LOCK_MS: int(100, 600_000).default(30_000),
+  /** Crash-test hook: milliseconds to wait between taking a segment and pushing it. Default 0. */
+  IDMINT_REFILL_PAUSE_AFTER_ALLOCATE_MS: int(0, 3_600_000).default(0),
+
+  // The Kafka responder.
+  /** Request topic. Default `idmint.requests`. */
+  IDMINT_KAFKA_REQUEST_TOPIC: kafkaName.default(REQUEST_TOPIC),
+  /** Responder consumer group. Default `idmint.responders`. */
+  IDMINT_KAFKA_RESPONDER_GROUP: kafkaName.default(RESPONDER_GROUP),
+  /** Responder group session timeout, ms: how soon a crashed responder's partitions move. Default 30000 (broker minimum 6000). */
+  IDMINT_KAFKA_SESSION_TIMEOUT_MS: int(1000, 3_600_000).default(30_000),
+});
+
+export type Config = Readonly<z.infer<typeof envSchema>>;
+
+/**
+ * Parses the environment. A bad value throws one IdmintError whose message names each
+ * variable at fault and what it expects; entry points print it as one line and exit 1.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const config = parseEnv(envSchema, env);
+  if (config.IDMINT_POOL_MIN_DEPTH > config.IDMINT_POOL_MAX_DEPTH) {
+    throw new IdmintError('BAD_REQUEST', 'invalid configuration: IDMINT_POOL_MIN_DEPTH must not exceed IDMINT_POOL_MAX_DEPTH');
+  }
+  return config;
+}
+
+/**
+ * Validates environment variables against a zod object schema and freezes the result. Empty
+ * strings count as unset (`FOO= npm start` is how people clear a variable).
+ */
+export function parseEnv<T extends z.ZodType>(schema: T, env: NodeJS.ProcessEnv = process.env): Readonly<z.infer<T>> {
+  const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
+  const parsed = schema.safeParse(cleaned);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message.startsWith('Invalid') ? i.message : `expected ${i.message}`}`);
+    throw new IdmintError('BAD_REQUEST', `invalid configuration: ${problems.join('; ')}`);
+  }
+  return Object.freeze(parsed.data);
+}

@@ -1,0 +1,26 @@
+import { join } from 'node:path';
+import type { Logger } from '../core/logger.js';
+import type { Database } from '../store/db.js';
+import { migrate } from '../store/migrations.js';
+import { createPgDatabase } from '../store/pg.js';
+import { createPgliteDatabase } from '../store/pglite.js';
+import type { Config } from './config.js';
+import type { Closers } from './closers.js';
+
+/**
+ * The one place a process opens its database, so every role sees the same schema: Postgres at
+ * DATABASE_URL in IDMINT_PG_SCHEMA, or the embedded PGlite under `dataDir`. Migrates before returning.
+ */
+export async function openDatabase(config: Config, logger: Logger, closers: Closers, dataDir?: string): Promise<Database> {
+  let db: Database;
+  if (config.DATABASE_URL) {
+    db = createPgDatabase({ connectionString: config.DATABASE_URL, schema: config.IDMINT_PG_SCHEMA, logger });
+    closers.add('postgres', () => db.close());
+  } else {
+    if (dataDir === undefined) throw new Error('openDatabase: the embedded database needs a data directory');
+    db = await createPgliteDatabase({ dataDir: join(dataDir, 'pglite'), logger });
+    closers.add('pglite', () => db.close());
+  }
+  await migrate(db, logger);
+  return db;
+}

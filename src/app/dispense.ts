@@ -1,0 +1,57 @@
+import { hostname } from 'node:os';
+import type { Registry } from 'prom-client';
+import { SHARDED_LAYOUT } from '../core/sharded.js';
+import type { Logger } from '../core/logger.js';
+import type { BizStore } from '../core/ports.js';
+import { Dispenser, type PoolSources } from '../dispenser/dispenser.js';
+import type { DispenserMetrics } from '../dispenser/metrics.js';
+import { MemoryPool } from '../dispenser/sources/memory.js';
+import { DirectSegmentSource } from '../dispenser/sources/segment.js';
+import { ShardedSource } from '../dispenser/sources/sharded.js';
+import type { SnowflakeSource } from '../dispenser/sources/snowflake.js';
+import { UidSource } from '../dispenser/sources/uid.js';
+import type { Database } from '../store/db.js';
+import { PostgresWorkerIdProvider } from '../worker-id/postgres-provider.js';
+import type { Closers } from './closers.js';
+import type { Config } from './config.js';
+import type { RedisPools } from './pools.js';
+import { createSnowflakeSourceFromConfig } from './worker-id.js';
+
+export interface DispenserParts {
+  dispenser: Dispenser;
+  memory: MemoryPool;
+  snowflake: SnowflakeSource;
+}
+
+/**
+ * Every source of a serving process behind one dispenser: in-memory double buffers, Redis pools
+ * when the process has them, direct segments, sharded sequences, and the embedded Snowflake and
+ * UID generators (every serving process has one, so the fallback costs no network hop).
+ */
+export async function buildDispenser(
+  config: Config,
+  deps: { db: Database; store: BizStore; redis: RedisPools | undefined; metrics: DispenserMetrics; registry: Registry; logger: Logger; closers: Closers },
+): Promise<DispenserParts> {
+  const { db, store, redis, metrics, logger, closers } = deps;
+  const memory = new MemoryPool({ allocator: store, logger });
+  closers.add('memory pool', () => memory.close());
+  const pools: PoolSources = { memory, ...(redis ? { 'redis-list': redis.list, 'redis-counter': redis.counter } : {}) };
+  const snowflake = await createSnowflakeSourceFromConfig(config, { logger, db, ...(redis ? { redis: redis.connection.patient } : {}) });
+  closers.add('snowflake', () => snowflake.close());
+  const uid = new UidSource({ provider: new PostgresWorkerIdProvider({ db, host: hostname(), port: `${config.IDMINT_PORT}-${process.pid}`, logger }), logger });
+  closers.add('uid', () => uid.close());
+  const dispenser = new Dispenser({
+    store,
+    pools,
+    defaultPool: redis ? 'redis-list' : 'memory',
+    segment: new DirectSegmentSource(store),
+    sharded: new ShardedSource(memory, SHARDED_LAYOUT, config.IDMINT_APP_ID),
+    snowflake,
+    uid,
+    maxCount: config.IDMINT_MAX_COUNT,
+    metrics,
+    logger,
+  });
+  metrics.depthSource = () => memory.depths();
+  return { dispenser, memory, snowflake };
+}

@@ -1,0 +1,34 @@
+import type { Logger } from 'pino';
+import { isIdmintError } from '../core/errors.js';
+import { loadConfig, type Config } from './config.js';
+import { createLogger } from './log.js';
+import { stopOnSignals } from './signals.js';
+
+/** A started process: what its role builder opened, closed on a signal. */
+export interface Started {
+  close(): Promise<void>;
+}
+
+export type ProcessStart = (context: { config: Config; logger: Logger }) => Promise<Started>;
+
+/** Names the failure of a start in one line: `CODE: message` for a user's mistake, a stack for a fault. */
+export function startFailure(err: unknown): string {
+  return isIdmintError(err) ? `${err.code}: ${err.message}` : err instanceof Error ? (err.stack ?? err.message) : String(err);
+}
+
+/**
+ * Every process entry point (workers/*.ts) in one shape: config from the environment (plus
+ * `overrides`), one logger, the role's builder, graceful stop on SIGINT/SIGTERM. A failure to
+ * start is one line on stderr prefixed with `name`, and exit 1.
+ */
+export function runProcess(name: string, start: ProcessStart, overrides: Record<string, string> = {}): void {
+  (async () => {
+    const config = loadConfig({ ...process.env, ...overrides });
+    const logger = createLogger({ level: config.LOG_LEVEL, name });
+    const started = await start({ config, logger });
+    stopOnSignals(logger, () => started.close());
+  })().catch((err: unknown) => {
+    process.stderr.write(`${name}: ${startFailure(err)}\n`);
+    process.exit(1);
+  });
+}

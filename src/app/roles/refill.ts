@@ -1,0 +1,88 @@
+import type { Registry } from 'prom-client';
+import { IdmintError } from '../../core/errors.js';
+import type { Logger } from '../../core/logger.js';
+import type { BizStore, PoolSink } from '../../core/ports.js';
+import { createRefillProcessor, type RefillProcessor, type SinkKind } from '../../refill/processor.js';
+import { RefillWorker } from '../../refill/worker.js';
+import { PostgresBizStore } from '../../store/biz-store.js';
+import { Closers } from '../closers.js';
+import type { Config } from '../config.js';
+import { openDatabase } from '../database.js';
+import { openKafkaPoolSink, openRedisPools, type RedisPools } from '../pools.js';
+import type { Started } from '../process.js';
+
+export interface RefillRoleOptions {
+  config: Config;
+  store: Pick<BizStore, 'getBiz' | 'listBiz' | 'allocate'>;
+  redis: RedisPools;
+  /** The Kafka pool-topic sink, when the process has Kafka. */
+  kafkaSink?: PoolSink | undefined;
+  logger: Logger;
+  registry?: Registry;
+}
+
+export interface RefillRole {
+  readonly worker: RefillWorker;
+  readonly processor: RefillProcessor;
+  /** Idempotent: stops taking jobs and waits for running ones. The pools and queue belong to the caller. */
+  close(): Promise<void>;
+}
+
+/** The refill role: a BullMQ worker and the sweep scheduler, filling the process's pools from the store. */
+export async function startRefillRole(options: RefillRoleOptions): Promise<RefillRole> {
+  const { config, store, redis, logger, registry } = options;
+  const sinks: Partial<Record<SinkKind, PoolSink>> = { 'redis-list': redis.list, 'redis-counter': redis.counter, ...(options.kafkaSink ? { kafka: options.kafkaSink } : {}) };
+  const processor = createRefillProcessor({
+    store,
+    sinks,
+    meta: redis.meta,
+    trigger: redis.queue,
+    poolSeconds: config.IDMINT_POOL_SECONDS,
+    minDepth: config.IDMINT_POOL_MIN_DEPTH,
+    maxDepth: config.IDMINT_POOL_MAX_DEPTH,
+    pauseAfterAllocateMs: config.IDMINT_REFILL_PAUSE_AFTER_ALLOCATE_MS,
+    logger,
+    ...(registry ? { registry } : {}),
+  });
+  const worker = new RefillWorker({
+    connection: config.REDIS_URL as string,
+    processor,
+    name: config.IDMINT_REFILL_QUEUE,
+    prefix: config.IDMINT_REFILL_PREFIX,
+    concurrency: config.IDMINT_REFILL_CONCURRENCY,
+    lockDurationMs: config.IDMINT_REFILL_LOCK_MS,
+    stalledIntervalMs: Math.max(100, Math.floor(config.IDMINT_REFILL_LOCK_MS / 2)),
+    logger,
+  });
+  try {
+    await worker.waitUntilReady();
+    await redis.queue.scheduleSweeps();
+  } catch (err) {
+    await worker.close();
+    throw err;
+  }
+  return Object.freeze({ worker, processor, close: () => worker.close() });
+}
+
+/**
+ * A process running the refill role alone (workers/refill.ts): Postgres (in the configured
+ * schema, the same as the API's), Redis pools, the Kafka pool sink, the worker. No HTTP.
+ */
+export async function startRefillProcess({ config, logger }: { config: Config; logger: Logger }): Promise<Started> {
+  if (!config.DATABASE_URL) throw new IdmintError('BAD_REQUEST', 'workers/refill needs DATABASE_URL (segments come from Postgres)');
+  if (!config.REDIS_URL) throw new IdmintError('BAD_REQUEST', 'workers/refill needs REDIS_URL (refills fill Redis pools)');
+  const closers = new Closers(logger);
+  try {
+    const db = await openDatabase(config, logger, closers);
+    const store = new PostgresBizStore(db, { logger });
+    const redis = openRedisPools(config, { logger, closers });
+    const kafkaSink = openKafkaPoolSink(config, { logger, closers });
+    const role = await startRefillRole({ config, store, redis, kafkaSink, logger });
+    closers.add('refill worker', () => role.close());
+    logger.info({ queue: config.IDMINT_REFILL_QUEUE, sweepEveryMs: config.IDMINT_REFILL_EVERY_MS }, 'refill worker ready');
+    return { close: () => closers.closeAll() };
+  } catch (err) {
+    await closers.closeAll();
+    throw err;
+  }
+}

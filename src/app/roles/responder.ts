@@ -1,0 +1,76 @@
+import type { Registry } from 'prom-client';
+import type { Logger } from '../../core/logger.js';
+import type { IdDispenser } from '../../core/ports.js';
+import { createKafka } from '../../kafka/kafka.js';
+import { createResponder, type Responder } from '../../kafka/responder.js';
+import type { Config } from '../config.js';
+
+export interface ResponderRoleOptions {
+  config: Config;
+  logger: Logger;
+  /** The process's dispenser: a responder alone has the same pools and fallbacks as the API. */
+  dispenser: IdDispenser;
+  registry?: Registry;
+}
+
+/** The responder role: answers ID requests on the request topic. Resolves once it has joined its group. */
+export async function startResponderRole(options: ResponderRoleOptions): Promise<Responder> {
+  const { config, logger } = options;
+  const kafka = createKafka({ brokers: config.KAFKA_BROKERS as string, clientId: 'idmint-responder', logger });
+  const responder = createResponder({
+    kafka,
+    dispenser: options.dispenser,
+    groupId: config.IDMINT_KAFKA_RESPONDER_GROUP,
+    requestTopic: config.IDMINT_KAFKA_REQUEST_TOPIC,
+    maxCount: config.IDMINT_MAX_COUNT,
+    sessionTimeoutMs: config.IDMINT_KAFKA_SESSION_TIMEOUT_MS,
+    logger,
+    ...(options.registry ? { registry: options.registry } : {}),
+  });
+  try {
+    await responder.start();
+  } catch (err) {
+    await responder.close().catch(() => undefined);
+    throw err;
+  }
+  return responder;
+}
+
+export interface BackgroundResponder {
+  /** Whether the responder has joined its group (for /readyz). */
+  running(): boolean;
+  close(): Promise<void>;
+}
+
+/**
+ * The responder beside the API: started in the background, because joining a consumer group takes
+ * seconds and HTTP must not wait. A failed start (Kafka down, topic missing) is retried every 5 s
+ * until the process stops.
+ */
+export function startResponderInBackground(options: ResponderRoleOptions): BackgroundResponder {
+  const log = options.logger.child({ component: 'responder-role' });
+  let responder: Responder | undefined;
+  let stopped = false;
+  void (async () => {
+    while (!stopped) {
+      try {
+        const started = await startResponderRole(options);
+        if (stopped) return void (await started.close());
+        responder = started;
+        log.info('responder ready');
+        return;
+      } catch (err) {
+        log.error({ err }, 'Kafka responder failed to start; retrying in 5 s (run `idmint kafka init` if topics are missing)');
+        await new Promise((r) => setTimeout(r, 5000).unref());
+      }
+    }
+  })();
+  return {
+    running: () => responder !== undefined,
+    close: async () => {
+      stopped = true;
+      // Not waiting for an attempt in flight: it sees `stopped` and closes what it started.
+      await responder?.close();
+    },
+  };
+}

@@ -1,0 +1,20 @@
+import type { Logger } from '../core/logger.js';
+import type { Config } from './config.js';
+import type { Started } from './process.js';
+import { startRuntime } from './runtime.js';
+
+/** `idmint serve` and workers/{all,api,responder}.ts: a serving process, announced with a first command to try. */
+export async function startServeProcess({ config, logger }: { config: Config; logger: Logger }): Promise<Started> {
+  const runtime = await startRuntime({ config, logger });
+  if (runtime.roles.has('api')) {
+    const firstTag = (await runtime.store.listBiz())[0]?.bizTag;
+    logger.info({ url: runtime.url, embedded: !config.DATABASE_URL }, `idmint is serving at ${runtime.url}`);
+    // The gate pass is a secret: the hint names where it goes, never its value.
+    const pass = config.IDMINT_GATE_PASS ? '&gatePass=<IDMINT_GATE_PASS>' : '';
+    const hint = firstTag ? `/v1/ids/${firstTag}?count=5${pass}` : '/v1/biz (create a tag first: idmint biz create <bizTag>)';
+    logger.info(`try: curl '${runtime.url}${hint}'`);
+  } else {
+    logger.info({ roles: [...runtime.roles], url: runtime.url }, `idmint is running without the ID API; health and metrics at ${runtime.url}`);
+  }
+  return runtime;
+}

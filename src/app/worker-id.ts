@@ -1,0 +1,92 @@
+import { hostname, networkInterfaces } from 'node:os';
+import type { Redis } from 'ioredis';
+import { IdmintError } from '../core/errors.js';
+import { silentLogger, type Logger } from '../core/logger.js';
+import { systemClock, type Clock, type WorkerIdProvider } from '../core/ports.js';
+import { createSnowflakeSource, type SnowflakeSource, type SnowflakeSourceOptions } from '../dispenser/sources/snowflake.js';
+import type { SqlClient } from '../store/db.js';
+import { FileWorkerIdProvider } from '../worker-id/file-provider.js';
+import { PostgresWorkerIdProvider } from '../worker-id/postgres-provider.js';
+import { RedisWorkerIdProvider } from '../worker-id/redis-provider.js';
+import { StaticWorkerIdProvider } from '../worker-id/static-provider.js';
+import { ZooKeeperWorkerIdProvider } from '../worker-id/zookeeper-provider.js';
+import type { Config } from './config.js';
+
+export type WorkerIdConfig = Pick<
+  Config,
+  'ZK_CONNECT' | 'IDMINT_WORKER_ID' | 'IDMINT_WORKER_ID_PROVIDER' | 'IDMINT_DATA_DIR' | 'IDMINT_ADVERTISE' | 'IDMINT_HOST' | 'IDMINT_PORT' | 'DATABASE_URL' | 'REDIS_URL' | 'IDMINT_POOL_KEY_PREFIX'
+>;
+
+export interface WorkerIdDeps {
+  logger?: Logger;
+  clock?: Clock;
+  /** The process's database, for the Postgres provider. */
+  db?: SqlClient;
+  /** The process's Redis client, for the Redis provider. */
+  redis?: Redis;
+}
+
+/**
+ * Picks the provider the config names. IDMINT_WORKER_ID → static (it skips every server).
+ * IDMINT_WORKER_ID_PROVIDER names one (zookeeper, postgres, redis, file); `auto` (the default)
+ * takes ZooKeeper when ZK_CONNECT is set; else, with a shared Postgres, a fresh worker node per
+ * start, as uid-generator does (several processes may share that database and a file on each
+ * machine would give them all the same id); else (embedded, one process per data dir) the file.
+ * The local clock mark lives in IDMINT_DATA_DIR whenever an id can be reused.
+ */
+export function workerIdProviderFromConfig(config: WorkerIdConfig, deps: WorkerIdDeps = {}): WorkerIdProvider {
+  const logger = deps.logger ?? silentLogger;
+  const clock = deps.clock ?? systemClock;
+  const dataDir = config.IDMINT_DATA_DIR;
+  if (config.IDMINT_WORKER_ID !== undefined) return new StaticWorkerIdProvider(config.IDMINT_WORKER_ID, { dataDir, logger, clock });
+  const wanted = config.IDMINT_WORKER_ID_PROVIDER;
+  const kind = wanted !== 'auto' ? wanted : config.ZK_CONNECT !== undefined ? 'zookeeper' : config.DATABASE_URL !== undefined && deps.db ? 'postgres' : 'file';
+  const missing = (what: string) => new IdmintError('BAD_REQUEST', `IDMINT_WORKER_ID_PROVIDER=${kind} needs ${what}`);
+  switch (kind) {
+    case 'zookeeper':
+      if (config.ZK_CONNECT === undefined) throw missing('ZK_CONNECT');
+      return new ZooKeeperWorkerIdProvider({ connect: config.ZK_CONNECT, address: stableAddress(config), dataDir, logger, clock });
+    case 'postgres':
+      if (config.DATABASE_URL === undefined || !deps.db) throw missing('DATABASE_URL');
+      return new PostgresWorkerIdProvider({ db: deps.db, host: hostname(), port: `${config.IDMINT_PORT}-${process.pid}`, logger });
+    case 'redis':
+      if (config.REDIS_URL === undefined || !deps.redis) throw missing('REDIS_URL');
+      return new RedisWorkerIdProvider({ redis: deps.redis, app: 'idmint', address: stableAddress(config), keyPrefix: `${config.IDMINT_POOL_KEY_PREFIX}idmint:`, dataDir, logger, clock });
+    case 'file':
+      return new FileWorkerIdProvider({ dataDir, logger, clock });
+  }
+}
+
+/** A Snowflake source whose worker id comes from the provider the config names. */
+export function createSnowflakeSourceFromConfig(config: WorkerIdConfig, options: Omit<SnowflakeSourceOptions, 'provider'> & WorkerIdDeps = {}): Promise<SnowflakeSource> {
+  const { db, redis, ...rest } = options;
+  const provider = workerIdProviderFromConfig(config, { ...(rest.logger ? { logger: rest.logger } : {}), ...(rest.clock ? { clock: rest.clock } : {}), ...(db ? { db } : {}), ...(redis ? { redis } : {}) });
+  return createSnowflakeSource({ ...rest, provider });
+}
+
+/** ip:port is the process's identity in ZooKeeper and Redis: a random port would register anew each start. */
+function stableAddress(config: WorkerIdConfig): string {
+  if (!config.IDMINT_ADVERTISE && config.IDMINT_PORT === 0) {
+    throw new IdmintError('BAD_REQUEST', 'IDMINT_PORT=0 gives no stable worker-id identity: set IDMINT_PORT, or IDMINT_ADVERTISE=ip:port');
+  }
+  return advertisedAddress(config);
+}
+
+/**
+ * IDMINT_ADVERTISE, else IDMINT_HOST:IDMINT_PORT with a wildcard or loopback host replaced by
+ * this machine's first external IPv4: `127.0.0.1:8080` names every machine with the defaults,
+ * and two processes sharing a ZooKeeper node would share a worker id.
+ */
+export function advertisedAddress(config: Pick<Config, 'IDMINT_ADVERTISE' | 'IDMINT_HOST' | 'IDMINT_PORT'>): string {
+  if (config.IDMINT_ADVERTISE) return config.IDMINT_ADVERTISE;
+  const host = config.IDMINT_HOST;
+  const local = host === '0.0.0.0' || host === '::' || host === 'localhost' || host === '::1' || host.startsWith('127.');
+  return `${local ? firstExternalIpv4() : host}:${config.IDMINT_PORT}`;
+}
+
+function firstExternalIpv4(): string {
+  for (const list of Object.values(networkInterfaces())) {
+    for (const a of list ?? []) if (a.family === 'IPv4' && !a.internal) return a.address;
+  }
+  return '127.0.0.1';
+}

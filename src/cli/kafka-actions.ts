@@ -1,0 +1,65 @@
+import { loadConfig } from '../app/config.js';
+import { createLogger } from '../app/log.js';
+import { IdmintError } from '../core/errors.js';
+import { createKafka } from '../kafka/kafka.js';
+import { createKafkaClient } from '../kafka/client.js';
+import { initTopics } from '../kafka/topics.js';
+
+/** The Kafka commands' work, loaded only when one runs: the rest of the CLI never loads KafkaJS. */
+
+const print = (line: string): void => void process.stdout.write(`${line}\n`);
+
+/** The CLI's Kafka: quiet (a person reads one line, not KafkaJS's retries) and quick to give up. */
+function cliKafka() {
+  return createKafka({
+    brokers: brokersFromEnv(),
+    clientId: 'idmint-cli',
+    logger: createLogger({ level: 'silent' }),
+    config: { retry: { retries: 2, initialRetryTime: 100, maxRetryTime: 500 }, connectionTimeout: 2000 },
+  });
+}
+
+/** A broker that cannot be reached is one line that says what to check. */
+async function reachable<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (err instanceof IdmintError) throw err;
+    const cause = err as { name?: string; message?: string };
+    if ((cause.name ?? '').startsWith('KafkaJS')) {
+      throw new IdmintError('NOT_READY', `cannot reach Kafka at ${process.env.KAFKA_BROKERS}: ${cause.message ?? String(err)}; check KAFKA_BROKERS (\`npm run infra:up\` starts a local one)`, { cause: err });
+    }
+    throw err;
+  }
+}
+
+function brokersFromEnv(): string {
+  const config = loadConfig();
+  if (!config.KAFKA_BROKERS) throw new IdmintError('BAD_REQUEST', 'KAFKA_BROKERS is not set (host:port[,host:port]); `npm run infra:up` writes it to .infra/env');
+  return config.KAFKA_BROKERS;
+}
+
+export async function kafkaInit(o: { partitions?: number; poolTags?: string[]; poolPartitions?: number }): Promise<void> {
+  const config = loadConfig();
+  const admin = cliKafka().admin();
+  await reachable(() => admin.connect());
+  try {
+    const created = await reachable(() => initTopics(admin, {
+      requestPartitions: o.partitions ?? config.IDMINT_KAFKA_PARTITIONS,
+      ...(o.poolTags ? { poolTags: o.poolTags } : {}),
+      ...(o.poolPartitions ? { poolPartitions: o.poolPartitions } : {}),
+    }));
+    print(created.length === 0 ? 'all topics already exist' : `created ${created.join(', ')}`);
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+export async function kafkaGet(bizTag: string, o: { count: number; timeout: number }): Promise<void> {
+  const client = createKafkaClient({ kafka: cliKafka(), clientId: 'idmint-cli' });
+  try {
+    for (const id of await reachable(() => client.getIds(bizTag, o.count, { timeoutMs: o.timeout }))) print(id);
+  } finally {
+    await client.close();
+  }
+}

@@ -1,0 +1,13 @@
+import type { BizTag, PoolKind } from './ports.js';
+
+/** A pool kind that names a real pool: `auto` resolved. */
+export type ConcretePoolKind = Exclude<PoolKind, 'auto'>;
+
+/**
+ * Which pool serves a segment tag: the tag's own choice, or for `auto` the deployment's default
+ * (a Redis list when the process has Redis, the in-memory double buffer otherwise). The one place
+ * this rule lives: the dispenser, the refill processor and the stats all ask here.
+ */
+export function poolKindOf(tag: Pick<BizTag, 'pool'>, autoKind: ConcretePoolKind): ConcretePoolKind {
+  return tag.pool === 'auto' ? autoKind : tag.pool;
+}

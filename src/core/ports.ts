@@ -1,0 +1,171 @@
+/**
+ * The small interfaces the core depends on. Adapters (src/store, src/pool, src/worker-id, ...)
+ * implement them; entry points wire them. Nothing here does I/O.
+ */
+
+/** `^[a-z0-9][a-z0-9._-]{0,63}$` */
+export const BIZ_TAG_PATTERN = /^[a-z0-9][a-z0-9._-]{0,63}$/;
+
+/** Largest segment ID: segment IDs live in [1, 2^53-1], Snowflake IDs in [2^53, 2^63) (invariant 4). */
+export const MAX_SEGMENT_ID = Number.MAX_SAFE_INTEGER;
+
+export type BizMode = 'segment' | 'snowflake' | 'uid' | 'sharded';
+
+/** What a segment-mode tag does when its pool cannot serve: allocate directly, use Snowflake, or refuse. */
+export type FallbackPolicy = 'segment' | 'snowflake' | 'error';
+
+/**
+ * Where a segment tag's pre-minted IDs live. `auto` means a Redis list when the deployment has
+ * Redis, otherwise the in-memory double buffer.
+ */
+export type PoolKind = 'auto' | 'memory' | 'redis-list' | 'redis-counter' | 'kafka';
+
+export interface BizTag {
+  readonly bizTag: string;
+  readonly mode: BizMode;
+  /** Base step: the segment size the tag starts with and never shrinks below. */
+  readonly step: number;
+  /** Inclusive upper bound of IDs; `null` means MAX_SEGMENT_ID. */
+  readonly maxLimit: number | null;
+  /** Number of shards (sharded mode); 1 otherwise. */
+  readonly shards: number;
+  readonly fallback: FallbackPolicy;
+  readonly pool: PoolKind;
+  readonly description: string;
+  readonly createdAt: Date;
+  readonly updatedAt: Date;
+}
+
+export interface BizTagInput {
+  bizTag: string;
+  mode?: BizMode;
+  step?: number;
+  maxLimit?: number | null;
+  shards?: number;
+  fallback?: FallbackPolicy;
+  pool?: PoolKind;
+  description?: string;
+  /**
+   * Raise the tag's counters (every shard) so each ID it allocates from now on is above this
+   * value: continuing another generator's sequence (e.g. Leaf's `max_id`). Never lowers a counter.
+   */
+  startAfter?: number;
+}
+
+export type BizTagPatch = Partial<Omit<BizTagInput, 'bizTag'>>;
+
+/** An inclusive range of IDs `[start, end]`, allocated once (invariant 3). Values are safe integers. */
+export interface Segment {
+  readonly bizTag: string;
+  readonly shard: number;
+  readonly start: number;
+  readonly end: number;
+}
+
+/** Takes one fresh segment of `step` IDs for a tag (and shard). Each call returns a new range. */
+export interface SegmentAllocator {
+  allocate(bizTag: string, step: number, options?: { shard?: number; by?: string }): Promise<Segment>;
+}
+
+/** Business tags plus segment allocation: implemented over Postgres and PGlite. */
+export interface BizStore extends SegmentAllocator {
+  createBiz(input: BizTagInput): Promise<BizTag>;
+  /** `null` for unknown or deleted tags. */
+  getBiz(bizTag: string): Promise<BizTag | null>;
+  listBiz(): Promise<BizTag[]>;
+  updateBiz(bizTag: string, patch: BizTagPatch): Promise<BizTag>;
+  /** Soft delete; the tag's counters are kept so a re-created tag never repeats IDs. */
+  deleteBiz(bizTag: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Milliseconds since the Unix epoch. Injected so tests can step the clock. */
+export interface Clock {
+  now(): number;
+}
+
+export const systemClock: Clock = Object.freeze({ now: () => Date.now() });
+
+/** A worker id held by this process; `close()` stops heartbeats and releases what can be released. */
+export interface WorkerIdLease {
+  readonly workerId: number;
+  /** Where the id came from, for logs and /readyz: `zookeeper`, `postgres`, `redis`, `file`, `static`. */
+  readonly provider: string;
+  close(): Promise<void>;
+}
+
+export interface WorkerIdProvider {
+  /** Obtains a worker id in `[0, maxWorkerId]`, or throws WORKER_ID_UNAVAILABLE. */
+  acquire(options: { maxWorkerId: number }): Promise<WorkerIdLease>;
+}
+
+/** Where a batch of IDs came from, as reported to callers. */
+export type IdSourceName = 'pool' | 'segment' | 'snowflake';
+
+export interface TakeContext {
+  /** Shard for sharded tags; undefined lets the source choose. */
+  shard?: number;
+  /** Absolute deadline (epoch ms) after which the caller no longer wants an answer. */
+  deadline?: number;
+}
+
+/**
+ * One way of serving IDs for a tag. `take` returns up to `count` IDs as decimal strings and may
+ * return fewer (even none) when it runs short; it throws an IdmintError when it cannot serve at all.
+ * Invariant 2: the IDs must already have left the source (popped, committed) when `take` resolves.
+ */
+export interface IdSource {
+  readonly name: IdSourceName;
+  take(tag: BizTag, count: number, context?: TakeContext): Promise<string[]>;
+  /** Drops the IDs held for a tag whose counters moved (e.g. `startAfter`): they become gaps, never reused. */
+  forget?(bizTag: string): Promise<void> | void;
+  close?(): Promise<void>;
+}
+
+export interface DispenseResult {
+  readonly bizTag: string;
+  /** Decimal strings (invariant 7). */
+  readonly ids: string[];
+  readonly source: IdSourceName;
+}
+
+/** What every transport (HTTP, Kafka responder, CLI) calls: see src/dispenser.ts. */
+export interface IdDispenser {
+  get(bizTag: string, count: number, context?: TakeContext): Promise<DispenseResult>;
+}
+
+/**
+ * Where a refill puts fresh segments: a Redis list, a Redis counter, or a Kafka pool topic.
+ * The refill processor (src/refill) takes a segment from the store, then calls `push`; it never
+ * pushes one segment twice (invariant 3): a retry takes a new segment.
+ */
+export interface PoolSink {
+  readonly kind: Exclude<PoolKind, 'auto' | 'memory'>;
+  /** IDs ready to hand out for this tag and shard (list length, counter room, unconsumed topic IDs). */
+  depth(bizTag: string, shard: number): Promise<number>;
+  push(segment: Segment): Promise<void>;
+  /** Drops a deleted tag's pool. */
+  remove(bizTag: string): Promise<void>;
+}
+
+/** A tag access token as listed: never the token itself, which is shown once, at creation. */
+export interface TagTokenInfo {
+  readonly id: string;
+  /** The token's first characters, to tell tokens apart. */
+  readonly prefix: string;
+  readonly createdAt: Date;
+}
+
+/**
+ * Per-tag access tokens (Tinyid's per-bizType token, stored hashed and rotatable): a tag with at
+ * least one token hands out IDs over HTTP only to callers presenting one of them.
+ */
+export interface TagTokenStore {
+  /** A new token for the tag: the only time its value is seen. */
+  create(bizTag: string): Promise<TagTokenInfo & { token: string }>;
+  list(bizTag: string): Promise<TagTokenInfo[]>;
+  /** Throws UNKNOWN_BIZ_TAG-like BAD_REQUEST when the id is not the tag's. */
+  revoke(bizTag: string, id: string): Promise<void>;
+  /** SHA-256 hex digests of the tag's tokens (empty: the tag is open). */
+  hashes(bizTag: string): Promise<string[]>;
+}

@@ -1,0 +1,255 @@
+import { BadRequestError, IdmintError, UnknownBizTagError, isIdmintError } from '../core/errors.js';
+import type { BizStore, BizTag, DispenseResult, IdDispenser, IdSource, IdSourceName, PoolKind, TakeContext } from '../core/ports.js';
+import { BIZ_TAG_PATTERN } from '../core/ports.js';
+import type { DispenserMetrics } from './metrics.js';
+import { silentLogger, type Logger } from '../core/logger.js';
+import { definedOnly } from '../core/options.js';
+import { poolKindOf } from '../core/pool-kind.js';
+
+export interface DispenseRequest {
+  readonly bizTag: string;
+  readonly count: number;
+  readonly context: TakeContext;
+}
+
+/**
+ * Ordered hooks around every request. `before` may veto by throwing (an IdmintError reaches
+ * the caller as is); `after` sees the IDs; `onError` sees failures. A plugin that throws in
+ * `after` or `onError` is logged, never allowed to lose IDs already taken.
+ */
+export interface DispenserPlugin {
+  readonly name: string;
+  before?(request: DispenseRequest, tag: BizTag): void | Promise<void>;
+  after?(request: DispenseRequest, result: DispenseResult): void | Promise<void>;
+  onError?(request: DispenseRequest, error: IdmintError): void | Promise<void>;
+}
+
+/** Last word on a failed request: return a result to answer with it, or undefined to fail. */
+export type RejectionHandler = (request: DispenseRequest, error: IdmintError) => DispenseResult | undefined | Promise<DispenseResult | undefined>;
+
+export type PoolSources = Partial<Record<Exclude<PoolKind, 'auto'>, IdSource>>;
+
+export interface DispenserOptions {
+  store: BizStore;
+  /** Pool sources by kind; `memory` serves when no other is configured. */
+  pools: PoolSources;
+  /** What a tag's `auto` pool means here: `redis-list` when Redis is configured, else `memory`. */
+  defaultPool?: Exclude<PoolKind, 'auto'>;
+  /** Serves fallback `segment`: takes a segment of exactly the missing size from the store. */
+  segment?: IdSource;
+  /** Serves `snowflake`-mode tags and fallback `snowflake`. */
+  snowflake?: IdSource;
+  uid?: IdSource;
+  sharded?: IdSource;
+  /** Largest count per request. Default 10000. */
+  maxCount?: number;
+  /** How long a tag's settings are cached; changes reach every process within this. Default 1000 ms. */
+  tagCacheMs?: number;
+  plugins?: DispenserPlugin[];
+  onRejected?: RejectionHandler;
+  metrics?: DispenserMetrics;
+  logger?: Logger;
+}
+
+export const DISPENSER_DEFAULTS: Readonly<{ maxCount: number; tagCacheMs: number }> = Object.freeze({ maxCount: 10_000, tagCacheMs: 1000 });
+
+interface CachedTag {
+  tag: BizTag | null;
+  loadedAt: number;
+}
+
+/**
+ * One facade for every transport: get(bizTag, count) -> pool -> fallback (segment | snowflake | error).
+ * Segment IDs and Snowflake IDs live in disjoint spaces (invariant 4), so mixing them within one
+ * tag never repeats an ID.
+ */
+export class Dispenser implements IdDispenser {
+  private readonly options: Readonly<DispenserOptions & typeof DISPENSER_DEFAULTS>;
+  private readonly logger: Logger;
+  private readonly tags = new Map<string, CachedTag>();
+  private readonly loading = new Map<string, Promise<BizTag | null>>();
+
+  constructor(options: DispenserOptions) {
+    const merged = { ...DISPENSER_DEFAULTS, ...(definedOnly(options) as DispenserOptions) };
+    if (!Number.isInteger(merged.maxCount) || merged.maxCount < 1) throw new RangeError(`maxCount must be a positive integer, got ${merged.maxCount}`);
+    if (!merged.pools.memory && !merged.defaultPool) throw new RangeError('a memory pool or a defaultPool is required');
+    this.options = Object.freeze(merged);
+    this.logger = (options.logger ?? silentLogger).child({ component: 'dispenser' });
+  }
+
+  get maxCount(): number {
+    return this.options.maxCount;
+  }
+
+  async get(bizTag: string, count: number, context: TakeContext = {}): Promise<DispenseResult> {
+    const request: DispenseRequest = { bizTag, count, context };
+    try {
+      validate(bizTag, count, this.options.maxCount);
+      const tag = await this.tag(bizTag);
+      if (!tag) throw new UnknownBizTagError(bizTag);
+      for (const plugin of this.options.plugins ?? []) await plugin.before?.(request, tag);
+      const result = await this.serve(tag, count, context);
+      this.options.metrics?.recordIssued(bizTag, result.source, result.ids.length);
+      for (const plugin of this.options.plugins ?? []) {
+        try {
+          await plugin.after?.(request, result);
+        } catch (err) {
+          this.logger.error({ err, plugin: plugin.name }, 'plugin after() failed; the IDs are still returned');
+        }
+      }
+      return result;
+    } catch (raw) {
+      const error = asIdmintError(raw);
+      if (error !== raw) this.logger.error({ err: raw, bizTag }, 'unexpected failure while dispensing');
+      this.options.metrics?.recordError(error);
+      for (const plugin of this.options.plugins ?? []) {
+        try {
+          await plugin.onError?.(request, error);
+        } catch (err) {
+          this.logger.error({ err, plugin: plugin.name }, 'plugin onError() failed');
+        }
+      }
+      const rescued = await this.options.onRejected?.(request, error);
+      if (rescued) return rescued;
+      throw error;
+    }
+  }
+
+  /** The tag's current settings (cached for tagCacheMs), or null when unknown or deleted. */
+  async tag(bizTag: string): Promise<BizTag | null> {
+    const cached = this.tags.get(bizTag);
+    if (cached && Date.now() - cached.loadedAt < this.options.tagCacheMs) return cached.tag;
+    let pending = this.loading.get(bizTag);
+    if (!pending) {
+      pending = this.options.store.getBiz(bizTag).finally(() => this.loading.delete(bizTag));
+      this.loading.set(bizTag, pending);
+    }
+    try {
+      const tag = await pending;
+      this.tags.set(bizTag, { tag, loadedAt: Date.now() });
+      return tag;
+    } catch (err) {
+      // Postgres down: keep serving known tags from their last settings (pools may still be full).
+      if (!cached?.tag) throw err;
+      this.logger.warn({ bizTag, err: (err as Error).message }, 'tag reload failed; using the last known settings');
+      return cached.tag;
+    }
+  }
+
+  /** Drops cached settings so the next request reloads them (after an admin change in this process). */
+  invalidate(bizTag: string): void {
+    this.tags.delete(bizTag);
+  }
+
+  /**
+   * Drops every ID this process's sources hold for a tag, after its counters were raised: what
+   * they hold lies below the new floor. Dropped IDs are gaps, never reused.
+   */
+  async forget(bizTag: string): Promise<void> {
+    this.invalidate(bizTag);
+    const { pools, segment, snowflake, uid, sharded } = this.options;
+    const sources = new Set([...Object.values(pools), segment, snowflake, uid, sharded].filter((s): s is IdSource => s !== undefined));
+    for (const source of sources) await source.forget?.(bizTag);
+  }
+
+  /**
+   * Why this process cannot serve a tag with this `pool` setting, or undefined when it can: a
+   * Redis pool needs REDIS_URL here (it would otherwise be served from memory, silently).
+   */
+  poolRefusal(pool: PoolKind): string | undefined {
+    if ((pool === 'redis-list' || pool === 'redis-counter') && !this.options.pools[pool]) {
+      return `pool "${pool}" needs Redis, and this server has no REDIS_URL; use "auto" or "memory", or set REDIS_URL`;
+    }
+    return undefined;
+  }
+
+  /** The pool kind that serves a segment tag here. */
+  poolKindFor(tag: BizTag): Exclude<PoolKind, 'auto'> {
+    // A Kafka-pool tag's topic feeds SDK consumers; this process serves it from memory buffers.
+    if (tag.pool === 'kafka') return this.options.pools.memory ? 'memory' : (this.options.defaultPool ?? 'memory');
+    const kind = poolKindOf(tag, this.options.defaultPool ?? 'memory');
+    return this.options.pools[kind] ? kind : (this.options.defaultPool ?? 'memory');
+  }
+
+  async close(): Promise<void> {
+    const { pools, segment, snowflake, uid, sharded } = this.options;
+    const sources = new Set([...Object.values(pools), segment, snowflake, uid, sharded].filter((s): s is IdSource => s !== undefined));
+    for (const source of sources) await source.close?.();
+  }
+
+  private async serve(tag: BizTag, count: number, context: TakeContext): Promise<DispenseResult> {
+    switch (tag.mode) {
+      case 'snowflake':
+        return this.whole(tag, this.required('snowflake', tag), count, context);
+      case 'uid':
+        return this.whole(tag, this.required('uid', tag), count, context);
+      case 'sharded':
+        return this.whole(tag, this.required('sharded', tag), count, context);
+      case 'segment':
+        return this.segmentMode(tag, count, context);
+    }
+  }
+
+  private async whole(tag: BizTag, source: IdSource, count: number, context: TakeContext): Promise<DispenseResult> {
+    const ids = await source.take(tag, count, context);
+    if (ids.length < count) throw new IdmintError('POOL_EMPTY', `the ${source.name} source for "${tag.bizTag}" returned ${ids.length} of ${count} IDs`);
+    return { bizTag: tag.bizTag, ids, source: source.name };
+  }
+
+  private async segmentMode(tag: BizTag, count: number, context: TakeContext): Promise<DispenseResult> {
+    const pool = this.options.pools[this.poolKindFor(tag)];
+    if (!pool) throw new IdmintError('NOT_READY', `no pool is configured for "${tag.bizTag}"`);
+    let ids: string[] = [];
+    let poolError: IdmintError | undefined;
+    try {
+      ids = await pool.take(tag, count, context);
+      // A lowered max_limit leaves IDs above it in buffers and pools: drop them (gaps), never hand them out.
+      if (tag.maxLimit !== null) ids = ids.filter((id) => Number(id) <= (tag.maxLimit as number));
+    } catch (raw) {
+      poolError = asIdmintError(raw);
+      // A hard limit or an unknown tag is final; only a pool that cannot serve right now falls back.
+      if (!poolError.retriable) throw poolError;
+      this.logger.warn({ bizTag: tag.bizTag, code: poolError.code, reason: poolError.message }, 'pool unavailable; using fallback');
+    }
+    if (ids.length >= count) return { bizTag: tag.bizTag, ids, source: pool.name };
+
+    const missing = count - ids.length;
+    const fallback = this.fallbackSource(tag, poolError);
+    const rest = await fallback.take(tag, missing, context);
+    if (rest.length < missing) throw new IdmintError('POOL_EMPTY', `fallback ${fallback.name} for "${tag.bizTag}" returned ${rest.length} of ${missing} IDs`);
+    // Report the fallback whenever it served any part of the batch, so callers see degraded service.
+    return { bizTag: tag.bizTag, ids: ids.length === 0 ? rest : ids.concat(rest), source: fallback.name };
+  }
+
+  private fallbackSource(tag: BizTag, cause: IdmintError | undefined): IdSource {
+    const { segment, snowflake } = this.options;
+    if (tag.fallback === 'segment' && segment) return segment;
+    if (tag.fallback === 'snowflake' && snowflake) return snowflake;
+    if (cause) throw cause;
+    throw new IdmintError('POOL_EMPTY', `the pool for "${tag.bizTag}" is empty and its fallback is "${tag.fallback}"; retry shortly`);
+  }
+
+  private required(kind: 'snowflake' | 'uid' | 'sharded', tag: BizTag): IdSource {
+    const source = this.options[kind];
+    if (!source) throw new IdmintError('NOT_READY', `"${tag.bizTag}" is a ${kind} tag but this process has no ${kind} generator`);
+    return source;
+  }
+}
+
+function validate(bizTag: string, count: number, maxCount: number): void {
+  if (typeof bizTag !== 'string' || !BIZ_TAG_PATTERN.test(bizTag)) {
+    throw new BadRequestError(`bizTag must match ${BIZ_TAG_PATTERN.source}`, 'bizTag');
+  }
+  if (!Number.isInteger(count) || count < 1 || count > maxCount) {
+    throw new BadRequestError(`count must be an integer from 1 to ${maxCount}`, 'count');
+  }
+}
+
+function asIdmintError(err: unknown): IdmintError {
+  if (isIdmintError(err)) return err;
+  const message = err instanceof Error ? err.message : String(err);
+  return new IdmintError('NOT_READY', `internal fault while dispensing: ${message}`, { cause: err });
+}
+
+
+export type { IdSourceName };

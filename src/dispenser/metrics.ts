@@ -1,0 +1,86 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { BizStore, IdSourceName, Segment } from '../core/ports.js';
+import { isIdmintError } from '../core/errors.js';
+import { IssueHistory } from '../core/history.js';
+
+export interface DepthReading {
+  bizTag: string;
+  shard: number;
+  depth: number;
+}
+
+/**
+ * The dispenser's Prometheus metrics, on an injected registry (one per process, or one per
+ * test). Transports and pools register their own metrics on the same registry.
+ */
+export class DispenserMetrics {
+  readonly registry: Registry;
+  readonly issued: Counter<'biz_tag' | 'source'>;
+  readonly requests: Counter<'biz_tag' | 'source'>;
+  readonly errors: Counter<'code'>;
+  readonly allocations: Counter<'biz_tag'>;
+  readonly allocationSeconds: Histogram<'biz_tag'>;
+  readonly bufferDepth: Gauge<'biz_tag' | 'shard'>;
+  /** Read at scrape time for idmint_buffer_depth. */
+  depthSource: (() => DepthReading[]) | undefined;
+  /** IDs per source over the last ten minutes, for the status page. */
+  readonly history = new IssueHistory();
+
+  constructor(registry: Registry = new Registry(), options: { defaultMetrics?: boolean } = {}) {
+    this.registry = registry;
+    if (options.defaultMetrics) collectDefaultMetrics({ register: registry, prefix: 'idmint_' });
+    this.issued = new Counter({ name: 'idmint_ids_issued_total', help: 'IDs handed out, by tag and source', labelNames: ['biz_tag', 'source'], registers: [registry] });
+    this.requests = new Counter({ name: 'idmint_requests_total', help: 'Successful ID requests, by tag and source', labelNames: ['biz_tag', 'source'], registers: [registry] });
+    this.errors = new Counter({ name: 'idmint_errors_total', help: 'Failed ID requests, by error code', labelNames: ['code'], registers: [registry] });
+    this.allocations = new Counter({ name: 'idmint_segment_allocations_total', help: 'Segments taken from the store', labelNames: ['biz_tag'], registers: [registry] });
+    this.allocationSeconds = new Histogram({
+      name: 'idmint_segment_allocation_seconds',
+      help: 'Latency of one segment allocation',
+      labelNames: ['biz_tag'],
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
+      registers: [registry],
+    });
+    const depths = (): DepthReading[] => this.depthSource?.() ?? [];
+    this.bufferDepth = new Gauge({
+      name: 'idmint_buffer_depth',
+      help: 'IDs ready in in-memory double buffers',
+      labelNames: ['biz_tag', 'shard'],
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const { bizTag, shard, depth } of depths()) this.set({ biz_tag: bizTag, shard: String(shard) }, depth);
+      },
+    });
+  }
+
+  recordIssued(bizTag: string, source: IdSourceName, count: number): void {
+    this.issued.inc({ biz_tag: bizTag, source }, count);
+    this.requests.inc({ biz_tag: bizTag, source });
+    this.history.record(source, count);
+  }
+
+  recordError(err: unknown): void {
+    this.errors.inc({ code: isIdmintError(err) ? err.code : 'INTERNAL' });
+  }
+}
+
+/** Wraps a store so every allocation is counted and timed. */
+export function instrumentStore(store: BizStore, metrics: DispenserMetrics): BizStore {
+  const allocate = async (bizTag: string, step: number, options?: { shard?: number; by?: string }): Promise<Segment> => {
+    const stop = metrics.allocationSeconds.startTimer({ biz_tag: bizTag });
+    try {
+      const segment = await store.allocate(bizTag, step, options);
+      metrics.allocations.inc({ biz_tag: bizTag });
+      return segment;
+    } finally {
+      stop();
+    }
+  };
+  return new Proxy(store, {
+    get(target, prop, receiver) {
+      if (prop === 'allocate') return allocate;
+      const value: unknown = Reflect.get(target, prop, receiver);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}

@@ -1,0 +1,91 @@
+import { SegmentBuffer } from '../../core/segment-buffer.js';
+import type { BizTag, Clock, IdSource, SegmentAllocator, TakeContext } from '../../core/ports.js';
+import { systemClock } from '../../core/ports.js';
+import { silentLogger, type Logger } from '../../core/logger.js';
+
+export interface MemoryPoolOptions {
+  allocator: SegmentAllocator;
+  /** Largest step a buffer may grow to, as a multiple of the tag's base step. Default 100. */
+  maxStepFactor?: number;
+  /** How long a caller waits for a segment when both halves are empty. Default 3000 ms. */
+  waitTimeoutMs?: number;
+  clock?: Clock;
+  logger?: Logger;
+  /** Who allocations are recorded as in the ledger. */
+  by?: string;
+}
+
+/**
+ * The embedded pool: one Leaf double buffer per tag and shard, in this process's memory.
+ * IDs leave the buffer before `take` resolves; a crash loses what is buffered, never repeats it.
+ */
+export class MemoryPool implements IdSource {
+  readonly name = 'pool' as const;
+  private readonly buffers = new Map<string, { step: number; buffer: SegmentBuffer }>();
+  private readonly options: Required<Omit<MemoryPoolOptions, 'by'>> & { by: string | undefined };
+
+  constructor(options: MemoryPoolOptions) {
+    this.options = {
+      maxStepFactor: 100,
+      waitTimeoutMs: 3000,
+      clock: systemClock,
+      logger: silentLogger,
+      ...options,
+      by: options.by,
+    };
+  }
+
+  async take(tag: BizTag, count: number, context: TakeContext = {}): Promise<string[]> {
+    const buffer = this.bufferFor(tag, context.shard ?? 0);
+    const ids = await buffer.nextBatch(count);
+    return ids.map(String);
+  }
+
+  /** IDs ready in memory per tag/shard, for metrics. */
+  depths(): Array<{ bizTag: string; shard: number; depth: number }> {
+    return [...this.buffers.entries()].map(([key, { buffer }]) => {
+      const [bizTag, shard] = splitKey(key);
+      return { bizTag, shard, depth: buffer.depth() };
+    });
+  }
+
+  /** Forgets a tag's buffers (deleted or changed tag); buffered IDs are dropped, never reused. */
+  forget(bizTag: string): void {
+    for (const [key, { buffer }] of this.buffers) {
+      if (splitKey(key)[0] === bizTag) {
+        buffer.close();
+        this.buffers.delete(key);
+      }
+    }
+  }
+
+  async close(): Promise<void> {
+    for (const { buffer } of this.buffers.values()) buffer.close();
+    this.buffers.clear();
+  }
+
+  private bufferFor(tag: BizTag, shard: number): SegmentBuffer {
+    const key = `${tag.bizTag}\u0000${shard}`;
+    const existing = this.buffers.get(key);
+    // A changed base step takes effect with a fresh buffer; the old one's IDs are skipped (a gap).
+    if (existing && existing.step === tag.step) return existing.buffer;
+    existing?.buffer.close();
+    const { allocator, clock, logger, waitTimeoutMs, maxStepFactor, by } = this.options;
+    const buffer = new SegmentBuffer({
+      bizTag: tag.bizTag,
+      baseStep: tag.step,
+      maxStep: Math.max(tag.step, Math.min(tag.step * maxStepFactor, 10_000_000)),
+      allocate: (bizTag, step) => allocator.allocate(bizTag, step, { shard, ...(by === undefined ? {} : { by }) }),
+      clock,
+      waitTimeoutMs,
+      logger: logger.child({ component: 'segment-buffer', bizTag: tag.bizTag, shard }),
+    });
+    this.buffers.set(key, { step: tag.step, buffer });
+    return buffer;
+  }
+}
+
+function splitKey(key: string): [string, number] {
+  const at = key.indexOf('\u0000');
+  return [key.slice(0, at), Number(key.slice(at + 1))];
+}

@@ -1,0 +1,63 @@
+import { CachedUidGenerator } from '../../core/cached-uid.js';
+import type { Layout } from '../../core/layout.js';
+import { UID_LAYOUT } from '../../core/layout.js';
+import type { BizTag, Clock, IdSource, WorkerIdLease, WorkerIdProvider } from '../../core/ports.js';
+import { silentLogger, type Logger } from '../../core/logger.js';
+
+export interface UidSourceOptions {
+  /** uid-generator assigns a fresh worker id on every start: the Postgres provider does. */
+  provider: WorkerIdProvider;
+  layout?: Layout;
+  clock?: Clock;
+  logger?: Logger;
+}
+
+/**
+ * `uid`-mode tags: uid-generator's CachedUidGenerator, whose ring buffer is a pool of IDs
+ * minted ahead. Started on first use, so a process without uid tags takes no worker node.
+ */
+export class UidSource implements IdSource {
+  readonly name = 'pool' as const;
+  private starting: Promise<{ generator: CachedUidGenerator; lease: WorkerIdLease }> | undefined;
+
+  constructor(private readonly options: UidSourceOptions) {}
+
+  async take(_tag: BizTag, count: number): Promise<string[]> {
+    const { generator } = await this.start();
+    return generator.getUids(count).map(String);
+  }
+
+  async close(): Promise<void> {
+    const started = this.starting;
+    this.starting = undefined;
+    if (!started) return;
+    const { generator, lease } = await started.catch(() => ({ generator: undefined, lease: undefined }));
+    generator?.close();
+    await lease?.close();
+  }
+
+  private start(): Promise<{ generator: CachedUidGenerator; lease: WorkerIdLease }> {
+    this.starting ??= (async () => {
+      const layout = this.options.layout ?? UID_LAYOUT;
+      const lease = await this.options.provider.acquire({ maxWorkerId: layout.maxWorkerId });
+      try {
+        const generator = new CachedUidGenerator({
+          workerId: lease.workerId,
+          layout,
+          ...(this.options.clock ? { clock: this.options.clock } : {}),
+          logger: this.options.logger ?? silentLogger,
+        });
+        generator.start();
+        return { generator, lease };
+      } catch (err) {
+        await lease.close();
+        throw err;
+      }
+    })().catch((err: unknown) => {
+      // Let the next request try again rather than caching the failure.
+      this.starting = undefined;
+      throw err;
+    });
+    return this.starting;
+  }
+}

@@ -1,0 +1,26 @@
+import type { FastifyRequest, preHandlerAsyncHookHandler, RouteShorthandOptions } from 'fastify';
+import { IdmintError } from '../core/errors.js';
+
+/** Checks that run on every route that hands out IDs, around the gate pass. */
+export interface IssuingGuards {
+  /** Before the gate pass: rate limits (cheapest, and they protect the rest). */
+  before?: readonly preHandlerAsyncHookHandler[];
+  /** After it: tag tokens. */
+  after?: readonly preHandlerAsyncHookHandler[];
+}
+
+/**
+ * Route options for every route that hands out IDs, on every server: the gate pass (Tinyid's
+ * token, one per deployment) when one is set, the guards, and no HEAD route, so a probe never
+ * burns an ID.
+ */
+export function issuingRoute(gatePass: string | undefined, guards: IssuingGuards = {}): RouteShorthandOptions {
+  const checkGatePass = async (request: FastifyRequest): Promise<void> => {
+    if (gatePass === undefined) return;
+    const given = (request.query as { gatePass?: string }).gatePass;
+    if (given !== gatePass) {
+      throw new IdmintError('UNAUTHORIZED', given === undefined ? 'gatePass is required on this server: add ?gatePass=...' : 'wrong gatePass');
+    }
+  };
+  return { exposeHeadRoute: false, preHandler: [...(guards.before ?? []), checkGatePass, ...(guards.after ?? [])] };
+}

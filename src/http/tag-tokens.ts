@@ -1,0 +1,72 @@
+import { createHash } from 'node:crypto';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { IdmintError } from '../core/errors.js';
+import { BIZ_TAG_PATTERN, type TagTokenStore } from '../core/ports.js';
+import { parseBizTag } from './params.js';
+
+const CACHE_MS = 1000;
+const MAX_CACHED = 10_000;
+
+/** Where a caller puts a tag token: `?token=` (Tinyid's) or the `X-Idmint-Token` header. */
+export function presentedToken(request: FastifyRequest): string | undefined {
+  const header = request.headers['x-idmint-token'];
+  if (typeof header === 'string' && header !== '') return header;
+  const query = (request.query as { token?: unknown }).token;
+  return typeof query === 'string' && query !== '' ? query : undefined;
+}
+
+/**
+ * Checks tag tokens on the routes that hand out IDs. A tag's token hashes are cached for a second,
+ * so a token created or revoked on any process takes effect everywhere within a second, and the hot
+ * path costs one SHA-256 of the presented token.
+ */
+export class TokenGate {
+  private readonly cache = new Map<string, { at: number; hashes: ReadonlySet<string> }>();
+
+  constructor(private readonly store: TagTokenStore) {}
+
+  async check(bizTag: string, presented: string | undefined): Promise<void> {
+    // A malformed name is the route's 400 to give; an unknown tag has no tokens and gets its 404.
+    if (!BIZ_TAG_PATTERN.test(bizTag)) return;
+    const hashes = await this.hashes(bizTag);
+    if (hashes.size === 0) return;
+    if (presented === undefined) throw new IdmintError('UNAUTHORIZED', `tag "${bizTag}" requires a token: add ?token=... or an X-Idmint-Token header`);
+    if (!hashes.has(createHash('sha256').update(presented).digest('hex'))) throw new IdmintError('UNAUTHORIZED', `wrong token for tag "${bizTag}"`);
+  }
+
+  /** Drops the cached hashes (after a change in this process). */
+  invalidate(bizTag: string): void {
+    this.cache.delete(bizTag);
+  }
+
+  private async hashes(bizTag: string): Promise<ReadonlySet<string>> {
+    const now = Date.now();
+    const cached = this.cache.get(bizTag);
+    if (cached && now - cached.at < CACHE_MS) return cached.hashes;
+    const hashes = new Set(await this.store.hashes(bizTag));
+    if (this.cache.size >= MAX_CACHED) this.cache.clear();
+    this.cache.set(bizTag, { at: now, hashes });
+    return hashes;
+  }
+}
+
+/** Admin routes: create (shown once), list and revoke a tag's tokens. Rotation is create, deploy, revoke. */
+export async function tokenRoutes(app: FastifyInstance, options: { tokens: TagTokenStore; gate: TokenGate; authorize: (request: FastifyRequest) => void }): Promise<void> {
+  const { tokens, gate } = options;
+  app.addHook('onRequest', async (request) => options.authorize(request));
+  const json = (t: { id: string; prefix: string; createdAt: Date }) => ({ id: t.id, prefix: t.prefix, createdAt: t.createdAt.toISOString() });
+
+  app.post<{ Params: { bizTag: string } }>('/v1/biz/:bizTag/tokens', async (request, reply) => {
+    const bizTag = parseBizTag(request.params.bizTag);
+    const created = await tokens.create(bizTag);
+    gate.invalidate(bizTag);
+    return reply.status(201).send({ ...json(created), token: created.token });
+  });
+  app.get<{ Params: { bizTag: string } }>('/v1/biz/:bizTag/tokens', async (request) => ({ tokens: (await tokens.list(parseBizTag(request.params.bizTag))).map(json) }));
+  app.delete<{ Params: { bizTag: string; id: string } }>('/v1/biz/:bizTag/tokens/:id', async (request, reply) => {
+    const bizTag = parseBizTag(request.params.bizTag);
+    await tokens.revoke(bizTag, request.params.id);
+    gate.invalidate(bizTag);
+    return reply.status(204).send();
+  });
+}

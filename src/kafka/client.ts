@@ -1,0 +1,226 @@
+import { randomUUID } from 'node:crypto';
+import { Partitioners } from 'kafkajs';
+import type { Admin, Consumer, Kafka, Message, Producer } from 'kafkajs';
+import { BIZ_TAG_PATTERN } from '../core/ports.js';
+import type { DispenseResult } from '../core/ports.js';
+import { BadRequestError, IdmintError, TimeoutError, isIdmintError, notReady } from '../core/errors.js';
+import type { Logger } from '../core/logger.js';
+import { silentLogger } from '../core/logger.js';
+import { createKafka } from './kafka.js';
+import { decodeReply, encodeRequest } from './messages.js';
+import { REQUEST_TOPIC, assertTopicsExist, ensureTopics } from './topics.js';
+import { waitForGroupJoin } from './group.js';
+
+/**
+ * Kafka request/reply client. Each client owns a reply topic (created at start, short
+ * retention, deleted on clean close) and a correlation map from request id to caller.
+ * The first reply for an id wins; a redelivered request's second reply finds no caller and
+ * is dropped, so no ID reaches a caller twice.
+ */
+
+export interface KafkaClientSettings {
+  /** KafkaJS client id, also part of the reply topic's name. */
+  clientId: string;
+  requestTopic: string;
+  /** Default per-request timeout. */
+  timeoutMs: number;
+  /** Extra attempts after a TIMEOUT, each a new request id (a late reply to an old id is dropped). */
+  retries: number;
+  /** retention.ms of the reply topic: replies are useless after the caller's timeout. */
+  replyRetentionMs: number;
+  joinTimeoutMs: number;
+}
+
+export const KAFKA_CLIENT_DEFAULTS: Readonly<KafkaClientSettings> = Object.freeze({
+  clientId: 'idmint-client',
+  requestTopic: REQUEST_TOPIC,
+  timeoutMs: 5000,
+  retries: 0,
+  replyRetentionMs: 60_000,
+  joinTimeoutMs: 30_000,
+});
+
+export interface KafkaClientOptions extends Partial<KafkaClientSettings> {
+  /** Either brokers (a Kafka instance is made) or a ready `kafka`. */
+  brokers?: string[] | string;
+  kafka?: Kafka;
+  logger?: Logger;
+}
+
+export interface GetIdsOptions {
+  timeoutMs?: number;
+  retries?: number;
+}
+
+interface Pending {
+  bizTag: string;
+  resolve(result: DispenseResult): void;
+  reject(err: Error): void;
+  timer: NodeJS.Timeout;
+}
+
+export class IdmintKafkaClient {
+  readonly replyTopic: string;
+  /** Replies that found no waiting caller: duplicates from redelivery, or answers after a timeout. */
+  droppedReplies = 0;
+  private readonly settings: Readonly<KafkaClientSettings>;
+  private readonly kafka: Kafka;
+  private readonly logger: Logger;
+  private readonly groupId: string;
+  private readonly admin: Admin;
+  private readonly producer: Producer;
+  private readonly consumer: Consumer;
+  private readonly pending = new Map<string, Pending>();
+  /** Requests made in one turn of the event loop go out in one produce request. */
+  private outbox: Array<{ id: string; message: Message }> = [];
+  private starting: Promise<void> | undefined;
+  private closing: Promise<void> | undefined;
+
+  constructor(options: KafkaClientOptions) {
+    const s: KafkaClientSettings = { ...KAFKA_CLIENT_DEFAULTS };
+    for (const key of Object.keys(KAFKA_CLIENT_DEFAULTS) as (keyof KafkaClientSettings)[]) {
+      if (options[key] !== undefined) (s as unknown as Record<string, unknown>)[key] = options[key];
+    }
+    for (const key of ['timeoutMs', 'replyRetentionMs', 'joinTimeoutMs'] as const) {
+      if (!Number.isSafeInteger(s[key]) || s[key] < 1) throw new BadRequestError(`Kafka client option ${key} must be a positive integer`, key);
+    }
+    if (!Number.isSafeInteger(s.retries) || s.retries < 0) throw new BadRequestError('Kafka client option retries must be a non-negative integer', 'retries');
+    if (!options.kafka && !options.brokers) throw new BadRequestError('Kafka client needs `brokers` or `kafka`', 'brokers');
+    this.settings = Object.freeze(s);
+    this.logger = (options.logger ?? silentLogger).child({ component: 'kafka-client' });
+    this.kafka = options.kafka ?? createKafka({ brokers: options.brokers!, clientId: s.clientId, logger: options.logger });
+    const suffix = randomUUID();
+    const safeId = s.clientId.replace(/[^A-Za-z0-9._-]/g, '_').slice(0, 100);
+    this.replyTopic = `idmint.replies.${safeId}.${suffix}`;
+    this.groupId = `idmint.client.${safeId}.${suffix}`;
+    this.admin = this.kafka.admin();
+    this.producer = this.kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner, allowAutoTopicCreation: false });
+    this.consumer = this.kafka.consumer({ groupId: this.groupId, allowAutoTopicCreation: false, maxWaitTimeInMs: 1000 });
+  }
+
+  start(): Promise<void> {
+    if (this.closing) return Promise.reject(new IdmintError('NOT_READY', 'Kafka client is closed'));
+    // A broker that cannot be reached is NOT_READY, like every other backing server.
+    this.starting ??= this.doStart().catch((err: unknown) => {
+      throw isIdmintError(err) ? err : notReady('Kafka (client start)', err);
+    });
+    return this.starting;
+  }
+
+  /** Up to `count` IDs as decimal strings (invariant 7); throws IdmintError (TIMEOUT, UNKNOWN_BIZ_TAG...). */
+  async getIds(bizTag: string, count: number, options: GetIdsOptions = {}): Promise<string[]> {
+    return (await this.get(bizTag, count, options)).ids;
+  }
+
+  /** Like getIds, with where the IDs came from (`pool`, `segment`, `snowflake`), as the HTTP API reports it. */
+  async get(bizTag: string, count: number, options: GetIdsOptions = {}): Promise<DispenseResult> {
+    if (!BIZ_TAG_PATTERN.test(bizTag)) throw new BadRequestError(`invalid biz tag "${bizTag}"`, 'bizTag');
+    if (!Number.isSafeInteger(count) || count < 1) throw new BadRequestError(`count must be a positive integer, got ${count}`, 'count');
+    await this.start();
+    const retries = options.retries ?? this.settings.retries;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.request(bizTag, count, options.timeoutMs ?? this.settings.timeoutMs);
+      } catch (err) {
+        if (!(err instanceof TimeoutError) || attempt >= retries || this.closing) throw err;
+        this.logger.debug({ bizTag, attempt }, 'Kafka ID request timed out; retrying with a new request id');
+      }
+    }
+  }
+
+  /** The same IDs as `bigint` (63-bit IDs exceed JS numbers). */
+  async getBigIntIds(bizTag: string, count: number, options: GetIdsOptions = {}): Promise<bigint[]> {
+    return (await this.getIds(bizTag, count, options)).map((id) => BigInt(id));
+  }
+
+  get inFlight(): number {
+    return this.pending.size;
+  }
+
+  close(): Promise<void> {
+    this.closing ??= this.doClose();
+    return this.closing;
+  }
+
+  private async doStart(): Promise<void> {
+    await this.admin.connect();
+    await assertTopicsExist(this.admin, [this.settings.requestTopic]);
+    await ensureTopics(this.admin, [
+      { topic: this.replyTopic, numPartitions: 1, configs: { 'retention.ms': String(this.settings.replyRetentionMs) } },
+    ]);
+    await this.producer.connect();
+    const joined = waitForGroupJoin(this.consumer, this.settings.joinTimeoutMs);
+    await this.consumer.connect();
+    // The topic is new and ours: reading from its start loses no reply sent before the first fetch.
+    await this.consumer.subscribe({ topic: this.replyTopic, fromBeginning: true });
+    // No commits: the topic is this client's alone and lives only as long as it does.
+    await this.consumer.run({ autoCommit: false, eachMessage: async ({ message }) => this.onReply(message.value) });
+    await joined;
+    this.logger.debug({ replyTopic: this.replyTopic }, 'Kafka client ready');
+  }
+
+  private request(bizTag: string, count: number, timeoutMs: number): Promise<DispenseResult> {
+    const id = randomUUID();
+    return new Promise<DispenseResult>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.pending.delete(id);
+        reject(new TimeoutError(`Kafka ID request ${id} for "${bizTag}"`, timeoutMs));
+      }, timeoutMs);
+      this.pending.set(id, { bizTag, resolve, reject, timer });
+      const value = encodeRequest({ id, bizTag, count, replyTo: this.replyTopic, deadline: Date.now() + timeoutMs });
+      if (this.outbox.push({ id, message: { key: id, value } }) === 1) setImmediate(() => this.flush());
+    });
+  }
+
+  private flush(): void {
+    const batch = this.outbox;
+    this.outbox = [];
+    this.producer.send({ topic: this.settings.requestTopic, messages: batch.map((b) => b.message) }).catch((err: unknown) => {
+      const reason = err instanceof Error ? err.message : String(err);
+      for (const { id } of batch) this.settle(id)?.reject(new IdmintError('NOT_READY', `sending the Kafka ID request failed: ${reason}`, { cause: err }));
+    });
+  }
+
+  private onReply(value: Buffer | null): void {
+    const reply = decodeReply(value);
+    if (!reply) {
+      this.logger.warn('ignoring a malformed message on the reply topic');
+      return;
+    }
+    const waiter = this.settle(reply.id);
+    if (!waiter) {
+      this.droppedReplies++;
+      return;
+    }
+    if ('error' in reply) waiter.reject(new IdmintError(reply.error.code, reply.error.message, { details: { requestId: reply.id } }));
+    else waiter.resolve({ bizTag: waiter.bizTag, ids: reply.ids, source: reply.source });
+  }
+
+  /** Removes and returns the caller waiting on `id`: whoever settles first wins. */
+  private settle(id: string): Pending | undefined {
+    const waiter = this.pending.get(id);
+    if (!waiter) return undefined;
+    this.pending.delete(id);
+    clearTimeout(waiter.timer);
+    return waiter;
+  }
+
+  private async doClose(): Promise<void> {
+    await this.starting?.catch(() => undefined);
+    for (const id of [...this.pending.keys()]) this.settle(id)?.reject(new IdmintError('NOT_READY', 'Kafka client closed'));
+    await this.consumer.disconnect().catch(() => undefined);
+    await this.producer.disconnect().catch(() => undefined);
+    try {
+      await this.admin.deleteTopics({ topics: [this.replyTopic] });
+      await this.admin.deleteGroups([this.groupId]).catch(() => undefined);
+    } catch (err) {
+      this.logger.warn({ err, replyTopic: this.replyTopic }, 'could not delete the reply topic; its retention will empty it');
+    } finally {
+      await this.admin.disconnect().catch(() => undefined);
+    }
+  }
+}
+
+export function createKafkaClient(options: KafkaClientOptions): IdmintKafkaClient {
+  return new IdmintKafkaClient(options);
+}

@@ -1,0 +1,156 @@
+import { z } from 'zod';
+import { BIZ_TAG_PATTERN } from '../core/ports.js';
+import type { IdSourceName } from '../core/ports.js';
+import { BadRequestError, ERROR_CODES } from '../core/errors.js';
+import type { ErrorCode } from '../core/errors.js';
+
+/**
+ * The Kafka wire contract (DESIGN.md, "Contracts: Kafka"): JSON values with `"v":1`.
+ * Decoders never throw on bad input: they return a typed failure the responder can answer.
+ */
+
+export const WIRE_VERSION = 1;
+
+/** Kafka's own topic-name rule; a replyTo outside it could never be produced to. */
+export const TOPIC_NAME_PATTERN = /^[A-Za-z0-9._-]{1,249}$/;
+
+/** Decimal string of a positive 63-bit integer (invariant 7). */
+const decimalId = z.string().regex(/^[1-9][0-9]{0,18}$/, 'a decimal ID string');
+
+export const requestSchema = z.object({
+  v: z.literal(WIRE_VERSION),
+  id: z.string().min(1).max(128),
+  bizTag: z.string().regex(BIZ_TAG_PATTERN, 'a biz tag matching ^[a-z0-9][a-z0-9._-]{0,63}$'),
+  count: z.number().int().min(1),
+  replyTo: z.string().regex(TOPIC_NAME_PATTERN, 'a Kafka topic name'),
+  deadline: z.number().int().nonnegative(),
+});
+export type IdRequest = z.infer<typeof requestSchema>;
+
+const errorCodes = Object.keys(ERROR_CODES) as [ErrorCode, ...ErrorCode[]];
+
+const DECIMAL_ID = /^[1-9][0-9]{0,18}$/;
+
+export const replySchema = z.union([
+  z.object({
+    v: z.literal(WIRE_VERSION),
+    id: z.string(),
+    // Checked element by element in decodeReply: a per-element schema costs double on 10,000-ID replies.
+    ids: z.array(z.string()),
+    source: z.enum(['pool', 'segment', 'snowflake']),
+  }),
+  z.object({
+    v: z.literal(WIRE_VERSION),
+    id: z.string(),
+    error: z.object({ code: z.enum(errorCodes), message: z.string() }),
+  }),
+]);
+export type IdReply = z.infer<typeof replySchema>;
+
+export const poolBlockSchema = z
+  .strictObject({
+    v: z.literal(WIRE_VERSION),
+    bizTag: z.string().regex(BIZ_TAG_PATTERN),
+    start: decimalId,
+    end: decimalId,
+  })
+  .refine((b) => BigInt(b.start) <= BigInt(b.end), 'start must not exceed end');
+export type PoolBlock = z.infer<typeof poolBlockSchema>;
+
+export interface DecodeLimits {
+  /** Largest accepted request `count`. */
+  maxCount: number;
+  /** Largest accepted request size in bytes. */
+  maxBytes: number;
+}
+
+export type DecodedRequest =
+  | { ok: true; request: IdRequest }
+  /** `replyTo`/`id` are set when they could be read, so the sender can still get an error reply. */
+  | { ok: false; error: BadRequestError; replyTo?: string; id?: string };
+
+/** Parses one request value. Never throws: a bad message is a value, not an exception. */
+export function decodeRequest(value: Buffer | null, limits: DecodeLimits): DecodedRequest {
+  if (value === null || value.length === 0) return { ok: false, error: new BadRequestError('empty request message', 'value') };
+  let raw: unknown;
+  try {
+    raw = JSON.parse(value.toString('utf8'));
+  } catch {
+    return { ok: false, error: new BadRequestError('request is not valid JSON', 'value') };
+  }
+  const reachable = readReplyAddress(raw);
+  if (value.length > limits.maxBytes) {
+    return { ok: false, error: new BadRequestError(`request of ${value.length} bytes exceeds the ${limits.maxBytes}-byte limit`, 'value'), ...reachable };
+  }
+  const parsed = requestSchema.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const field = issue?.path.join('.') || 'value';
+    const message = field === 'v' ? `unsupported message version (expected v=${WIRE_VERSION})` : `invalid field "${field}": ${issue?.message ?? 'malformed'}`;
+    return { ok: false, error: new BadRequestError(message, field), ...reachable };
+  }
+  if (parsed.data.count > limits.maxCount) {
+    return { ok: false, error: new BadRequestError(`count ${parsed.data.count} exceeds the maximum ${limits.maxCount}`, 'count'), ...reachable };
+  }
+  return { ok: true, request: parsed.data };
+}
+
+/** What is needed to answer a message at all: a valid topic name and, if present, a string id. */
+function readReplyAddress(raw: unknown): { replyTo?: string; id?: string } {
+  if (typeof raw !== 'object' || raw === null) return {};
+  const { replyTo, id } = raw as Record<string, unknown>;
+  if (typeof replyTo !== 'string' || !TOPIC_NAME_PATTERN.test(replyTo)) return {};
+  return { replyTo, id: typeof id === 'string' && id.length <= 128 ? id : '' };
+}
+
+export function encodeRequest(request: Omit<IdRequest, 'v'>): Buffer {
+  return Buffer.from(JSON.stringify({ v: WIRE_VERSION, ...request }));
+}
+
+export function encodeIdsReply(id: string, ids: readonly string[], source: IdSourceName): Buffer {
+  return Buffer.from(JSON.stringify({ v: WIRE_VERSION, id, ids, source }));
+}
+
+export function encodeErrorReply(id: string, code: ErrorCode, message: string): Buffer {
+  return Buffer.from(JSON.stringify({ v: WIRE_VERSION, id, error: { code, message } }));
+}
+
+const SOURCES: readonly string[] = ['pool', 'segment', 'snowflake'];
+
+/**
+ * Replies come from our own responders, but a reply topic is writable by anyone: validate.
+ * The IDs path is checked by hand: it runs once per reply, on up to 10,000 strings.
+ */
+export function decodeReply(value: Buffer | null): IdReply | null {
+  if (value === null) return null;
+  let raw: unknown;
+  try {
+    raw = JSON.parse(value.toString('utf8'));
+  } catch {
+    return null;
+  }
+  if (typeof raw !== 'object' || raw === null) return null;
+  const r = raw as Record<string, unknown>;
+  if (r.v !== WIRE_VERSION || typeof r.id !== 'string') return null;
+  if (!Array.isArray(r.ids)) {
+    const parsed = replySchema.safeParse(raw);
+    return parsed.success ? parsed.data : null;
+  }
+  if (typeof r.source !== 'string' || !SOURCES.includes(r.source)) return null;
+  for (const id of r.ids as unknown[]) if (typeof id !== 'string' || !DECIMAL_ID.test(id)) return null;
+  return { v: WIRE_VERSION, id: r.id, ids: r.ids as string[], source: r.source as IdSourceName };
+}
+
+export function encodePoolBlock(bizTag: string, start: number | bigint, end: number | bigint): Buffer {
+  return Buffer.from(JSON.stringify({ v: WIRE_VERSION, bizTag, start: String(start), end: String(end) }));
+}
+
+export function decodePoolBlock(value: Buffer | null): PoolBlock | null {
+  if (value === null) return null;
+  try {
+    const parsed = poolBlockSchema.safeParse(JSON.parse(value.toString('utf8')));
+    return parsed.success ? parsed.data : null;
+  } catch {
+    return null;
+  }
+}

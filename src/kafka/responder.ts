@@ -1,0 +1,251 @@
+import type { Admin, Consumer, EachBatchPayload, Kafka, KafkaMessage, Message } from 'kafkajs';
+import { Registry } from 'prom-client';
+import type { Clock, IdDispenser } from '../core/ports.js';
+import { systemClock } from '../core/ports.js';
+import { IdmintError, isIdmintError, notReady } from '../core/errors.js';
+import type { Logger } from '../core/logger.js';
+import { silentLogger } from '../core/logger.js';
+import { decodeRequest, encodeErrorReply, encodeIdsReply } from './messages.js';
+import { responderMetrics } from './metrics.js';
+import type { ResponderMetrics } from './metrics.js';
+import { TopicProducer } from './producer.js';
+import { REQUEST_TOPIC, RESPONDER_GROUP, assertTopicsExist } from './topics.js';
+import { waitForGroupJoin } from './group.js';
+
+/**
+ * The responder: reads `idmint.requests`, serves each from the dispenser, replies on the
+ * request's `replyTo` keyed by its id. Offsets are committed after the replies are sent, so
+ * a crash redelivers a request and it gets fresh IDs; the client keeps the first reply only.
+ */
+
+export interface ResponderSettings {
+  groupId: string;
+  requestTopic: string;
+  maxCount: number;
+  maxRequestBytes: number;
+  concurrency: number;
+  joinTimeoutMs: number;
+  sessionTimeoutMs: number;
+  partitionsConsumedConcurrently: number;
+  commitIntervalMs: number;
+}
+
+export const RESPONDER_DEFAULTS: Readonly<ResponderSettings> = Object.freeze({
+  /** Consumer group shared by all responders. */
+  groupId: RESPONDER_GROUP,
+  /** Request topic; tests use their own. */
+  requestTopic: REQUEST_TOPIC,
+  /** Largest accepted `count` (config IDMINT_MAX_COUNT). */
+  maxCount: 10_000,
+  /** Largest accepted request message, bytes; a valid request is ~200. */
+  maxRequestBytes: 4096,
+  /** Requests served at once within a batch. */
+  concurrency: 64,
+  /** Longest wait for the consumer to join its group in start(). */
+  joinTimeoutMs: 30_000,
+  /** Group session timeout: how long a crashed responder's partitions wait before moving. */
+  sessionTimeoutMs: 30_000,
+  /** Request-topic partitions served at once (each batch also runs `concurrency` requests at once). */
+  partitionsConsumedConcurrently: 4,
+  /** Offsets are committed at most this often: a crash redelivers at most this much, and clients drop second replies. */
+  commitIntervalMs: 1000,
+});
+
+export interface ResponderOptions extends Partial<ResponderSettings> {
+  kafka: Kafka;
+  dispenser: IdDispenser;
+  logger?: Logger;
+  registry?: Registry;
+  clock?: Clock;
+}
+
+export interface Responder {
+  start(): Promise<void>;
+  close(): Promise<void>;
+  readonly metrics: ResponderMetrics;
+}
+
+type Settings = Readonly<ResponderSettings>;
+
+function validate(options: ResponderOptions): Settings {
+  const s = { ...RESPONDER_DEFAULTS };
+  for (const key of Object.keys(RESPONDER_DEFAULTS) as (keyof Settings)[]) {
+    if (options[key] !== undefined) (s as Record<string, unknown>)[key] = options[key];
+  }
+  for (const key of ['maxCount', 'maxRequestBytes', 'concurrency', 'joinTimeoutMs', 'sessionTimeoutMs', 'partitionsConsumedConcurrently', 'commitIntervalMs'] as const) {
+    if (!Number.isSafeInteger(s[key]) || s[key] < 1) throw new IdmintError('BAD_REQUEST', `responder option ${key} must be a positive integer, got ${String(s[key])}`);
+  }
+  if (!s.groupId || !s.requestTopic) throw new IdmintError('BAD_REQUEST', 'responder options groupId and requestTopic must be non-empty');
+  return Object.freeze(s);
+}
+
+interface Reply {
+  topic: string;
+  message: Message;
+  outcome: 'ok' | 'error';
+  receivedAt: number;
+}
+
+export function createResponder(options: ResponderOptions): Responder {
+  return new KafkaResponder(options);
+}
+
+class KafkaResponder implements Responder {
+  readonly metrics: ResponderMetrics;
+  private readonly settings: Settings;
+  private readonly logger: Logger;
+  private readonly clock: Clock;
+  private readonly producer: TopicProducer;
+  private readonly admin: Admin;
+  private consumer: Consumer | undefined;
+  private starting: Promise<void> | undefined;
+  private closing: Promise<void> | undefined;
+  /** Topics known to exist, so a reply never waits on KafkaJS retries for a topic that is not there. */
+  private readonly topics = new Set<string>();
+  private refresh: { startedAt: number; done: Promise<void> } | undefined;
+
+  constructor(private readonly options: ResponderOptions) {
+    this.settings = validate(options);
+    this.logger = (options.logger ?? silentLogger).child({ component: 'responder' });
+    this.clock = options.clock ?? systemClock;
+    this.metrics = responderMetrics(options.registry ?? new Registry());
+    this.producer = new TopicProducer(options.kafka, this.logger);
+    this.admin = options.kafka.admin();
+  }
+
+  start(): Promise<void> {
+    if (this.closing) return Promise.reject(new IdmintError('NOT_READY', 'responder is closed'));
+    // A broker that cannot be reached is NOT_READY, like every other backing server.
+    this.starting ??= this.doStart().catch((err: unknown) => {
+      throw isIdmintError(err) ? err : notReady('Kafka (responder start)', err);
+    });
+    return this.starting;
+  }
+
+  close(): Promise<void> {
+    this.closing ??= this.doClose();
+    return this.closing;
+  }
+
+  private async doStart(): Promise<void> {
+    const { requestTopic, groupId } = this.settings;
+    await this.admin.connect();
+    await assertTopicsExist(this.admin, [requestTopic]);
+    await this.producer.connect();
+    const consumer = this.options.kafka.consumer({
+      groupId,
+      allowAutoTopicCreation: false,
+      sessionTimeout: this.settings.sessionTimeoutMs,
+      heartbeatInterval: Math.max(500, Math.floor(this.settings.sessionTimeoutMs / 10)),
+    });
+    this.consumer = consumer;
+    const joined = waitForGroupJoin(consumer, this.settings.joinTimeoutMs);
+    await consumer.connect();
+    // A new group starts at the beginning: requests sent before it joined are still within their deadlines.
+    await consumer.subscribe({ topic: requestTopic, fromBeginning: true });
+    await consumer.run({
+      eachBatchAutoResolve: false,
+      autoCommitInterval: this.settings.commitIntervalMs,
+      partitionsConsumedConcurrently: this.settings.partitionsConsumedConcurrently,
+      eachBatch: (payload) => this.onBatch(payload),
+    });
+    await joined;
+    this.logger.info({ requestTopic, groupId }, 'responder serving');
+  }
+
+  private async doClose(): Promise<void> {
+    await this.starting?.catch(() => undefined);
+    await this.consumer?.disconnect().catch((err: unknown) => this.logger.warn({ err }, 'consumer disconnect failed'));
+    await this.producer.close().catch((err: unknown) => this.logger.warn({ err }, 'producer disconnect failed'));
+    await this.admin.disconnect().catch(() => undefined);
+    this.logger.info('responder closed');
+  }
+
+  private async onBatch({ batch, resolveOffset, heartbeat, isRunning, isStale, commitOffsetsIfNecessary }: EachBatchPayload): Promise<void> {
+    const { concurrency } = this.settings;
+    for (let i = 0; i < batch.messages.length; i += concurrency) {
+      if (!isRunning() || isStale()) return;
+      const chunk = batch.messages.slice(i, i + concurrency);
+      const replies = await Promise.all(chunk.map((m) => this.serve(m)));
+      await this.sendReplies(replies.filter((r): r is Reply => r !== null));
+      for (const m of chunk) resolveOffset(m.offset);
+      await heartbeat();
+    }
+    await commitOffsetsIfNecessary();
+  }
+
+  /** Never throws: every message ends as a reply, a drop, or a log line. */
+  private async serve(message: KafkaMessage): Promise<Reply | null> {
+    const receivedAt = performance.now();
+    const decoded = decodeRequest(message.value, { maxCount: this.settings.maxCount, maxBytes: this.settings.maxRequestBytes });
+    if (!decoded.ok) {
+      if (decoded.replyTo === undefined) {
+        this.metrics.requests.inc({ outcome: 'unanswerable' });
+        this.logger.warn({ offset: message.offset, reason: decoded.error.message }, 'skipping a request with no readable replyTo');
+        return null;
+      }
+      return this.errorReply(decoded.replyTo, decoded.id ?? '', decoded.error, receivedAt);
+    }
+    const { id, bizTag, count, replyTo, deadline } = decoded.request;
+    if (this.clock.now() > deadline) {
+      this.metrics.requests.inc({ outcome: 'expired' });
+      this.logger.debug({ id, bizTag, deadline }, 'dropping a request past its deadline');
+      return null;
+    }
+    try {
+      const result = await this.options.dispenser.get(bizTag, count, { deadline });
+      this.metrics.ids.inc(result.ids.length);
+      return { topic: replyTo, message: { key: id, value: encodeIdsReply(id, result.ids, result.source) }, outcome: 'ok', receivedAt };
+    } catch (err) {
+      return this.errorReply(replyTo, id, err, receivedAt);
+    }
+  }
+
+  private errorReply(replyTo: string, id: string, err: unknown, receivedAt: number): Reply {
+    const error = isIdmintError(err) ? err : new IdmintError('NOT_READY', 'the dispenser failed unexpectedly', { cause: err });
+    if (!isIdmintError(err)) this.logger.error({ err, id }, 'dispenser failed');
+    this.metrics.errors.inc({ code: error.code });
+    return { topic: replyTo, message: { key: id, value: encodeErrorReply(id, error.code, error.message) }, outcome: 'error', receivedAt };
+  }
+
+  private async sendReplies(replies: Reply[]): Promise<void> {
+    const byTopic = new Map<string, Reply[]>();
+    for (const r of replies) byTopic.set(r.topic, [...(byTopic.get(r.topic) ?? []), r]);
+    await Promise.all(
+      [...byTopic].map(async ([topic, group]) => {
+        try {
+          if (!(await this.topicExists(topic, group[0]!.receivedAt))) {
+            this.metrics.requests.inc({ outcome: 'unanswerable' }, group.length);
+            this.logger.warn({ topic, requests: group.length }, 'reply topic does not exist; requests skipped');
+            return;
+          }
+          await this.producer.send(topic, group.map((r) => r.message));
+          const now = performance.now();
+          for (const r of group) {
+            this.metrics.requests.inc({ outcome: r.outcome });
+            this.metrics.latency.observe({ outcome: r.outcome }, (now - r.receivedAt) / 1000);
+          }
+        } catch (err) {
+          this.topics.delete(topic);
+          this.metrics.requests.inc({ outcome: 'unanswerable' }, group.length);
+          this.logger.warn({ err, topic, requests: group.length }, 'sending replies failed; the clients will time out and retry');
+        }
+      }),
+    );
+  }
+
+  /** A listing started after the request arrived is fresh enough to trust a "missing". */
+  private async topicExists(topic: string, since: number): Promise<boolean> {
+    if (this.topics.has(topic)) return true;
+    if (!this.refresh || this.refresh.startedAt < since) {
+      const startedAt = performance.now();
+      const done = this.admin.listTopics().then((names) => {
+        this.topics.clear();
+        for (const n of names) this.topics.add(n);
+      });
+      this.refresh = { startedAt, done };
+    }
+    await this.refresh.done;
+    return this.topics.has(topic);
+  }
+}

@@ -1,0 +1,97 @@
+import type { Redis } from 'ioredis';
+import { BadRequestError, IdmintError } from '../../core/errors.js';
+import { poolKeys, trackedTagsKey } from './keys.js';
+import { redisFailure, runScript } from './scripts.js';
+
+export interface RedisPoolMetaOptions {
+  redis: Redis;
+  /** Prepended to every key (tests isolate by it). Default ''. */
+  keyPrefix?: string;
+  /** Width of a demand bucket, seconds; must match the pools' option. Default 10. */
+  bucketSeconds?: number;
+  /** Demand buckets kept in the ring; must match the pools' option. Default 30 (5 minutes). */
+  slots?: number;
+  /** Seconds of demand the rate is measured over. Default 180. */
+  windowSeconds?: number;
+}
+
+export const POOL_META_DEFAULTS = Object.freeze({ keyPrefix: '', bucketSeconds: 10, slots: 30, windowSeconds: 180 });
+
+/**
+ * What the refill side knows about a Redis-backed pool: the demand recorded by the take
+ * scripts, the target depth it last chose (takers read it to decide when to ask for a refill),
+ * and which tags have pools at all (so a sweep can drop deleted tags' pools).
+ */
+export class RedisPoolMeta {
+  readonly options: Readonly<Required<Omit<RedisPoolMetaOptions, 'redis'>>>;
+  private readonly redis: Redis;
+
+  constructor(options: RedisPoolMetaOptions) {
+    const merged = { ...POOL_META_DEFAULTS, ...options };
+    const { bucketSeconds, slots, windowSeconds } = merged;
+    if (!Number.isInteger(bucketSeconds) || bucketSeconds < 1) throw new IdmintError('BAD_REQUEST', 'bucketSeconds must be an integer >= 1');
+    if (!Number.isInteger(slots) || slots < 2) throw new IdmintError('BAD_REQUEST', 'slots must be an integer >= 2');
+    if (!(windowSeconds >= bucketSeconds && windowSeconds <= bucketSeconds * slots)) {
+      throw new IdmintError('BAD_REQUEST', `windowSeconds must be within [bucketSeconds, bucketSeconds*slots] = [${bucketSeconds}, ${bucketSeconds * slots}]`);
+    }
+    this.redis = options.redis;
+    this.options = Object.freeze({ keyPrefix: merged.keyPrefix, bucketSeconds, slots, windowSeconds });
+  }
+
+  /** IDs per second asked of this pool, over the window (or since demand was first seen in it). */
+  async rate(bizTag: string, shard: number): Promise<number> {
+    const { bucketSeconds, windowSeconds } = this.options;
+    const res = await this.redis.multi().time().hgetall(poolKeys(this.options.keyPrefix, bizTag, shard).meta).exec();
+    if (!res || res[0]?.[0] || res[1]?.[0]) throw res?.[0]?.[0] ?? res?.[1]?.[0] ?? new Error('transaction aborted');
+    const [sec, usec] = res[0]?.[1] as [string, string];
+    const now = Number(sec) + Number(usec) / 1e6;
+    const meta = res[1]?.[1] as Record<string, string>;
+    const current = Math.floor(now / bucketSeconds);
+    const oldestAllowed = current - Math.ceil(windowSeconds / bucketSeconds) + 1;
+    let sum = 0;
+    let oldest = current;
+    for (const [field, value] of Object.entries(meta)) {
+      if (field[0] !== 'e') continue;
+      const bucket = Number(value);
+      if (bucket < oldestAllowed || bucket > current) continue;
+      sum += Number(meta[`c${field.slice(1)}`] ?? 0);
+      oldest = Math.min(oldest, bucket);
+    }
+    // A young pool is measured over the time it has existed, so a burst is seen at once.
+    const elapsed = Math.max(bucketSeconds, now - oldest * bucketSeconds);
+    return sum / elapsed;
+  }
+
+  /** Records `count` IDs asked of a pool whose takes bypass the Redis scripts (Kafka pool topics). */
+  async record(bizTag: string, shard: number, count: number): Promise<void> {
+    const { keyPrefix, bucketSeconds, slots } = this.options;
+    let code: unknown;
+    try {
+      code = await runScript(this.redis, 'idmintDemandRecord', [poolKeys(keyPrefix, bizTag, shard).meta, count, bucketSeconds, slots]);
+    } catch (err) {
+      throw redisFailure(`Redis (demand of "${bizTag}")`, err);
+    }
+    if (code === -1) throw new BadRequestError(`count must be a positive integer, got ${count}`, 'count');
+  }
+
+  async target(bizTag: string, shard: number): Promise<number | null> {
+    const v = await this.redis.hget(poolKeys(this.options.keyPrefix, bizTag, shard).meta, 'target');
+    return v === null ? null : Number(v);
+  }
+
+  async setTarget(bizTag: string, shard: number, target: number): Promise<void> {
+    await this.redis.hset(poolKeys(this.options.keyPrefix, bizTag, shard).meta, 'target', String(target));
+  }
+
+  async track(bizTag: string): Promise<void> {
+    await this.redis.sadd(trackedTagsKey(this.options.keyPrefix), bizTag);
+  }
+
+  async untrack(bizTag: string): Promise<void> {
+    await this.redis.srem(trackedTagsKey(this.options.keyPrefix), bizTag);
+  }
+
+  async tracked(): Promise<string[]> {
+    return (await this.redis.smembers(trackedTagsKey(this.options.keyPrefix))).sort();
+  }
+}

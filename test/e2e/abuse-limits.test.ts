@@ -1,0 +1,108 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { spawnServer, type SpawnedServer } from '../helpers/spawn-server.js';
+
+const TOKEN = 'abuse-admin-token';
+const admin = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
+
+async function start(env: Record<string, string> = {}): Promise<{ server: SpawnedServer; dir: string }> {
+  const dir = mkdtempSync(join(tmpdir(), 'idmint-abuse-'));
+  return { server: await spawnServer({ IDMINT_DATA_DIR: dir, IDMINT_ADMIN_TOKEN: TOKEN, ...env }), dir };
+}
+
+const createTag = (url: string, body: Record<string, unknown>) => fetch(`${url}/v1/biz`, { method: 'POST', headers: admin, body: JSON.stringify(body) });
+const errorOf = async (response: Response) => ((await response.json()) as { error: { code: string; message: string } }).error;
+
+describe('nobody burns a tag: per-tag tokens and the exhaustion warning', () => {
+  let s: { server: SpawnedServer; dir: string };
+  beforeAll(async () => {
+    s = await start();
+    await createTag(s.server.url, { bizTag: 'vault', step: 100 });
+    await createTag(s.server.url, { bizTag: 'open', step: 100 });
+    await createTag(s.server.url, { bizTag: 'bounded', step: 1000, maxLimit: 5_000_000 });
+  });
+  afterAll(async () => {
+    await s?.server.stop('SIGKILL');
+    if (s) rmSync(s.dir, { recursive: true, force: true });
+  });
+
+  it('a tag with tokens hands out IDs only for one of them; tokens are shown once, listed by prefix, revocable', async () => {
+    const url = s.server.url;
+    expect((await fetch(`${url}/v1/ids/vault`)).status).toBe(200);
+    const created = await fetch(`${url}/v1/biz/vault/tokens`, { method: 'POST', headers: admin });
+    expect(created.status).toBe(201);
+    const { id, token, prefix } = (await created.json()) as { id: string; token: string; prefix: string };
+    expect(token).toMatch(/^imt_[A-Za-z0-9_-]{32}$/);
+    expect(token.startsWith(prefix)).toBe(true);
+
+    const missing = await fetch(`${url}/v1/ids/vault`);
+    expect(missing.status).toBe(401);
+    expect((await errorOf(missing)).message).toMatch(/requires a token/);
+    expect((await errorOf(await fetch(`${url}/v1/ids/vault?token=imt_wrong`))).message).toMatch(/wrong token/);
+    expect((await fetch(`${url}/v1/ids/vault?token=${token}&count=3`)).status).toBe(200);
+    expect((await fetch(`${url}/v1/ids/vault`, { headers: { 'x-idmint-token': token } })).status).toBe(200);
+    // The Leaf route checks the same token; other tags stay open.
+    expect((await fetch(`${url}/api/segment/get/vault`)).status).toBe(401);
+    expect((await fetch(`${url}/api/segment/get/vault?token=${token}`)).status).toBe(200);
+    expect((await fetch(`${url}/v1/ids/open`)).status).toBe(200);
+
+    const listed = (await (await fetch(`${url}/v1/biz/vault/tokens`, { headers: admin })).json()) as { tokens: Array<Record<string, string>> };
+    expect(listed.tokens).toEqual([{ id, prefix, createdAt: expect.any(String) }]);
+    expect(JSON.stringify(listed)).not.toContain(token);
+    expect((await fetch(`${url}/v1/biz/vault/tokens`, { method: 'POST' })).status).toBe(401);
+
+    // Rotation: a second token, then the first revoked.
+    const second = ((await (await fetch(`${url}/v1/biz/vault/tokens`, { method: 'POST', headers: admin })).json()) as { token: string }).token;
+    expect((await fetch(`${url}/v1/biz/vault/tokens/${id}`, { method: 'DELETE', headers: admin })).status).toBe(204);
+    expect((await fetch(`${url}/v1/ids/vault?token=${token}`)).status).toBe(401);
+    expect((await fetch(`${url}/v1/ids/vault?token=${second}`)).status).toBe(200);
+    expect((await fetch(`${url}/v1/biz/vault/tokens/${id}`, { method: 'DELETE', headers: admin })).status).toBe(400);
+  });
+
+  it('warns when a limited tag runs out within IDMINT_EXHAUSTION_WARN_DAYS at the current rate', async () => {
+    const url = s.server.url;
+    const metric = async (): Promise<string> => (await fetch(`${url}/metrics`)).text();
+    await metric(); // the first sample
+    const until = Date.now() + 5500;
+    while (Date.now() < until) await fetch(`${url}/v1/ids/bounded?count=1000`);
+    const text = await metric();
+    expect(text).toMatch(/^idmint_tag_exhaustion_warning\{biz_tag="bounded"\} 1$/m);
+    const days = Number(/^idmint_tag_days_left\{biz_tag="bounded"\} (\S+)$/m.exec(text)?.[1]);
+    expect(days).toBeGreaterThanOrEqual(0);
+    expect(days).toBeLessThan(30);
+    expect(text).not.toMatch(/idmint_tag_days_left\{biz_tag="open"\}/);
+    expect(s.server.output()).toMatch(/tag \\"bounded\\" runs out of IDs within 30 days/);
+  });
+});
+
+describe('rate limits per client and per tag', () => {
+  let s: { server: SpawnedServer; dir: string };
+  beforeAll(async () => {
+    s = await start({ IDMINT_RATE_LIMIT_CLIENT: '12', IDMINT_RATE_LIMIT_TAG: '5', IDMINT_RATE_LIMIT_WINDOW_MS: '60000' });
+    for (const bizTag of ['a', 'b', 'c']) await createTag(s.server.url, { bizTag, step: 100 });
+  });
+  afterAll(async () => {
+    await s?.server.stop('SIGKILL');
+    if (s) rmSync(s.dir, { recursive: true, force: true });
+  });
+
+  it('answers 429 RATE_LIMITED with Retry-After past a tag\'s limit, then past the client\'s', async () => {
+    const url = s.server.url;
+    for (let i = 0; i < 5; i++) expect((await fetch(`${url}/v1/ids/a`)).status).toBe(200);
+    const limited = await fetch(`${url}/v1/ids/a`);
+    expect(limited.status).toBe(429);
+    expect(limited.headers.get('retry-after')).toMatch(/^\d+$/);
+    expect(await errorOf(limited)).toMatchObject({ code: 'RATE_LIMITED', message: expect.stringMatching(/5 requests per 60000 ms/) });
+    // Another tag has its own budget, until the client's runs out: 12 requests in all, refused ones included.
+    for (let i = 0; i < 5; i++) expect((await fetch(`${url}/v1/ids/b`)).status).toBe(200);
+    expect((await fetch(`${url}/v1/ids/c`)).status).toBe(200);
+    const client = await fetch(`${url}/v1/ids/c`);
+    expect(client.status).toBe(429);
+    expect((await errorOf(client)).message).toMatch(/12 requests per 60000 ms/);
+    // Admin and health routes are not limited.
+    expect((await fetch(`${url}/healthz`)).status).toBe(200);
+    expect((await fetch(`${url}/v1/biz`, { headers: admin })).status).toBe(200);
+  });
+});

@@ -1,0 +1,65 @@
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const run = promisify(execFile);
+const npm = (args: string[], cwd: string) => run('npm', [...args, '--no-audit', '--no-fund', '--loglevel=error'], { cwd, env: { ...process.env, npm_config_update_notifier: 'false' }, maxBuffer: 32 * 1024 * 1024 });
+const TSC = join(ROOT, 'node_modules/typescript/bin/tsc');
+
+/** A new ESM project that imports the SDK the way the README shows, from JavaScript and TypeScript. */
+function consumer(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'idmint-consumer-'));
+  writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'consumer', version: '1.0.0', type: 'module', private: true }));
+  writeFileSync(join(dir, 'use.mjs'), "import { createIdmintClient, httpTransport } from 'idmint/client';\nimport { IdmintError } from 'idmint';\nconsole.log(typeof createIdmintClient, typeof httpTransport, typeof IdmintError);\n");
+  writeFileSync(
+    join(dir, 'use.ts'),
+    "import { createIdmintClient, type IdmintClient } from 'idmint/client';\nconst client: IdmintClient = createIdmintClient({ url: 'http://127.0.0.1:8080' });\nconst id: Promise<bigint> = client.next('order');\nvoid id;\nawait client.close();\n",
+  );
+  writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, noEmit: true, skipLibCheck: true, types: [] }, files: ['use.ts'] }));
+  return dir;
+}
+
+// Installing the package as a user would; dependency tarballs come from npm's cache, which the project's own install filled.
+describe('the installable package', () => {
+  let packDir: string;
+  let tarball: string;
+  const dirs: string[] = [];
+
+  beforeAll(async () => {
+    packDir = mkdtempSync(join(tmpdir(), 'idmint-pack-'));
+    // `npm pack` runs `prepare`, which builds dist/.
+    await npm(['pack', '--pack-destination', packDir], ROOT);
+    tarball = join(packDir, readdirSync(packDir).find((f) => f.endsWith('.tgz'))!);
+  });
+
+  afterAll(() => {
+    for (const dir of [packDir, ...dirs]) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('ships the build, the CLI and the Lua scripts, and no tests, benchmarks or CI files', async () => {
+    const { stdout } = await run('tar', ['-tzf', tarball]);
+    const files = stdout.split('\n');
+    expect(files).toContain('package/dist/src/client/index.js');
+    expect(files).toContain('package/dist/src/client/index.d.ts');
+    expect(files).toContain('package/bin/idmint.js');
+    expect(files).toContain('package/LICENSE');
+    expect(files.some((f) => f.endsWith('.lua'))).toBe(true);
+    expect(files.filter((f) => /^package\/(test|bench|\.ci|scripts)\//.test(f))).toEqual([]);
+  });
+
+  it.each(['tarball', 'path'] as const)('installed from a %s, imports idmint/client from JavaScript and TypeScript', async (from) => {
+    const dir = consumer();
+    dirs.push(dir);
+    await npm(['install', '--prefer-offline', from === 'tarball' ? tarball : ROOT], dir);
+    const { stdout } = await run(process.execPath, ['use.mjs'], { cwd: dir });
+    expect(stdout.trim()).toBe('function function function');
+    await run(process.execPath, [TSC, '-p', 'tsconfig.json'], { cwd: dir });
+    const help = await run(process.execPath, [join(dir, 'node_modules/idmint/bin/idmint.js'), '--help'], { cwd: dir });
+    expect(help.stdout).toContain('Usage: idmint');
+  });
+});

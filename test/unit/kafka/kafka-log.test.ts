@@ -1,0 +1,56 @@
+import { Writable } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import { logLevel } from 'kafkajs';
+import { createLogger } from '../../../src/app/log.js';
+import { parseBrokers, pinoLogCreator } from '../../../src/kafka/kafka.js';
+
+function capture(level: string) {
+  const lines: Array<Record<string, unknown>> = [];
+  const destination = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      for (const line of chunk.toString().split('\n')) if (line) lines.push(JSON.parse(line) as Record<string, unknown>);
+      done();
+    },
+  });
+  return { lines, logger: createLogger({ level, destination }) };
+}
+
+const entry = (level: logLevel, message: string) => ({
+  namespace: 'Consumer',
+  level,
+  label: 'X',
+  log: { timestamp: '2026-01-01T00:00:00.000Z', message, groupId: 'g1' },
+});
+
+describe('KafkaJS logs into pino', () => {
+  it('maps KafkaJS levels to pino, with INFO demoted to debug, keeping the fields', async () => {
+    const { lines, logger } = capture('trace');
+    const log = pinoLogCreator(logger)(logLevel.DEBUG);
+    log(entry(logLevel.ERROR, 'broken'));
+    log(entry(logLevel.WARN, 'odd'));
+    log(entry(logLevel.INFO, 'joined'));
+    log(entry(logLevel.DEBUG, 'chatter'));
+    await new Promise((r) => setImmediate(r));
+    expect(lines.map((l) => [l.level, l.msg, l.kafkajs, l.groupId])).toEqual([
+      [50, 'broken', 'Consumer', 'g1'],
+      [40, 'odd', 'Consumer', 'g1'],
+      [20, 'joined', 'Consumer', 'g1'],
+      [10, 'chatter', 'Consumer', 'g1'],
+    ]);
+    expect(lines[0]).not.toHaveProperty('timestamp');
+  });
+
+  it('is quiet by default: an info logger prints KafkaJS warnings, not its INFO chatter', async () => {
+    const { lines, logger } = capture('info');
+    const log = pinoLogCreator(logger)(logLevel.WARN);
+    log(entry(logLevel.INFO, 'joined'));
+    log(entry(logLevel.WARN, 'odd'));
+    await new Promise((r) => setImmediate(r));
+    expect(lines.map((l) => l.msg)).toEqual(['odd']);
+  });
+
+  it('parses broker lists from KAFKA_BROKERS or an array', () => {
+    expect(parseBrokers(' a:1, b:2 ,')).toEqual(['a:1', 'b:2']);
+    expect(parseBrokers(['a:1 ', ''])).toEqual(['a:1']);
+  });
+});

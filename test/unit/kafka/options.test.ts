@@ -1,0 +1,55 @@
+import { describe, expect, it } from 'vitest';
+import { createKafka } from '../../../src/kafka/kafka.js';
+import { RESPONDER_DEFAULTS, createResponder } from '../../../src/kafka/responder.js';
+import { KAFKA_CLIENT_DEFAULTS, createKafkaClient } from '../../../src/kafka/client.js';
+import { KAFKA_POOL_SINK_DEFAULTS, KafkaPoolSink } from '../../../src/pool/kafka/sink.js';
+import { Closers } from '../../../src/app/closers.js';
+import { loadConfig } from '../../../src/app/config.js';
+import { openKafkaPoolSink } from '../../../src/app/pools.js';
+import { silentLogger } from '../../../src/core/logger.js';
+import { KafkaPoolConsumer } from '../../../src/pool/kafka/consumer.js';
+import type { IdDispenser } from '../../../src/core/ports.js';
+
+// Options are validated at construction (nothing connects here) and the defaults are frozen.
+const kafka = createKafka({ brokers: '127.0.0.1:1' });
+const dispenser: IdDispenser = { get: () => Promise.reject(new Error('unused')) };
+
+describe('Kafka component options', () => {
+  it('freezes the exported defaults', () => {
+    for (const defaults of [RESPONDER_DEFAULTS, KAFKA_CLIENT_DEFAULTS, KAFKA_POOL_SINK_DEFAULTS]) expect(Object.isFrozen(defaults)).toBe(true);
+  });
+
+  it.each([
+    ['responder concurrency 0', () => createResponder({ kafka, dispenser, concurrency: 0 }), /concurrency/],
+    ['responder maxCount 1.5', () => createResponder({ kafka, dispenser, maxCount: 1.5 }), /maxCount/],
+    ['responder empty group', () => createResponder({ kafka, dispenser, groupId: '' }), /groupId/],
+    ['client without brokers', () => createKafkaClient({}), /brokers/],
+    ['client timeout 0', () => createKafkaClient({ kafka, timeoutMs: 0 }), /timeoutMs/],
+    ['client retries -1', () => createKafkaClient({ kafka, retries: -1 }), /retries/],
+    ['sink block size 0', () => new KafkaPoolSink({ kafka, blockSize: 0 }), /blockSize/],
+    ['consumer bad tag', () => new KafkaPoolConsumer({ kafka, bizTag: 'Not A Tag' }), /invalid biz tag/],
+    ['consumer buffer 0', () => new KafkaPoolConsumer({ kafka, bizTag: 'order', bufferBlocks: 0 }), /bufferBlocks/],
+  ])('refuses %s with BAD_REQUEST', (_name, make, message) => {
+    expect(make).toThrow(message);
+    try {
+      make();
+    } catch (err) {
+      expect(err).toMatchObject({ code: 'BAD_REQUEST' });
+    }
+  });
+
+  it('builds the refill\'s Kafka pool sink only when KAFKA_BROKERS is set', () => {
+    const closers = new Closers(silentLogger);
+    expect(openKafkaPoolSink(loadConfig({}), { logger: silentLogger, closers })).toBeUndefined();
+    const sink = openKafkaPoolSink(loadConfig({ KAFKA_BROKERS: '127.0.0.1:1' }), { logger: silentLogger, closers });
+    expect(sink).toBeInstanceOf(KafkaPoolSink);
+    expect((sink as KafkaPoolSink).settings.blockSize).toBe(KAFKA_POOL_SINK_DEFAULTS.blockSize);
+  });
+
+  it('names a client\'s reply topic and group after its clientId, uniquely', () => {
+    const a = createKafkaClient({ kafka, clientId: 'svc one' });
+    const b = createKafkaClient({ kafka, clientId: 'svc one' });
+    expect(a.replyTopic).toMatch(/^idmint\.replies\.svc_one\.[0-9a-f-]{36}$/);
+    expect(a.replyTopic).not.toBe(b.replyTopic);
+  });
+});
