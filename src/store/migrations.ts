@@ -67,8 +67,7 @@ CREATE TABLE idmint_worker_node (
 `,
   },
   {
-    // Version 2 is left to the per-tag format; numbers only order migrations, gaps are fine.
-    version: 4,
+    version: 2,
     name: 'tag tokens',
     sql: `
 CREATE TABLE idmint_tag_token (
