@@ -73,10 +73,15 @@ export class SegmentExhaustedError extends IdmintError {
   readonly bizTag: string;
   readonly maxLimit: number;
 
-  constructor(bizTag: string, maxLimit: number) {
-    super('SEGMENT_EXHAUSTED', `biz tag "${bizTag}" reached its max_limit ${maxLimit}; no further IDs can be issued (raise maxLimit or create a new tag)`, {
-      details: { bizTag, maxLimit },
-    });
+  /** `remaining`: IDs still left under max_limit, when a request asked for more than that (none were consumed). */
+  constructor(bizTag: string, maxLimit: number, remaining = 0) {
+    super(
+      'SEGMENT_EXHAUSTED',
+      remaining > 0
+        ? `biz tag "${bizTag}" has only ${remaining} IDs left under its max_limit ${maxLimit}; ask for at most ${remaining} (none were consumed), or raise maxLimit`
+        : `biz tag "${bizTag}" reached its max_limit ${maxLimit}; no further IDs can be issued (raise maxLimit or create a new tag)`,
+      { details: remaining > 0 ? { bizTag, maxLimit, remaining } : { bizTag, maxLimit } },
+    );
     this.name = 'SegmentExhaustedError';
     this.bizTag = bizTag;
     this.maxLimit = maxLimit;

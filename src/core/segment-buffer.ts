@@ -2,7 +2,7 @@
  * Leaf's segment double buffer: serve IDs from the current segment while the next one loads in
  * the background, so callers wait only when both halves are empty. The step adapts to demand.
  */
-import { IdmintError, TimeoutError } from './errors.js';
+import { IdmintError, SegmentExhaustedError, TimeoutError } from './errors.js';
 import type { Clock, Segment } from './ports.js';
 import { MAX_SEGMENT_ID, systemClock } from './ports.js';
 import { silentLogger, type Logger } from './logger.js';
@@ -76,7 +76,7 @@ function resolveOptions(options: SegmentBufferOptions): ResolvedOptions {
 }
 
 export class SegmentBuffer {
-  readonly options: ResolvedOptions;
+  private opts: ResolvedOptions;
   private readonly log: Logger;
   // The current half: the next value to hand out, its inclusive end, and where the next load starts.
   private cur = 1;
@@ -91,11 +91,27 @@ export class SegmentBuffer {
   private highWater = 0;
   private closed = false;
   private readonly waiters = new Set<(err: Error) => void>();
+  // IDs a request took and gave back when the tag ran out under it: never handed out, served first.
+  private spare: number[] = [];
 
   constructor(options: SegmentBufferOptions) {
-    this.options = resolveOptions(options);
+    this.opts = resolveOptions(options);
     this.currentStep = this.options.baseStep;
     this.log = (options.logger ?? silentLogger).child({ component: 'segment-buffer', bizTag: this.options.bizTag });
+  }
+
+  get options(): ResolvedOptions {
+    return this.opts;
+  }
+
+  /**
+   * A new base step for the tag, applied from the next segment load as Leaf does: the IDs
+   * buffered now are still served, so changing the step leaves no gap.
+   */
+  setStep(baseStep: number, maxStep = Math.max(baseStep, SEGMENT_BUFFER_DEFAULTS.leafMaxStep)): void {
+    this.opts = resolveOptions({ ...this.opts, baseStep, maxStep });
+    this.currentStep = baseStep;
+    this.lastAllocAt = undefined;
   }
 
   /** The step of the latest successful allocation (the base step before the first). */
@@ -106,7 +122,7 @@ export class SegmentBuffer {
   /** IDs ready in both halves, without waiting. */
   depth(): number {
     const current = Math.max(0, this.end - this.cur + 1);
-    return current + (this.ready ? this.ready.end - this.ready.start + 1 : 0);
+    return current + this.spare.length + (this.ready ? this.ready.end - this.ready.start + 1 : 0);
   }
 
   /** The sync fast path: an ID when one is in memory, else undefined (and a load is started). */
@@ -127,12 +143,32 @@ export class SegmentBuffer {
     return id as number;
   }
 
-  /** `n` IDs, across segment boundaries. On failure the IDs already taken are dropped (a gap, never a repeat). */
+  /**
+   * `n` IDs, across segment boundaries. On failure the IDs already taken are dropped (a gap, never
+   * a repeat) — except when the tag runs out under max_limit: then they are kept for later
+   * requests and the error says how many remain, so a request larger than the rest burns nothing.
+   */
   async nextBatch(n: number): Promise<number[]> {
     if (!Number.isSafeInteger(n) || n < 0) throw invalid(`count must be a non-negative integer, got ${n}`);
     const out: number[] = [];
+    try {
+      await this.fill(out, n);
+    } catch (err) {
+      if (!(err instanceof SegmentExhaustedError) || this.closed) throw err;
+      for (let i = out.length - 1; i >= 0; i--) this.spare.push(out[i]!);
+      const remaining = this.depth();
+      throw remaining > 0 ? new SegmentExhaustedError(err.bizTag, err.maxLimit, remaining) : err;
+    }
+    return out;
+  }
+
+  private async fill(out: number[], n: number): Promise<void> {
     const deadline = Date.now() + this.options.waitTimeoutMs;
     while (out.length < n) {
+      if (this.spare.length > 0) {
+        out.push(this.spare.pop()!);
+        continue;
+      }
       if (this.closed) throw this.closedError();
       const take = Math.min(n - out.length, this.end - this.cur + 1);
       if (take > 0) {
@@ -148,7 +184,6 @@ export class SegmentBuffer {
       }
       await this.waitForLoad(deadline);
     }
-    return out;
   }
 
   /** Stops serving: buffered IDs are dropped and waiting callers get NOT_READY. */
@@ -158,6 +193,7 @@ export class SegmentBuffer {
     this.cur = 1;
     this.end = 0;
     this.ready = null;
+    this.spare = [];
     const err = this.closedError();
     for (const reject of this.waiters) reject(err);
     this.waiters.clear();
@@ -169,6 +205,7 @@ export class SegmentBuffer {
 
   private switchAndTake(): number | undefined {
     if (this.closed) return undefined;
+    if (this.spare.length > 0) return this.spare.pop();
     if (this.ready) {
       this.install(this.ready);
       return this.tryNext();

@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyInstance } from 'fastify';
 import { IdmintError, isIdmintError } from '../core/errors.js';
+import { trackAllowedMethods } from './method-not-allowed.js';
 
 /**
  * Every failure leaves as `{"error":{"code","message"}}`. A caller's mistake is a 4xx naming
@@ -12,8 +13,18 @@ export function installErrorHandling(app: FastifyInstance): void {
     else request.log.debug({ code: error.code, reason: error.message }, 'request refused');
     void reply.status(error.status).type('application/json; charset=utf-8').send(error.toJSON());
   });
+  const allowedMethods = trackAllowedMethods(app);
   app.setNotFoundHandler((request, reply) => {
-    void reply.status(404).send({ error: { code: 'BAD_REQUEST', message: `no route ${request.method} ${request.url.split('?')[0]}; see README.md for the API` } });
+    const path = request.url.split('?')[0];
+    const allow = allowedMethods(request);
+    if (allow.length > 0) {
+      void reply
+        .status(405)
+        .header('allow', allow.join(', '))
+        .send({ error: { code: 'BAD_REQUEST', message: `method ${request.method} is not allowed on ${path}; use ${allow.join(' or ')}` } });
+      return;
+    }
+    void reply.status(404).send({ error: { code: 'BAD_REQUEST', message: `no route ${request.method} ${path}; see README.md for the API` } });
   });
 }
 

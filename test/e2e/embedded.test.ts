@@ -226,6 +226,36 @@ describe('embedded server (idmint serve with PGlite)', () => {
     expect((await fetch(`${server.url}/v1/ids/invoice`)).status).toBe(404);
   });
 
+  it('refuses a request larger than what remains under maxLimit without consuming it', async () => {
+    const create = await fetch(`${server.url}/v1/biz`, { method: 'POST', headers: admin, body: JSON.stringify({ bizTag: 'invite', maxLimit: 5, fallback: 'error' }) });
+    expect(create.status).toBe(201);
+    const tooMany = await fetch(`${server.url}/v1/ids/invite?count=7`);
+    expect(tooMany.status).toBe(409);
+    const { error } = (await tooMany.json()) as { error: { code: string; message: string } };
+    expect(error.code).toBe('SEGMENT_EXHAUSTED');
+    expect(error.message).toMatch(/only 5 IDs left.*ask for at most 5/);
+    const rest = (await (await fetch(`${server.url}/v1/ids/invite?count=5`)).json()) as IdsAnswer;
+    expect(rest.ids.map(Number).sort((a, b) => a - b)).toEqual([1, 2, 3, 4, 5]);
+  });
+
+  it('applies a changed step from the next segment, without skipping the buffered IDs', async () => {
+    await fetch(`${server.url}/v1/biz`, { method: 'POST', headers: admin, body: JSON.stringify({ bizTag: 'restep', step: 100 }) });
+    const before = (await (await fetch(`${server.url}/v1/ids/restep?count=54`)).json()) as IdsAnswer;
+    expect(before.ids.at(-1)).toBe('54');
+    const patched = await fetch(`${server.url}/v1/biz/restep`, { method: 'PATCH', headers: admin, body: '{"step":1000}' });
+    expect(patched.status).toBe(200);
+    const after = (await (await fetch(`${server.url}/v1/ids/restep?count=1`)).json()) as IdsAnswer;
+    expect(after.ids).toEqual(['55']);
+  });
+
+  it('answers a wrong method with 405 and Allow, in the error envelope', async () => {
+    const response = await fetch(`${server.url}/v1/ids/demo`, { method: 'POST' });
+    expect(response.status).toBe(405);
+    expect(response.headers.get('allow')).toMatch(/GET/);
+    expect(((await response.json()) as { error: { code: string; message: string } }).error).toMatchObject({ code: 'BAD_REQUEST', message: expect.stringMatching(/POST is not allowed.*use GET/) });
+    expect((await fetch(`${server.url}/v1/nothing-here`)).status).toBe(404);
+  });
+
   it('exposes health, readiness and Prometheus metrics', async () => {
     expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
     const ready = await fetch(`${server.url}/readyz`);

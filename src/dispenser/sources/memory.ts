@@ -67,14 +67,19 @@ export class MemoryPool implements IdSource {
   private bufferFor(tag: BizTag, shard: number): SegmentBuffer {
     const key = `${tag.bizTag}\u0000${shard}`;
     const existing = this.buffers.get(key);
-    // A changed base step takes effect with a fresh buffer; the old one's IDs are skipped (a gap).
-    if (existing && existing.step === tag.step) return existing.buffer;
-    existing?.buffer.close();
     const { allocator, clock, logger, waitTimeoutMs, maxStepFactor, by } = this.options;
+    if (existing) {
+      // A changed base step applies from the next segment (Leaf's rule); buffered IDs stay served.
+      if (existing.step !== tag.step) {
+        existing.buffer.setStep(tag.step, maxStepFor(tag.step, maxStepFactor));
+        existing.step = tag.step;
+      }
+      return existing.buffer;
+    }
     const buffer = new SegmentBuffer({
       bizTag: tag.bizTag,
       baseStep: tag.step,
-      maxStep: Math.max(tag.step, Math.min(tag.step * maxStepFactor, 10_000_000)),
+      maxStep: maxStepFor(tag.step, maxStepFactor),
       allocate: (bizTag, step) => allocator.allocate(bizTag, step, { shard, ...(by === undefined ? {} : { by }) }),
       clock,
       waitTimeoutMs,
@@ -88,4 +93,8 @@ export class MemoryPool implements IdSource {
 function splitKey(key: string): [string, number] {
   const at = key.indexOf('\u0000');
   return [key.slice(0, at), Number(key.slice(at + 1))];
+}
+
+function maxStepFor(step: number, factor: number): number {
+  return Math.max(step, Math.min(step * factor, 10_000_000));
 }

@@ -283,3 +283,58 @@ describe('SegmentBuffer', () => {
     buf.close();
   });
 });
+
+/** An allocator under a max_limit, like the store's: short segments near it, then SEGMENT_EXHAUSTED. */
+function limitedAllocator(maxLimit: number): (bizTag: string, step: number) => Promise<Segment> {
+  let maxId = 0;
+  return async (bizTag, step) => {
+    if (maxId >= maxLimit) throw new SegmentExhaustedError(bizTag, maxLimit);
+    const start = maxId + 1;
+    maxId = Math.min(maxId + step, maxLimit);
+    return { bizTag, shard: 0, start, end: maxId };
+  };
+}
+
+describe('SegmentBuffer near max_limit', () => {
+  it('a request larger than what remains consumes nothing and says how many remain', async () => {
+    const buf = buffer({ baseStep: 2, maxStep: 2, allocate: limitedAllocator(5) });
+    const err = await rejection(buf.nextBatch(7));
+    expect(err).toBeInstanceOf(SegmentExhaustedError);
+    expect(err).toMatchObject({ code: 'SEGMENT_EXHAUSTED', details: { remaining: 5, maxLimit: 5 } });
+    expect((err as Error).message).toMatch(/only 5 IDs left .* ask for at most 5/);
+    // Nothing was burnt: IDs 1–5 are all still issued, once each, to smaller requests.
+    const got = [...(await buf.nextBatch(3)), await buf.next(), ...(await buf.nextBatch(1))];
+    expect(got.sort((a, b) => a - b)).toEqual([1, 2, 3, 4, 5]);
+    await expect(buf.nextBatch(1)).rejects.toMatchObject({ code: 'SEGMENT_EXHAUSTED', details: { bizTag: 'order', maxLimit: 5 } });
+  });
+
+  it('concurrent oversized requests give every ID back; the sum is still served exactly once', async () => {
+    const buf = buffer({ baseStep: 3, maxStep: 3, allocate: limitedAllocator(10) });
+    const outcomes = await Promise.allSettled([buf.nextBatch(8), buf.nextBatch(8), buf.nextBatch(8)]);
+    // At most one can be served in full (it may take what the others gave back); the rest are refused.
+    expect(outcomes.filter((o) => o.status === 'rejected').length).toBeGreaterThanOrEqual(2);
+    const all = outcomes.flatMap((o) => (o.status === 'fulfilled' ? o.value : []));
+    for (;;) {
+      const id = buf.tryNext() ?? (await buf.nextBatch(1).catch(() => [] as number[]))[0];
+      if (id === undefined) break;
+      all.push(id);
+    }
+    expect(all.sort((a, b) => a - b)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+  });
+});
+
+describe('SegmentBuffer.setStep', () => {
+  it('applies a new step from the next segment and keeps serving the buffered one, without a gap', async () => {
+    const alloc = counterAllocator();
+    const buf = buffer({ baseStep: 10, maxStep: 10, loadAt: 0.99, allocate: alloc.allocate });
+    expect(await buf.nextBatch(5)).toEqual([1, 2, 3, 4, 5]);
+    buf.setStep(1000, 1000);
+    expect(await buf.nextBatch(10)).toEqual([6, 7, 8, 9, 10, 11, 12, 13, 14, 15]);
+    expect(alloc.steps).toEqual([10, 1000]);
+  });
+
+  it('refuses a step that is not a positive integer', () => {
+    const buf = buffer({ allocate: counterAllocator().allocate });
+    expect(() => buf.setStep(0)).toThrow(/baseStep must be a positive integer/);
+  });
+});
