@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
-import { BadRequestError } from '../core/errors.js';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { BadRequestError, IdmintError } from '../core/errors.js';
 import { call, targetFrom } from './http-client.js';
 
 const print = (value: unknown): void => void process.stdout.write(`${typeof value === 'string' ? value : JSON.stringify(value, null, 2)}\n`);
@@ -79,6 +80,27 @@ export function registerClientCommands(program: Command): void {
       const query = `count=${o.count}${gatePass ? `&gatePass=${encodeURIComponent(gatePass)}` : ''}`;
       const result = await call<{ ids: string[]; source: string }>(targetFrom({ ...(o.url ? { url: o.url } : {}) }), 'GET', `/v1/ids/${encodeURIComponent(bizTag)}?${query}`);
       print(o.json ? result : result.ids.join('\n'));
+    });
+
+  program
+    .command('wait')
+    .description('wait until a server answers /readyz (ready or degraded), for scripts that start one')
+    .option('--url <url>', 'server URL (default $IDMINT_URL or http://127.0.0.1:$IDMINT_PORT)')
+    .option('--timeout <ms>', 'give up after this long', positiveInt('--timeout'), 60_000)
+    .action(async (o: TargetFlags & { timeout: number }) => {
+      const target = targetFrom(o);
+      const deadline = Date.now() + o.timeout;
+      let last = 'no answer yet';
+      while (Date.now() < deadline) {
+        try {
+          const report = await call<{ status: string }>(target, 'GET', '/readyz');
+          return print(`${target.url} is ${report.status}`);
+        } catch (err) {
+          last = (err as Error).message;
+        }
+        await sleep(200);
+      }
+      throw new IdmintError('TIMEOUT', `${target.url} was not ready within ${o.timeout} ms: ${last}`);
     });
 
   program

@@ -46,6 +46,7 @@ export async function kafkaInit(o: { partitions?: number; poolTags?: string[]; p
   try {
     const created = await reachable(() => initTopics(admin, {
       requestPartitions: o.partitions ?? config.IDMINT_KAFKA_PARTITIONS,
+      requestTopic: config.IDMINT_KAFKA_REQUEST_TOPIC,
       ...(o.poolTags ? { poolTags: o.poolTags } : {}),
       ...(o.poolPartitions ? { poolPartitions: o.poolPartitions } : {}),
     }));
@@ -56,7 +57,8 @@ export async function kafkaInit(o: { partitions?: number; poolTags?: string[]; p
 }
 
 export async function kafkaGet(bizTag: string, o: { count: number; timeout: number }): Promise<void> {
-  const client = createKafkaClient({ kafka: cliKafka(), clientId: 'idmint-cli' });
+  // The same request topic as the responders this shell's configuration names.
+  const client = createKafkaClient({ kafka: cliKafka(), clientId: 'idmint-cli', requestTopic: loadConfig().IDMINT_KAFKA_REQUEST_TOPIC });
   try {
     for (const id of await reachable(() => client.getIds(bizTag, o.count, { timeoutMs: o.timeout }))) print(id);
   } finally {

@@ -82,6 +82,8 @@ export async function assertTopicsExist(admin: Admin, topics: readonly string[])
 export interface InitTopicsOptions {
   /** Partitions of `idmint.requests` (config IDMINT_KAFKA_PARTITIONS). */
   requestPartitions: number;
+  /** The request topic (config IDMINT_KAFKA_REQUEST_TOPIC). Default `idmint.requests`. */
+  requestTopic?: string;
   /** Tags whose pool topics to create. */
   poolTags?: readonly string[];
   /** Partitions per pool topic; default 2, so two SDK consumers of one tag both get blocks. */
@@ -90,7 +92,7 @@ export interface InitTopicsOptions {
 
 /** What `idmint kafka init` does: the request topic plus any pool topics named. */
 export async function initTopics(admin: Admin, options: InitTopicsOptions): Promise<string[]> {
-  const specs: TopicSpec[] = [{ topic: REQUEST_TOPIC, numPartitions: options.requestPartitions }];
+  const specs: TopicSpec[] = [{ topic: options.requestTopic ?? REQUEST_TOPIC, numPartitions: options.requestPartitions }];
   for (const tag of options.poolTags ?? []) specs.push({ topic: poolTopic(tag), numPartitions: options.poolPartitions ?? 2, configs: { ...POOL_TOPIC_CONFIGS } });
   return ensureTopics(admin, specs);
 }
