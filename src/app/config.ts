@@ -59,6 +59,12 @@ export const envSchema = z.object({
   IDMINT_ADMIN_TOKEN: z.string().min(8, 'at least 8 characters').optional(),
   /** pino level. Default `info`. */
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** A request's headers and body must arrive within this, milliseconds. Default 10000. */
+  IDMINT_HTTP_REQUEST_TIMEOUT_MS: int(100, 600_000).default(10_000),
+  /** An idle keep-alive connection is closed after this, milliseconds. Default 5000. */
+  IDMINT_HTTP_KEEP_ALIVE_MS: int(100, 600_000).default(5_000),
+  /** Open HTTP connections at most; more are refused at accept. Default 10000. */
+  IDMINT_HTTP_MAX_CONNECTIONS: int(1, 1_000_000).default(10_000),
   /** Largest `count` per request. Default 10000. */
   IDMINT_MAX_COUNT: int(1, 1_000_000).default(10_000),
   /** Roles `idmint serve` runs, comma-separated from api,refill,responder. Default all that the config allows. */
@@ -151,4 +157,9 @@ export function parseEnv<T extends z.ZodType>(schema: T, env: NodeJS.ProcessEnv 
     throw new IdmintError('BAD_REQUEST', `invalid configuration: ${problems.join('; ')}`);
   }
   return Object.freeze(parsed.data);
+}
+
+/** The HTTP server's connection limits from the config. */
+export function connectionLimits(config: Config): { requestTimeoutMs: number; keepAliveTimeoutMs: number; maxConnections: number } {
+  return { requestTimeoutMs: config.IDMINT_HTTP_REQUEST_TIMEOUT_MS, keepAliveTimeoutMs: config.IDMINT_HTTP_KEEP_ALIVE_MS, maxConnections: config.IDMINT_HTTP_MAX_CONNECTIONS };
 }

@@ -1,3 +1,4 @@
+import { createServer } from 'node:http';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Registry } from 'prom-client';
 import { silentLogger, type Logger } from '../core/logger.js';
@@ -9,9 +10,40 @@ export interface ReadinessReport {
   checks: Record<string, { ok: boolean; message?: string }>;
 }
 
-/** The fastify settings every idmint server shares: logging, error envelope, graceful close. */
-export function createFastify(options: { logger?: Logger; component: string; bodyLimit?: number }): FastifyInstance {
+/** How long a client may take and how many may connect: what keeps slow or hostile clients from pinning sockets. */
+export interface ConnectionLimits {
+  /** Whole request (headers and body) must arrive within this. Default 10,000 ms. */
+  requestTimeoutMs: number;
+  /** An idle keep-alive connection is closed after this. Default 5,000 ms. */
+  keepAliveTimeoutMs: number;
+  /** Open connections at most; more are refused at accept. Default 10,000. */
+  maxConnections: number;
+}
+
+export const CONNECTION_LIMIT_DEFAULTS: ConnectionLimits = Object.freeze({ requestTimeoutMs: 10_000, keepAliveTimeoutMs: 5_000, maxConnections: 10_000 });
+
+/** The fastify settings every idmint server shares: logging, error envelope, graceful close, connection limits. */
+export function createFastify(options: { logger?: Logger; component: string; bodyLimit?: number; limits?: ConnectionLimits }): FastifyInstance {
+  const limits = options.limits ?? CONNECTION_LIMIT_DEFAULTS;
   const app: FastifyInstance = Fastify({
+    // Every phase of a request is bounded: a body trickled a byte at a time, or a Content-Length
+    // larger than the body, is cut off at requestTimeout; idle sockets at keepAliveTimeout.
+    serverFactory: (handler) => {
+      const server = createServer(
+        {
+          requestTimeout: limits.requestTimeoutMs,
+          headersTimeout: Math.min(limits.requestTimeoutMs, 60_000),
+          keepAliveTimeout: limits.keepAliveTimeoutMs,
+          // Node looks for expired requests on this interval (default 30 s): check every second.
+          connectionsCheckingInterval: 1000,
+        },
+        handler,
+      );
+      // A socket with no traffic at all (not even a request line) is closed too.
+      server.setTimeout(limits.requestTimeoutMs + limits.keepAliveTimeoutMs);
+      server.maxConnections = limits.maxConnections;
+      return server;
+    },
     loggerInstance: (options.logger ?? silentLogger).child({ component: options.component }) as unknown as FastifyBaseLogger,
     // Per-request info logs would cost more than serving an ID; failures are logged by the error handler.
     logController: new LogController({ disableRequestLogging: true }),

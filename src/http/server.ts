@@ -5,7 +5,7 @@ import type { BizStore, BizTag, TagTokenStore } from '../core/ports.js';
 import type { Dispenser } from '../dispenser/dispenser.js';
 import type { Logger } from '../core/logger.js';
 import { assertAdminExposureSafe, makeAdminGuard } from './auth.js';
-import { createFastify, opsRoutes, type ReadinessReport } from './base.js';
+import { createFastify, opsRoutes, type ConnectionLimits, type ReadinessReport } from './base.js';
 import { bizRoutes } from './routes-biz.js';
 import { idRoutes } from './routes-ids.js';
 import { leafSnowflakeRoutes } from './routes-leaf-snowflake.js';
@@ -47,13 +47,20 @@ export interface HttpServerOptions {
   opsOnly?: boolean;
   /** Largest request body. Default 64 KiB: admin bodies are small. */
   bodyLimit?: number;
+  /** Timeouts and the connection cap. Default CONNECTION_LIMIT_DEFAULTS. */
+  limits?: ConnectionLimits;
   logger?: Logger;
 }
 
 /** Builds the fastify app with DESIGN.md's HTTP contract. Not listening: call `listen()`. */
 export async function buildHttpServer(options: HttpServerOptions): Promise<FastifyInstance> {
   assertAdminExposureSafe(options.host, options.adminToken);
-  const app = createFastify({ component: 'http', ...(options.logger ? { logger: options.logger } : {}), ...(options.bodyLimit ? { bodyLimit: options.bodyLimit } : {}) });
+  const app = createFastify({
+    component: 'http',
+    ...(options.logger ? { logger: options.logger } : {}),
+    ...(options.bodyLimit ? { bodyLimit: options.bodyLimit } : {}),
+    ...(options.limits ? { limits: options.limits } : {}),
+  });
   // An empty JSON body (DELETE from clients that always send Content-Type) means "no body".
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {

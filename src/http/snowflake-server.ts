@@ -2,13 +2,15 @@ import type { FastifyInstance } from 'fastify';
 import { Counter, collectDefaultMetrics, Registry } from 'prom-client';
 import type { Logger } from '../core/logger.js';
 import type { SnowflakeSource } from '../dispenser/sources/snowflake.js';
-import { createFastify, opsRoutes } from './base.js';
+import { createFastify, opsRoutes, type ConnectionLimits } from './base.js';
 import { leafSnowflakeRoutes } from './routes-leaf-snowflake.js';
 
 export interface SnowflakeServerOptions {
   source: SnowflakeSource;
   /** When set, `/api/snowflake/get/:key` requires `gatePass=<this>`, as on the API server. */
   gatePass?: string;
+  /** Timeouts and the connection cap. Default CONNECTION_LIMIT_DEFAULTS. */
+  limits?: ConnectionLimits;
   logger?: Logger;
   registry?: Registry;
 }
@@ -22,7 +24,7 @@ export async function buildSnowflakeServer(options: SnowflakeServerOptions): Pro
   const registry = options.registry ?? new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'idmint_' });
   const issued = new Counter({ name: 'idmint_snowflake_ids_total', help: 'Snowflake IDs issued by this server', registers: [registry] });
-  const app = createFastify({ component: 'snowflake-http', ...(options.logger ? { logger: options.logger } : {}) });
+  const app = createFastify({ component: 'snowflake-http', ...(options.logger ? { logger: options.logger } : {}), ...(options.limits ? { limits: options.limits } : {}) });
   opsRoutes(app, {
     registry,
     readiness: async () => ({ status: 'ready', checks: { snowflake: { ok: true, message: `worker ${source.workerId} from ${source.lease.provider}` } } }),

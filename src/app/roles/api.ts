@@ -12,7 +12,7 @@ import { buildHttpServer, type ReadinessReport } from '../../http/server.js';
 import { collectRefillStats } from '../../refill/stats.js';
 import type { Database } from '../../store/db.js';
 import { PostgresTagTokenStore } from '../../store/tag-tokens.js';
-import type { Config } from '../config.js';
+import { connectionLimits, type Config } from '../config.js';
 import type { RedisPools } from '../pools.js';
 
 export interface ApiRoleOptions {
@@ -63,6 +63,7 @@ export function buildApiServer(options: ApiRoleOptions): Promise<FastifyInstance
     ...(config.IDMINT_ADMIN_TOKEN ? { adminToken: config.IDMINT_ADMIN_TOKEN } : {}),
     ...(config.IDMINT_GATE_PASS ? { gatePass: config.IDMINT_GATE_PASS } : {}),
     readiness,
+    limits: connectionLimits(config),
     tokens: new PostgresTagTokenStore(db),
     rateLimits: { perClient: config.IDMINT_RATE_LIMIT_CLIENT, perTag: config.IDMINT_RATE_LIMIT_TAG, windowMs: config.IDMINT_RATE_LIMIT_WINDOW_MS },
     status: { depths: () => options.metrics.depthSource?.() ?? [], history: () => options.metrics.history.snapshot() },

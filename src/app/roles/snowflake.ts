@@ -1,7 +1,7 @@
 import type { Logger } from '../../core/logger.js';
 import { buildSnowflakeServer } from '../../http/snowflake-server.js';
 import { Closers } from '../closers.js';
-import type { Config } from '../config.js';
+import { connectionLimits, type Config } from '../config.js';
 import { listen } from '../listen.js';
 import type { Started } from '../process.js';
 import { createSnowflakeSourceFromConfig } from '../worker-id.js';
@@ -15,7 +15,7 @@ export async function startSnowflakeProcess({ config, logger }: { config: Config
   try {
     const source = await createSnowflakeSourceFromConfig(config, { logger });
     closers.add('snowflake', () => source.close());
-    const app = await buildSnowflakeServer({ source, logger, ...(config.IDMINT_GATE_PASS ? { gatePass: config.IDMINT_GATE_PASS } : {}) });
+    const app = await buildSnowflakeServer({ source, logger, limits: connectionLimits(config), ...(config.IDMINT_GATE_PASS ? { gatePass: config.IDMINT_GATE_PASS } : {}) });
     closers.add('http', () => app.close());
     const url = await listen(app, config.IDMINT_HOST, config.IDMINT_PORT);
     logger.info({ url, workerId: source.workerId }, `snowflake server at ${url}; try: curl ${url}/api/snowflake/get/any`);
