@@ -31,12 +31,22 @@ const hostPortList = z
 const name = (pattern: RegExp, what: string) => z.string().trim().regex(pattern, what);
 const kafkaName = name(/^[A-Za-z0-9._-]{1,249}$/, 'letters, digits, . _ -');
 
+// Plain decimal digits only: `0x46A6`, `1e4` and ` 18102` are typos, not numbers to guess at.
 const int = (min: number, max: number) =>
-  z.coerce
-    .number({ error: `an integer from ${min} to ${max}` })
-    .int(`an integer from ${min} to ${max}`)
-    .min(min, `an integer from ${min} to ${max}`)
-    .max(max, `an integer from ${min} to ${max}`);
+  z
+    .string()
+    .regex(/^\d{1,16}$/, `an integer from ${min} to ${max}`)
+    .transform(Number)
+    .pipe(
+      z
+        .number()
+        .int(`an integer from ${min} to ${max}`)
+        .min(min, `an integer from ${min} to ${max}`)
+        .max(max, `an integer from ${min} to ${max}`),
+    );
+
+/** A secret: at least 8 printable characters, no spaces (eight spaces are not a token). */
+const secret = z.string().regex(/^[\x21-\x7e]{8,}$/, 'at least 8 printable characters without spaces');
 
 export const envSchema = z.object({
   /** HTTP port. Default 8080 (Leaf's). */
@@ -56,7 +66,7 @@ export const envSchema = z.object({
   /** Local state: PGlite database, worker-id file, clock high-water mark. Default `./data`. */
   IDMINT_DATA_DIR: z.string().trim().min(1).default('./data'),
   /** Bearer token for /v1/biz and /ui. Required unless bound to loopback. */
-  IDMINT_ADMIN_TOKEN: z.string().min(8, 'at least 8 characters').optional(),
+  IDMINT_ADMIN_TOKEN: secret.optional(),
   /** pino level. Default `info`. */
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** A request's headers and body must arrive within this, milliseconds. Default 10000. */
@@ -65,8 +75,10 @@ export const envSchema = z.object({
   IDMINT_HTTP_KEEP_ALIVE_MS: int(100, 600_000).default(5_000),
   /** Open HTTP connections at most; more are refused at accept. Default 10000. */
   IDMINT_HTTP_MAX_CONNECTIONS: int(1, 1_000_000).default(10_000),
-  /** Largest `count` per request. Default 10000. */
-  IDMINT_MAX_COUNT: int(1, 1_000_000).default(10_000),
+  /** Largest `count` per request, up to 100000 (large answers are large bodies). Default 10000. */
+  IDMINT_MAX_COUNT: int(1, 100_000).default(10_000),
+  /** IDs being served at once across requests, at most; beyond it a request gets a retriable NOT_READY. Default 1000000. */
+  IDMINT_MAX_IDS_IN_FLIGHT: int(1, 100_000_000).default(1_000_000),
   /** Roles `idmint serve` runs, comma-separated from api,refill,responder. Default all that the config allows. */
   IDMINT_ROLES: z
     .string()
@@ -82,7 +94,7 @@ export const envSchema = z.object({
   /** App number embedded in sharded-mode IDs (8 bits). Default 0. */
   IDMINT_APP_ID: int(0, 255).default(0),
   /** When set, `GET /v1/ids` requires `gatePass=<this>` (Tinyid's token). */
-  IDMINT_GATE_PASS: z.string().min(1).optional(),
+  IDMINT_GATE_PASS: z.string().regex(/^[\x21-\x7e]+$/, 'printable characters without spaces').optional(),
   /** Static worker id (skips ZooKeeper and the file). */
   IDMINT_WORKER_ID: int(0, 4_194_303).optional(),
   /** Where Snowflake worker ids come from: auto (ZooKeeper if ZK_CONNECT, else Postgres if DATABASE_URL, else the file), zookeeper, postgres, redis, file. Default auto. */

@@ -1,5 +1,3 @@
-import { mkdirSync } from 'node:fs';
-import { resolve } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { Registry } from 'prom-client';
 import { IdmintError, isIdmintError } from '../core/errors.js';
@@ -20,6 +18,7 @@ import { openKafkaPoolSink, openRedisPools } from './pools.js';
 import { buildApiServer } from './roles/api.js';
 import { startRefillRole, type RefillRole } from './roles/refill.js';
 import { startResponderInBackground, startResponderRole } from './roles/responder.js';
+import { prepareDataDir } from './data-dir.js';
 
 export type Role = 'api' | 'refill' | 'responder';
 
@@ -56,8 +55,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     // Refuse an open admin API, or a role without its server, before opening anything.
     assertAdminExposureSafe(config.IDMINT_HOST, config.IDMINT_ADMIN_TOKEN);
     const roles = rolesFrom(config);
-    const dataDir = resolve(config.IDMINT_DATA_DIR);
-    mkdirSync(dataDir, { recursive: true });
+    const dataDir = prepareDataDir(config.IDMINT_DATA_DIR);
     // One process per data dir, whatever the database: the worker-id file and clock mark live here.
     const lock = lockDataDir(dataDir);
     closers.add('data lock', () => lock.release());

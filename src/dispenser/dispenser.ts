@@ -5,6 +5,7 @@ import type { DispenserMetrics } from './metrics.js';
 import { silentLogger, type Logger } from '../core/logger.js';
 import { definedOnly } from '../core/options.js';
 import { poolKindOf } from '../core/pool-kind.js';
+import { Episode } from '../core/episode.js';
 
 export interface DispenseRequest {
   readonly bizTag: string;
@@ -43,6 +44,11 @@ export interface DispenserOptions {
   sharded?: IdSource;
   /** Largest count per request. Default 10000. */
   maxCount?: number;
+  /**
+   * IDs being served at once, across requests, at most; a request that would exceed it is
+   * refused with a retriable NOT_READY. Default 1,000,000 (a few large requests cannot stall the server).
+   */
+  maxIdsInFlight?: number;
   /** How long a tag's settings are cached; changes reach every process within this. Default 1000 ms. */
   tagCacheMs?: number;
   plugins?: DispenserPlugin[];
@@ -51,7 +57,14 @@ export interface DispenserOptions {
   logger?: Logger;
 }
 
-export const DISPENSER_DEFAULTS: Readonly<{ maxCount: number; tagCacheMs: number }> = Object.freeze({ maxCount: 10_000, tagCacheMs: 1000 });
+/** Unknown tag names remembered at most (each for tagCacheMs). */
+export const MAX_REMEMBERED_MISSES = 10_000;
+
+export const DISPENSER_DEFAULTS: Readonly<{ maxCount: number; tagCacheMs: number; maxIdsInFlight: number }> = Object.freeze({
+  maxCount: 10_000,
+  tagCacheMs: 1000,
+  maxIdsInFlight: 1_000_000,
+});
 
 interface CachedTag {
   tag: BizTag | null;
@@ -67,7 +80,12 @@ export class Dispenser implements IdDispenser {
   private readonly options: Readonly<DispenserOptions & typeof DISPENSER_DEFAULTS>;
   private readonly logger: Logger;
   private readonly tags = new Map<string, CachedTag>();
+  // Names that are no tag, remembered briefly so a burst of them costs one lookup each — and
+  // bounded, so requests for endless made-up names cannot grow the heap.
+  private readonly misses = new Map<string, number>();
   private readonly loading = new Map<string, Promise<BizTag | null>>();
+  private inFlight = 0;
+  private readonly poolOutage: Episode;
 
   constructor(options: DispenserOptions) {
     const merged = { ...DISPENSER_DEFAULTS, ...(definedOnly(options) as DispenserOptions) };
@@ -75,6 +93,7 @@ export class Dispenser implements IdDispenser {
     if (!merged.pools.memory && !merged.defaultPool) throw new RangeError('a memory pool or a defaultPool is required');
     this.options = Object.freeze(merged);
     this.logger = (options.logger ?? silentLogger).child({ component: 'dispenser' });
+    this.poolOutage = new Episode(this.logger, 'pool unavailable; serving by fallback');
   }
 
   get maxCount(): number {
@@ -83,8 +102,14 @@ export class Dispenser implements IdDispenser {
 
   async get(bizTag: string, count: number, context: TakeContext = {}): Promise<DispenseResult> {
     const request: DispenseRequest = { bizTag, count, context };
+    let admitted = 0;
     try {
       validate(bizTag, count, this.options.maxCount);
+      if (this.inFlight > 0 && this.inFlight + count > this.options.maxIdsInFlight) {
+        throw new IdmintError('NOT_READY', `busy: ${this.inFlight} IDs are being served (IDMINT_MAX_IDS_IN_FLIGHT ${this.options.maxIdsInFlight}); retry shortly or ask for fewer`);
+      }
+      admitted = count;
+      this.inFlight += count;
       const tag = await this.tag(bizTag);
       if (!tag) throw new UnknownBizTagError(bizTag);
       for (const plugin of this.options.plugins ?? []) await plugin.before?.(request, tag);
@@ -112,6 +137,8 @@ export class Dispenser implements IdDispenser {
       const rescued = await this.options.onRejected?.(request, error);
       if (rescued) return rescued;
       throw error;
+    } finally {
+      this.inFlight -= admitted;
     }
   }
 
@@ -119,6 +146,8 @@ export class Dispenser implements IdDispenser {
   async tag(bizTag: string): Promise<BizTag | null> {
     const cached = this.tags.get(bizTag);
     if (cached && Date.now() - cached.loadedAt < this.options.tagCacheMs) return cached.tag;
+    const missedAt = this.misses.get(bizTag);
+    if (missedAt !== undefined && Date.now() - missedAt < this.options.tagCacheMs) return null;
     let pending = this.loading.get(bizTag);
     if (!pending) {
       pending = this.options.store.getBiz(bizTag).finally(() => this.loading.delete(bizTag));
@@ -126,7 +155,13 @@ export class Dispenser implements IdDispenser {
     }
     try {
       const tag = await pending;
-      this.tags.set(bizTag, { tag, loadedAt: Date.now() });
+      if (tag) {
+        this.misses.delete(bizTag);
+        this.tags.set(bizTag, { tag, loadedAt: Date.now() });
+      } else {
+        this.tags.delete(bizTag);
+        this.rememberMiss(bizTag);
+      }
       return tag;
     } catch (err) {
       // Postgres down: keep serving known tags from their last settings (pools may still be full).
@@ -136,9 +171,22 @@ export class Dispenser implements IdDispenser {
     }
   }
 
+  private rememberMiss(bizTag: string): void {
+    this.misses.delete(bizTag);
+    this.misses.set(bizTag, Date.now());
+    // A Map iterates in insertion order: the first key is the oldest miss.
+    if (this.misses.size > MAX_REMEMBERED_MISSES) this.misses.delete(this.misses.keys().next().value as string);
+  }
+
+  /** Names held in the tag caches (known tags and remembered misses), for tests and metrics. */
+  cachedTagNames(): number {
+    return this.tags.size + this.misses.size;
+  }
+
   /** Drops cached settings so the next request reloads them (after an admin change in this process). */
   invalidate(bizTag: string): void {
     this.tags.delete(bizTag);
+    this.misses.delete(bizTag);
   }
 
   /**
@@ -209,8 +257,9 @@ export class Dispenser implements IdDispenser {
       poolError = asIdmintError(raw);
       // A hard limit or an unknown tag is final; only a pool that cannot serve right now falls back.
       if (!poolError.retriable) throw poolError;
-      this.logger.warn({ bizTag: tag.bizTag, code: poolError.code, reason: poolError.message }, 'pool unavailable; using fallback');
+      this.poolOutage.fail({ bizTag: tag.bizTag, code: poolError.code }, poolError.message);
     }
+    if (!poolError) this.poolOutage.recover();
     if (ids.length >= count) return { bizTag: tag.bizTag, ids, source: pool.name };
 
     const missing = count - ids.length;
@@ -245,10 +294,10 @@ function validate(bizTag: string, count: number, maxCount: number): void {
   }
 }
 
+/** An unexpected failure: its raw message goes to the log (the caller logs `cause`), never to the client. */
 function asIdmintError(err: unknown): IdmintError {
   if (isIdmintError(err)) return err;
-  const message = err instanceof Error ? err.message : String(err);
-  return new IdmintError('NOT_READY', `internal fault while dispensing: ${message}`, { cause: err });
+  return new IdmintError('NOT_READY', 'internal fault while dispensing; the server logged the details', { cause: err });
 }
 
 

@@ -1,4 +1,4 @@
-import { timingSafeEqual } from 'node:crypto';
+import { createHash, timingSafeEqual } from 'node:crypto';
 import { isIP } from 'node:net';
 import type { FastifyRequest } from 'fastify';
 import { IdmintError } from '../core/errors.js';
@@ -9,10 +9,10 @@ export function isLoopback(host: string): boolean {
   return host === '::1';
 }
 
-function sameSecret(given: string, expected: string): boolean {
-  const a = Buffer.from(given);
-  const b = Buffer.from(expected);
-  return a.length === b.length && timingSafeEqual(a, b);
+/** Compares secrets in constant time, lengths included (both sides are hashed to 32 bytes first). */
+export function sameSecret(given: string, expected: string): boolean {
+  const digest = (s: string): Buffer => createHash('sha256').update(s).digest();
+  return timingSafeEqual(digest(given), digest(expected));
 }
 
 /**
@@ -24,12 +24,14 @@ export function makeAdminGuard(token: string | undefined): (request: FastifyRequ
   return (request) => {
     if (token === undefined) return;
     const header = request.headers.authorization ?? '';
-    const [scheme, value = ''] = header.split(' ', 2);
-    if (scheme?.toLowerCase() === 'bearer' && sameSecret(value, token)) return;
-    if (scheme?.toLowerCase() === 'basic') {
-      const decoded = Buffer.from(value, 'base64').toString('utf8');
-      const password = decoded.slice(decoded.indexOf(':') + 1);
-      if (sameSecret(password, token)) return;
+    // Exactly `Bearer <token>`, or `Basic <base64 of user:password>`: nothing before or after.
+    const bearer = /^Bearer ([\x21-\x7e]+)$/i.exec(header)?.[1];
+    if (bearer !== undefined && sameSecret(bearer, token)) return;
+    const basic = /^Basic ([A-Za-z0-9+/]+={0,2})$/i.exec(header)?.[1];
+    if (basic !== undefined) {
+      const decoded = Buffer.from(basic, 'base64').toString('utf8');
+      const colon = decoded.indexOf(':');
+      if (colon >= 0 && sameSecret(decoded.slice(colon + 1), token)) return;
     }
     throw new IdmintError('UNAUTHORIZED', header === '' ? 'missing Authorization header: send "Authorization: Bearer <IDMINT_ADMIN_TOKEN>"' : 'wrong admin token');
   };

@@ -1,5 +1,6 @@
-import { createServer } from 'node:http';
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import { createServer, STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from 'fastify';
 import type { Registry } from 'prom-client';
 import { silentLogger, type Logger } from '../core/logger.js';
 import { installErrorHandling } from './errors.js';
@@ -49,7 +50,16 @@ export function createFastify(options: { logger?: Logger; component: string; bod
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: options.bodyLimit ?? 64 * 1024,
     // Leaf keys run to 128 characters; fastify's default allows 100.
-    maxParamLength: 256,
+    routerOptions: { maxParamLength: 256 },
+    // Router and parser errors in our envelope, not fastify's own shape.
+    frameworkErrors: (error, _request, reply: FastifyReply) => {
+      const message = error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'a path segment is longer than 256 characters (a tag name has at most 64)' : 'the URL is malformed (a bad %-escape?)';
+      void reply
+        .status(error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 414 : 400)
+        .type('application/json; charset=utf-8')
+        .send({ error: { code: 'BAD_REQUEST', message } });
+    },
+    clientErrorHandler: clientError,
     return503OnClosing: true,
     forceCloseConnections: 'idle',
   });
@@ -57,12 +67,36 @@ export function createFastify(options: { logger?: Logger; component: string; bod
   return app;
 }
 
+const CLIENT_ERRORS: Record<string, [number, string]> = {
+  ERR_HTTP_REQUEST_TIMEOUT: [408, 'the request did not arrive in time (IDMINT_HTTP_REQUEST_TIMEOUT_MS)'],
+  HPE_HEADER_OVERFLOW: [431, 'the request headers are too large'],
+};
+
+/** Errors before a request exists (bad HTTP, too slow, headers too large): answered in the envelope, then the socket closed. */
+function clientError(err: NodeJS.ErrnoException, socket: Duplex): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const [status, message] = CLIENT_ERRORS[err.code ?? ''] ?? [400, 'malformed HTTP request'];
+  const body = JSON.stringify({ error: { code: status === 408 ? 'TIMEOUT' : 'BAD_REQUEST', message } });
+  if (socket.writable) {
+    socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nConnection: close\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json; charset=utf-8\r\n\r\n${body}`);
+  }
+  socket.destroy();
+}
+
 /** `/healthz`, `/readyz` (503 when not ready) and `/metrics`, on every server. */
 export function opsRoutes(app: FastifyInstance, options: { registry: Registry; readiness?: () => Promise<ReadinessReport> }): void {
   app.get('/healthz', async () => ({ status: 'ok' }));
-  app.get('/readyz', async (_request, reply) => {
+  app.get('/readyz', async (request, reply) => {
     const report = options.readiness ? await options.readiness() : { status: 'ready' as const, checks: {} };
-    return reply.status(report.status === 'not_ready' ? 503 : 200).send(report);
+    // Unauthenticated: a failing check says which dependency, never its raw error (that goes to the log).
+    const checks = Object.fromEntries(
+      Object.entries(report.checks).map(([name, check]) => {
+        if (check.ok) return [name, check];
+        request.log.warn({ check: name, reason: check.message }, 'readiness check failing');
+        return [name, { ok: false, message: `${name} unavailable; see the server log` }];
+      }),
+    );
+    return reply.status(report.status === 'not_ready' ? 503 : 200).send({ status: report.status, checks });
   });
   app.get('/metrics', async (_request, reply) => reply.type(options.registry.contentType).send(await options.registry.metrics()));
 }

@@ -1,4 +1,5 @@
 import type { FastifyRequest, preHandlerAsyncHookHandler, RouteShorthandOptions } from 'fastify';
+import { sameSecret } from './auth.js';
 import { IdmintError } from '../core/errors.js';
 
 /** Checks that run on every route that hands out IDs, around the gate pass. */
@@ -18,7 +19,7 @@ export function issuingRoute(gatePass: string | undefined, guards: IssuingGuards
   const checkGatePass = async (request: FastifyRequest): Promise<void> => {
     if (gatePass === undefined) return;
     const given = (request.query as { gatePass?: string }).gatePass;
-    if (given !== gatePass) {
+    if (typeof given !== 'string' || !sameSecret(given, gatePass)) {
       throw new IdmintError('UNAUTHORIZED', given === undefined ? 'gatePass is required on this server: add ?gatePass=...' : 'wrong gatePass');
     }
   };

@@ -109,7 +109,8 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
     },
   });
 
-  app.get('/v1/stats', async () => (options.stats ? await options.stats() : {}));
+  // Every tag's depths and queue counts: operators only.
+  app.get('/v1/stats', { preHandler: async (request) => authorize(request) }, async () => (options.stats ? await options.stats() : {}));
   if (options.status) {
     const status = options.status;
     await app.register(async (scope) => statusRoutes(scope, { store: options.store, authorize, ...status, ...(options.stats ? { stats: options.stats } : {}) }));

@@ -62,6 +62,17 @@ export interface DecodeLimits {
   maxCount: number;
   /** Largest accepted request size in bytes. */
   maxBytes: number;
+  /** The topic requests arrive on: never a reply topic. Default `idmint.requests`. */
+  requestTopic?: string;
+}
+
+/**
+ * Whether replies may go to `topic`: not the request topic, and nothing else in idmint's own
+ * namespace (pool topics `idmint.ids.*` among them) but the clients' `idmint.replies.*`.
+ */
+export function isReplyTopicAllowed(topic: string, requestTopic = 'idmint.requests'): boolean {
+  if (topic === requestTopic) return false;
+  return !topic.startsWith('idmint.') || topic.startsWith('idmint.replies.');
 }
 
 export type DecodedRequest =
@@ -72,15 +83,20 @@ export type DecodedRequest =
 /** Parses one request value. Never throws: a bad message is a value, not an exception. */
 export function decodeRequest(value: Buffer | null, limits: DecodeLimits): DecodedRequest {
   if (value === null || value.length === 0) return { ok: false, error: new BadRequestError('empty request message', 'value') };
+  if (value.length > limits.maxBytes) {
+    // Too big to parse at all: the reply address is read from the first KiB, if it is there.
+    const reachable = allowed(sniffReplyAddress(value.subarray(0, 1024).toString('utf8')), limits);
+    return { ok: false, error: new BadRequestError(`request of ${value.length} bytes exceeds the ${limits.maxBytes}-byte limit`, 'value'), ...reachable };
+  }
   let raw: unknown;
   try {
     raw = JSON.parse(value.toString('utf8'));
   } catch {
     return { ok: false, error: new BadRequestError('request is not valid JSON', 'value') };
   }
-  const reachable = readReplyAddress(raw);
-  if (value.length > limits.maxBytes) {
-    return { ok: false, error: new BadRequestError(`request of ${value.length} bytes exceeds the ${limits.maxBytes}-byte limit`, 'value'), ...reachable };
+  const reachable = allowed(readReplyAddress(raw), limits);
+  if (typeof (raw as { replyTo?: unknown } | null)?.replyTo === 'string' && reachable.replyTo === undefined && TOPIC_NAME_PATTERN.test((raw as { replyTo: string }).replyTo)) {
+    return { ok: false, error: new BadRequestError('replyTo names a topic in idmint\'s own namespace (requests or pool topics); reply to a topic of your own', 'replyTo') };
   }
   const parsed = requestSchema.safeParse(raw);
   if (!parsed.success) {
@@ -93,6 +109,16 @@ export function decodeRequest(value: Buffer | null, limits: DecodeLimits): Decod
     return { ok: false, error: new BadRequestError(`count ${parsed.data.count} exceeds the maximum ${limits.maxCount}`, 'count'), ...reachable };
   }
   return { ok: true, request: parsed.data };
+}
+
+function allowed(address: { replyTo?: string; id?: string }, limits: DecodeLimits): { replyTo?: string; id?: string } {
+  return address.replyTo !== undefined && !isReplyTopicAllowed(address.replyTo, limits.requestTopic) ? {} : address;
+}
+
+function sniffReplyAddress(head: string): { replyTo?: string; id?: string } {
+  const replyTo = /"replyTo"\s*:\s*"([A-Za-z0-9._-]{1,249})"/.exec(head)?.[1];
+  if (replyTo === undefined) return {};
+  return { replyTo, id: /"id"\s*:\s*"([^"\\]{1,128})"/.exec(head)?.[1] ?? '' };
 }
 
 /** What is needed to answer a message at all: a valid topic name and, if present, a string id. */

@@ -177,7 +177,7 @@ class KafkaResponder implements Responder {
   /** Never throws: every message ends as a reply, a drop, or a log line. */
   private async serve(message: KafkaMessage): Promise<Reply | null> {
     const receivedAt = performance.now();
-    const decoded = decodeRequest(message.value, { maxCount: this.settings.maxCount, maxBytes: this.settings.maxRequestBytes });
+    const decoded = decodeRequest(message.value, { maxCount: this.settings.maxCount, maxBytes: this.settings.maxRequestBytes, requestTopic: this.settings.requestTopic });
     if (!decoded.ok) {
       if (decoded.replyTo === undefined) {
         this.metrics.requests.inc({ outcome: 'unanswerable' });

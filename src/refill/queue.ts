@@ -5,6 +5,7 @@ import { silentLogger, type Logger } from '../core/logger.js';
 import type { RefillReason, RefillTrigger } from '../pool/redis/pool-base.js';
 import type { RefillJobData } from './processor.js';
 import { definedOnly } from '../core/options.js';
+import { Episode } from '../core/episode.js';
 
 export const REFILL_QUEUE_NAME = 'idmint-refill';
 export const SWEEP_SCHEDULER_ID = 'idmint-sweep';
@@ -61,7 +62,10 @@ export class RefillQueue implements RefillTrigger {
     const client = typeof connection === 'string' ? new Redis(connection, { maxRetriesPerRequest: null }) : connection;
     this.ownsConnection = typeof connection === 'string' ? client : undefined;
     this.queue = new Queue(s.name, { connection: client, prefix: s.prefix });
-    this.queue.on('error', (err) => this.log.warn({ err }, 'refill queue error'));
+    const outage = new Episode(this.log, 'refill queue cannot reach Redis');
+    client.on('error', (err: Error) => outage.fail({}, err.message));
+    client.on('ready', () => outage.recover());
+    this.queue.on('error', (err) => outage.fail({}, err.message));
   }
 
   private jobOptions(): JobsOptions {

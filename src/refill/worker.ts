@@ -5,6 +5,7 @@ import { silentLogger, type Logger } from '../core/logger.js';
 import type { RefillProcessor } from './processor.js';
 import { REFILL_QUEUE_DEFAULTS } from './queue.js';
 import { definedOnly } from '../core/options.js';
+import { Episode } from '../core/episode.js';
 
 export interface RefillWorkerOptions {
   /** A Redis URL (clients are created and closed here) or a client the caller owns (needs `maxRetriesPerRequest: null`). */
@@ -69,7 +70,10 @@ export class RefillWorker {
       stalledInterval: s.stalledIntervalMs,
       autorun: true,
     });
-    this.worker.on('error', (err) => this.log.warn({ err }, 'refill worker error'));
+    const outage = new Episode(this.log, 'refill worker cannot reach Redis');
+    client.on('error', (err: Error) => outage.fail({}, err.message));
+    client.on('ready', () => outage.recover());
+    this.worker.on('error', (err) => outage.fail({}, err.message));
     this.worker.on('failed', (job, err) =>
       this.log.warn({ err, jobId: job?.id, name: job?.name, data: job?.data, attemptsMade: job?.attemptsMade }, 'refill job failed'),
     );

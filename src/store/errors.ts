@@ -7,6 +7,8 @@ import { IdmintError, notReady } from '../core/errors.js';
 export function mapDriverError(what: string, err: unknown): unknown {
   if (err instanceof IdmintError) return err;
   const code = sqlState(err);
+  // Class 22, data exception (a value the column cannot hold): the caller's input, a 400.
+  if (code?.startsWith('22')) return new IdmintError('BAD_REQUEST', `${what}: the database refused a value (${(err as Error).message})`, { cause: err });
   // Class 08 connection, 53 resources, 57 operator intervention (shutdown): the server, not the query.
   if (code !== undefined && !/^(08|53|57)/.test(code)) return err;
   return notReady(what, err);

@@ -75,6 +75,9 @@ export function assertCoherent(tag: Pick<ValidBizInput, 'mode' | 'shards' | 'max
   if (tag.shards > 1 && tag.mode !== 'sharded') {
     throw new BadRequestError(`shards must be 1 for a ${tag.mode} tag; only sharded tags have shards`, 'shards');
   }
+  if (tag.maxLimit !== null && (tag.mode === 'snowflake' || tag.mode === 'uid')) {
+    throw new BadRequestError(`maxLimit applies to segment and sharded tags; a ${tag.mode} tag's IDs are time-based and would not honour it`, 'maxLimit');
+  }
   if (tag.maxLimit !== null && tag.fallback === 'snowflake') {
     throw new BadRequestError('fallback "snowflake" issues IDs of 2^53 and up, above maxLimit; use fallback "segment" or "error"', 'fallback');
   }
@@ -102,6 +105,8 @@ export function validateBizPatch(patch: BizTagPatch, allowExtra: readonly string
     if (typeof patch.description !== 'string' || patch.description.length > MAX_DESCRIPTION_LENGTH) {
       throw new BadRequestError(`description must be a string of at most ${MAX_DESCRIPTION_LENGTH} characters`, 'description');
     }
+    // Postgres text cannot hold NUL; say so instead of letting the database refuse it.
+    if (patch.description.includes('\u0000')) throw new BadRequestError('description must not contain the NUL character (\\u0000)', 'description');
     out.description = patch.description;
   }
   if (patch.startAfter !== undefined) out.startAfter = intInRange(patch.startAfter, 'startAfter', 0, MAX_SEGMENT_ID - 1);

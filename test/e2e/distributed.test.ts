@@ -114,7 +114,7 @@ describe('idmint serve with Postgres, Redis, Kafka and ZooKeeper', () => {
     expect(ids).toHaveLength(8 * 100 * 100 + 8 * 50 * 100);
     expect(new Set(ids).size).toBe(ids.length);
     expect(sources.has('pool')).toBe(true);
-    const stats = (await (await fetch(`${server.url}/v1/stats`)).json()) as { pools: Array<{ bizTag: string; kind: string }> };
+    const stats = (await (await fetch(`${server.url}/v1/stats`, { headers: { authorization: `Bearer ${TOKEN}` } })).json()) as { pools: Array<{ bizTag: string; kind: string }> };
     expect(stats.pools.some((p) => p.bizTag === 'order' && p.kind === 'redis-list')).toBe(true);
   });
 

@@ -78,4 +78,58 @@ describe('hardening (real embedded server, small limits)', () => {
     await Promise.all(sockets.map((s) => s.closed));
     expect((await fetch(`${server.url}/v1/ids/demo`)).status).toBe(200);
   });
+
+  it('#8 router, parser and client errors come back in the error envelope', async () => {
+    const envelope = async (response: Response, status: number): Promise<void> => {
+      expect(response.status).toBe(status);
+      const body = (await response.json()) as { error: { code: string; message: string } };
+      expect(body.error.code).toMatch(/^(BAD_REQUEST|TIMEOUT)$/);
+    };
+    await envelope(await fetch(`${server.url}/v1/ids/%`), 400);
+    await envelope(await fetch(`${server.url}/v1/ids/${'a'.repeat(300)}`), 414);
+    await envelope(await fetch(`${server.url}/v1/ids/demo`, { headers: { 'x-big': 'a'.repeat(20_000), 'x-big2': 'a'.repeat(20_000) } }), 431);
+    const garbage = hostile(server.url, 'GARBAGE\r\n\r\n');
+    let raw = '';
+    garbage.socket.on('data', (d: Buffer) => (raw += d.toString()));
+    await garbage.closed;
+    expect(raw).toMatch(/^HTTP\/1.1 400/);
+    expect(raw).toContain('{"error":{"code":"BAD_REQUEST","message":"malformed HTTP request"}}');
+  });
+
+  it('#4 refuses maxLimit on snowflake and uid tags; #5 refuses NUL in a description with 400', async () => {
+    for (const mode of ['snowflake', 'uid']) {
+      const response = await fetch(`${server.url}/v1/biz`, { method: 'POST', headers: admin, body: JSON.stringify({ bizTag: `lim-${mode}`, mode, maxLimit: 5, fallback: 'error' }) });
+      expect(response.status).toBe(400);
+      expect(((await response.json()) as { error: { message: string } }).error.message).toMatch(/maxLimit applies to segment and sharded tags/);
+    }
+    const nul = await fetch(`${server.url}/v1/biz`, { method: 'POST', headers: admin, body: JSON.stringify({ bizTag: 'nul', description: 'a\u0000b' }) });
+    expect(nul.status).toBe(400);
+    expect(((await nul.json()) as { error: { code: string } }).error.code).toBe('BAD_REQUEST');
+  });
+
+  it('#3 a sharded tag never hands out buffered sequences above a lowered maxLimit', async () => {
+    expect((await fetch(`${server.url}/v1/biz`, { method: 'POST', headers: admin, body: JSON.stringify({ bizTag: 'shardy', mode: 'sharded', shards: 1, step: 10, fallback: 'error' }) })).status).toBe(201);
+    const first = (await (await fetch(`${server.url}/v1/ids/shardy?count=3`)).json()) as { ids: string[] };
+    expect(first.ids).toHaveLength(3);
+    expect((await fetch(`${server.url}/v1/biz/shardy`, { method: 'PATCH', headers: admin, body: '{"maxLimit":4}' })).status).toBe(200);
+    await sleep(1100); // the tag cache (tagCacheMs) lets the new limit reach the API process
+    const next = await fetch(`${server.url}/v1/ids/shardy?count=1`);
+    const body = (await next.json()) as { ids?: string[]; error?: { code: string } };
+    if (next.ok) {
+      const decoded = (await (await fetch(`${server.url}/v1/decode/${body.ids![0]}?bizTag=shardy`)).json()) as { sequence: number };
+      expect(decoded.sequence).toBeLessThanOrEqual(4);
+    } else expect(body.error?.code).toBe('SEGMENT_EXHAUSTED');
+    const after = await fetch(`${server.url}/v1/ids/shardy?count=1`);
+    expect(after.status).toBe(409);
+  });
+
+  it('#13 #14 admin auth is exact; #15 /v1/stats needs the token', async () => {
+    const as = (authorization: string) => fetch(`${server.url}/v1/biz`, { headers: { authorization } }).then((r) => r.status);
+    expect(await as(`Bearer ${TOKEN}`)).toBe(200);
+    expect(await as(`Bearer ${TOKEN} extra`)).toBe(401);
+    expect(await as(`Basic ${Buffer.from(TOKEN).toString('base64')}`)).toBe(401); // no colon: no password
+    expect(await as(`Basic ${Buffer.from(`any:${TOKEN}`).toString('base64')}`)).toBe(200);
+    expect((await fetch(`${server.url}/v1/stats`)).status).toBe(401);
+    expect((await fetch(`${server.url}/v1/stats`, { headers: admin })).status).toBe(200);
+  });
 });

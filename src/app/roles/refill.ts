@@ -61,7 +61,18 @@ export async function startRefillRole(options: RefillRoleOptions): Promise<Refil
     await worker.close();
     throw err;
   }
-  return Object.freeze({ worker, processor, close: () => worker.close() });
+  // Redis data loss (FLUSHALL, a restart without persistence) removes BullMQ's scheduler keys:
+  // re-assert the sweep on every sweep interval (an idempotent upsert), or cron refills and
+  // deleted-tag cleanup would stop until a restart.
+  const reassert = setInterval(() => {
+    redis.queue.scheduleSweeps().catch((err: unknown) => logger.debug({ err: (err as Error).message }, 'could not re-assert the sweep scheduler; retrying next interval'));
+  }, config.IDMINT_REFILL_EVERY_MS);
+  reassert.unref();
+  const close = async (): Promise<void> => {
+    clearInterval(reassert);
+    await worker.close();
+  };
+  return Object.freeze({ worker, processor, close });
 }
 
 /**

@@ -19,12 +19,18 @@ export class ShardedSource implements IdSource {
   async take(tag: BizTag, count: number, context: TakeContext = {}): Promise<string[]> {
     // Round-robin over the tag's shards unless the caller names one.
     const shard = context.shard ?? this.nextShard(tag);
-    const sequences = await this.sequences.take(tag, count, { ...context, shard });
-    return sequences.map((raw) => {
-      const sequence = Number(raw);
-      if (sequence > this.layout.maxSequence) throw new SegmentExhaustedError(tag.bizTag, this.layout.maxSequence);
-      return this.layout.encode({ sequence, shard, app: this.app }).toString();
-    });
+    const limit = Math.min(this.layout.maxSequence, tag.maxLimit ?? Infinity);
+    const ids: string[] = [];
+    // A lowered maxLimit leaves sequences above it buffered: drop them (gaps, never handed out)
+    // and take again; the store refuses with SEGMENT_EXHAUSTED once nothing is left under it.
+    while (ids.length < count) {
+      for (const raw of await this.sequences.take(tag, count - ids.length, { ...context, shard })) {
+        const sequence = Number(raw);
+        if (sequence > this.layout.maxSequence) throw new SegmentExhaustedError(tag.bizTag, this.layout.maxSequence);
+        if (sequence <= limit) ids.push(this.layout.encode({ sequence, shard, app: this.app }).toString());
+      }
+    }
+    return ids;
   }
 
   private nextShard(tag: BizTag): number {

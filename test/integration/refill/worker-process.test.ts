@@ -1,6 +1,8 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { Queue } from 'bullmq';
 import { afterEach, describe, expect, it } from 'vitest';
+import { SWEEP_SCHEDULER_ID } from '../../../src/refill/queue.js';
 import { DATABASE_URL, freshStore, REDIS_URL, sleep, uid, type TestStore } from './helpers.js';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
@@ -19,6 +21,31 @@ describe('workers/refill.ts as a process', () => {
   afterEach(async () => {
     await store?.close();
     store = undefined;
+  });
+
+  it('re-asserts the sweep scheduler after Redis lost it (hardening #7)', async () => {
+    store = await freshStore();
+    const queueName = `resched-${uid()}`;
+    const w = startWorker({ REDIS_URL, DATABASE_URL: store.url, IDMINT_REFILL_QUEUE: queueName, IDMINT_REFILL_EVERY_MS: '1000' });
+    const queue = new Queue(queueName, { connection: { url: REDIS_URL } });
+    try {
+      for (let i = 0; i < 600 && !w.output().includes('refill worker ready'); i++) await sleep(50);
+      expect(await queue.getJobScheduler(SWEEP_SCHEDULER_ID)).toBeTruthy();
+      // What FLUSHALL or a restart without persistence does to this queue's scheduler.
+      await queue.removeJobScheduler(SWEEP_SCHEDULER_ID);
+      expect(await queue.getJobScheduler(SWEEP_SCHEDULER_ID)).toBeFalsy();
+      let back = false;
+      for (let i = 0; i < 200 && !back; i++) {
+        await sleep(100);
+        back = Boolean(await queue.getJobScheduler(SWEEP_SCHEDULER_ID));
+      }
+      expect(back, w.output()).toBe(true);
+    } finally {
+      await queue.obliterate({ force: true }).catch(() => undefined);
+      await queue.close();
+      w.child.kill('SIGKILL');
+      await w.exited;
+    }
   });
 
   it('starts, then stops cleanly on SIGTERM with exit code 0', async () => {

@@ -30,3 +30,25 @@ describe('loadConfig', () => {
     expect(message).toMatch(/KAFKA_BROKERS: expected a comma-separated list of host:port/);
   });
 });
+
+describe('loadConfig is strict (hardening #11)', () => {
+  it.each(['0x46A6', '1e4', ' 18102', '18102 ', '+80', '80.0', ''.padEnd(20, '9')])('refuses IDMINT_PORT=%j instead of guessing a number', (port) => {
+    expect(() => loadConfig({ IDMINT_PORT: port })).toThrow(/IDMINT_PORT: expected an integer from 0 to 65535/);
+  });
+
+  it('accepts plain digits', () => {
+    expect(loadConfig({ IDMINT_PORT: '18102' }).IDMINT_PORT).toBe(18102);
+  });
+
+  it.each(['        ', 'short', 'has a space inside'])('refuses the admin token %j', (token) => {
+    expect(() => loadConfig({ IDMINT_ADMIN_TOKEN: token })).toThrow(/IDMINT_ADMIN_TOKEN: expected at least 8 printable characters without spaces/);
+  });
+
+  it('refuses a whitespace gate pass', () => {
+    expect(() => loadConfig({ IDMINT_GATE_PASS: '   ' })).toThrow(/IDMINT_GATE_PASS/);
+  });
+
+  it('caps IDMINT_MAX_COUNT at 100000', () => {
+    expect(() => loadConfig({ IDMINT_MAX_COUNT: '1000000' })).toThrow(/IDMINT_MAX_COUNT: expected an integer from 1 to 100000/);
+  });
+});

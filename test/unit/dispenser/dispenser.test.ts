@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { Registry } from 'prom-client';
 import { IdmintError, SegmentExhaustedError, notReady } from '../../../src/core/errors.js';
 import type { BizStore, BizTag, BizTagInput, IdSource, IdSourceName, Segment } from '../../../src/core/ports.js';
-import { Dispenser, type DispenserPlugin } from '../../../src/dispenser/dispenser.js';
+import { Dispenser, MAX_REMEMBERED_MISSES, type DispenserPlugin } from '../../../src/dispenser/dispenser.js';
 import { DispenserMetrics } from '../../../src/dispenser/metrics.js';
 
 // Pure dispenser logic over in-process implementations of our own interfaces; the real
@@ -183,5 +183,44 @@ describe('Dispenser', () => {
     const text = await metrics.registry.metrics();
     expect(text).toMatch(/idmint_ids_issued_total\{biz_tag="order",source="pool"\} 7/);
     expect(text).toMatch(/idmint_errors_total\{code="UNKNOWN_BIZ_TAG"\} 1/);
+  });
+});
+
+describe('Dispenser tag cache (hardening #2)', () => {
+  it('remembers unknown names briefly and boundedly: endless made-up names cannot grow the heap', async () => {
+    const { dispenser, store } = setup();
+    for (let i = 0; i < MAX_REMEMBERED_MISSES + 5_000; i++) expect(await dispenser.tag(`made-up-${i}`)).toBeNull();
+    expect(dispenser.cachedTagNames()).toBeLessThanOrEqual(MAX_REMEMBERED_MISSES + 1);
+    // A burst of the same unknown name costs one lookup.
+    const before = store.lookups;
+    for (let i = 0; i < 100; i++) await dispenser.tag('nope');
+    expect(store.lookups - before).toBe(1);
+    // A tag created meanwhile is seen once its miss is invalidated (an admin change here) or expires.
+    await store.createBiz({ bizTag: 'nope' });
+    dispenser.invalidate('nope');
+    expect(await dispenser.tag('nope')).toMatchObject({ bizTag: 'nope' });
+  });
+});
+
+describe('Dispenser in-flight bound (hardening #6)', () => {
+  it('refuses a request that would push the IDs being served past maxIdsInFlight, with a retriable NOT_READY', async () => {
+    const store = new TagTable(tag('order'));
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const slow: IdSource = {
+      name: 'pool',
+      take: async (_tag, count) => {
+        await gate;
+        return Array.from({ length: count }, (_, i) => String(i + 1));
+      },
+    };
+    const dispenser = new Dispenser({ store, pools: { memory: slow }, maxCount: 1000, maxIdsInFlight: 1500 });
+    const first = dispenser.get('order', 1000);
+    await new Promise((r) => setImmediate(r));
+    await expect(dispenser.get('order', 1000)).rejects.toMatchObject({ code: 'NOT_READY', retriable: true, message: expect.stringMatching(/busy: 1000 IDs/) });
+    release();
+    await expect(first).resolves.toMatchObject({ ids: expect.any(Array) });
+    // Served and released: the next request goes through.
+    await expect(dispenser.get('order', 1000)).resolves.toMatchObject({ source: 'pool' });
   });
 });

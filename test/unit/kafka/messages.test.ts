@@ -97,3 +97,35 @@ describe('pool block codec and names', () => {
     expect(() => poolTopic('Bad Tag')).toThrow(/invalid biz tag/);
   });
 });
+
+describe('decodeRequest hardening (Kafka points of the adversarial probe)', () => {
+  const limits = { maxCount: 1000, maxBytes: 4096, requestTopic: 'idmint.requests' };
+  const request = (replyTo: string) => Buffer.from(JSON.stringify({ v: 1, id: 'r1', bizTag: 'order', count: 1, replyTo, deadline: Date.now() + 5000 }));
+
+  it('checks the size before parsing: a huge message is refused without JSON.parse, reply address sniffed from its head', () => {
+    const huge = Buffer.concat([Buffer.from('{"v":1,"id":"big","replyTo":"my.replies","pad":"'), Buffer.alloc(1_000_000, 'x'), Buffer.from('"')]);
+    const parse = JSON.parse;
+    let parsed = 0;
+    JSON.parse = ((...args: Parameters<typeof JSON.parse>) => (parsed++, parse(...args))) as typeof JSON.parse;
+    try {
+      const decoded = decodeRequest(huge, limits);
+      expect(decoded).toMatchObject({ ok: false, replyTo: 'my.replies', id: 'big' });
+      expect(parsed).toBe(0);
+    } finally {
+      JSON.parse = parse;
+    }
+  });
+
+  it.each(['idmint.requests', 'idmint.ids.order', 'idmint.anything'])('refuses replyTo %s, in idmint\'s own namespace, and does not reply there', (topic) => {
+    const decoded = decodeRequest(request(topic), limits);
+    expect(decoded.ok).toBe(false);
+    expect(decoded).not.toHaveProperty('replyTo');
+    if (!decoded.ok) expect(decoded.error.message).toMatch(/own namespace/);
+  });
+
+  it('refuses the configured request topic even outside the namespace, and accepts the clients\' reply topics', () => {
+    expect(decodeRequest(request('custom.requests'), { ...limits, requestTopic: 'custom.requests' }).ok).toBe(false);
+    expect(decodeRequest(request('idmint.replies.abc.123'), limits).ok).toBe(true);
+    expect(decodeRequest(request('my-service.replies'), limits).ok).toBe(true);
+  });
+});
