@@ -135,6 +135,10 @@ export const envSchema = z.object({
   IDMINT_REFILL_PAUSE_AFTER_ALLOCATE_MS: int(0, 3_600_000).default(0),
 
   // The Kafka responder.
+  /** Roles that need Kafka topics create the missing ones at start; `false` refuses instead, naming `idmint kafka init`. Default true. */
+  IDMINT_KAFKA_CREATE_TOPICS: z.enum(['true', 'false'], { error: 'true or false' }).default('true'),
+  /** retention.ms of a request topic created at start or by `idmint kafka init`. Default 3600000 (requests are answered in seconds). */
+  IDMINT_KAFKA_REQUEST_RETENTION_MS: int(60_000, 31_536_000_000).default(3_600_000),
   /** Request topic. Default `idmint.requests`. */
   IDMINT_KAFKA_REQUEST_TOPIC: kafkaName.default(REQUEST_TOPIC),
   /** Responder consumer group. Default `idmint.responders`. */

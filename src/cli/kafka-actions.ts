@@ -47,6 +47,7 @@ export async function kafkaInit(o: { partitions?: number; poolTags?: string[]; p
     const created = await reachable(() => initTopics(admin, {
       requestPartitions: o.partitions ?? config.IDMINT_KAFKA_PARTITIONS,
       requestTopic: config.IDMINT_KAFKA_REQUEST_TOPIC,
+      requestRetentionMs: config.IDMINT_KAFKA_REQUEST_RETENTION_MS,
       ...(o.poolTags ? { poolTags: o.poolTags } : {}),
       ...(o.poolPartitions ? { poolPartitions: o.poolPartitions } : {}),
     }));

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
-import { Counter, collectDefaultMetrics, Registry } from 'prom-client';
+import { Counter, Registry } from 'prom-client';
+import { collectProcessMetrics } from '../dispenser/metrics.js';
 import type { Logger } from '../core/logger.js';
 import type { SnowflakeSource } from '../dispenser/sources/snowflake.js';
 import { createFastify, opsRoutes, type ConnectionLimits } from './base.js';
@@ -22,7 +23,7 @@ export interface SnowflakeServerOptions {
 export async function buildSnowflakeServer(options: SnowflakeServerOptions): Promise<FastifyInstance> {
   const { source } = options;
   const registry = options.registry ?? new Registry();
-  collectDefaultMetrics({ register: registry, prefix: 'idmint_' });
+  collectProcessMetrics(registry);
   const issued = new Counter({ name: 'idmint_snowflake_ids_total', help: 'Snowflake IDs issued by this server', registers: [registry] });
   const app = createFastify({ component: 'snowflake-http', ...(options.logger ? { logger: options.logger } : {}), ...(options.limits ? { limits: options.limits } : {}) });
   opsRoutes(app, {

@@ -84,6 +84,8 @@ export interface InitTopicsOptions {
   requestPartitions: number;
   /** The request topic (config IDMINT_KAFKA_REQUEST_TOPIC). Default `idmint.requests`. */
   requestTopic?: string;
+  /** retention.ms of the request topic (config IDMINT_KAFKA_REQUEST_RETENTION_MS). Default the broker's. */
+  requestRetentionMs?: number;
   /** Tags whose pool topics to create. */
   poolTags?: readonly string[];
   /** Partitions per pool topic; default 2, so two SDK consumers of one tag both get blocks. */
@@ -92,7 +94,13 @@ export interface InitTopicsOptions {
 
 /** What `idmint kafka init` does: the request topic plus any pool topics named. */
 export async function initTopics(admin: Admin, options: InitTopicsOptions): Promise<string[]> {
-  const specs: TopicSpec[] = [{ topic: options.requestTopic ?? REQUEST_TOPIC, numPartitions: options.requestPartitions }];
+  const specs: TopicSpec[] = [
+    {
+      topic: options.requestTopic ?? REQUEST_TOPIC,
+      numPartitions: options.requestPartitions,
+      ...(options.requestRetentionMs === undefined ? {} : { configs: { 'retention.ms': String(options.requestRetentionMs) } }),
+    },
+  ];
   for (const tag of options.poolTags ?? []) specs.push({ topic: poolTopic(tag), numPartitions: options.poolPartitions ?? 2, configs: { ...POOL_TOPIC_CONFIGS } });
   return ensureTopics(admin, specs);
 }

@@ -38,7 +38,7 @@ describe('workers/snowflake.ts', () => {
   it('answers no HEAD on the issuing route, so a probe burns no ID', async () => {
     const before = await issued(server.url);
     const head = await fetch(`${server.url}/api/snowflake/get/x?gatePass=open-sesame`, { method: 'HEAD' });
-    expect(head.status).toBe(404);
+    expect(head.status).toBe(405); // GET only: the answer says so (Allow), and burns nothing
     expect(await issued(server.url)).toBe(before);
   });
 

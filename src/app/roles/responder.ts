@@ -1,7 +1,9 @@
 import type { Registry } from 'prom-client';
 import type { Logger } from '../../core/logger.js';
 import type { IdDispenser } from '../../core/ports.js';
+import type { Kafka } from 'kafkajs';
 import { createKafka } from '../../kafka/kafka.js';
+import { initTopics } from '../../kafka/topics.js';
 import { createResponder, type Responder } from '../../kafka/responder.js';
 import type { Config } from '../config.js';
 
@@ -28,12 +30,29 @@ export async function startResponderRole(options: ResponderRoleOptions): Promise
     ...(options.registry ? { registry: options.registry } : {}),
   });
   try {
+    if (config.IDMINT_KAFKA_CREATE_TOPICS === 'true') await createRequestTopic(kafka, config, logger);
     await responder.start();
   } catch (err) {
     await responder.close().catch(() => undefined);
     throw err;
   }
   return responder;
+}
+
+/** Creates the request topic when it is missing (idempotent), with the configured partitions and retention. */
+async function createRequestTopic(kafka: Kafka, config: Config, logger: Logger): Promise<void> {
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    const created = await initTopics(admin, {
+      requestTopic: config.IDMINT_KAFKA_REQUEST_TOPIC,
+      requestPartitions: config.IDMINT_KAFKA_PARTITIONS,
+      requestRetentionMs: config.IDMINT_KAFKA_REQUEST_RETENTION_MS,
+    });
+    if (created.length > 0) logger.info({ created }, 'created missing Kafka topics (IDMINT_KAFKA_CREATE_TOPICS=false turns this off)');
+  } finally {
+    await admin.disconnect();
+  }
 }
 
 export interface BackgroundResponder {
@@ -60,7 +79,7 @@ export function startResponderInBackground(options: ResponderRoleOptions): Backg
         log.info('responder ready');
         return;
       } catch (err) {
-        log.error({ err }, 'Kafka responder failed to start; retrying in 5 s (run `idmint kafka init` if topics are missing)');
+        log.error({ err }, 'Kafka responder failed to start; retrying in 5 s');
         await new Promise((r) => setTimeout(r, 5000).unref());
       }
     }
