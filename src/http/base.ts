@@ -1,4 +1,5 @@
 import { createServer, STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from 'fastify';
 import type { Registry } from 'prom-client';
@@ -77,7 +78,9 @@ function clientError(err: NodeJS.ErrnoException, socket: Duplex): void {
   if (err.code === 'ECONNRESET' || socket.destroyed) return;
   const [status, message] = CLIENT_ERRORS[err.code ?? ''] ?? [400, 'malformed HTTP request'];
   const body = JSON.stringify({ error: { code: status === 408 ? 'TIMEOUT' : 'BAD_REQUEST', message } });
-  if (socket.writable) {
+  // Like Node's own handler: answer only on a socket that has not sent a response already (a
+  // keep-alive connection whose next bytes are garbage just closes).
+  if (socket.writable && (socket as Socket).bytesWritten === 0) {
     socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nConnection: close\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json; charset=utf-8\r\n\r\n${body}`);
   }
   socket.destroy();
