@@ -1,0 +1,79 @@
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { describe, expect, it } from 'vitest';
+import { createKafkaClient } from '../../src/kafka/client.js';
+import { testKafka } from '../integration/kafka/helpers.js';
+import { freePort } from '../helpers/spawn-server.js';
+
+// `npm run dev` brings the topology up as processes on the local servers (two APIs, refill,
+// responder), serves over HTTP and Kafka, labels its combined log, and Ctrl-C stops it all.
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+async function fourFreePorts(): Promise<number> {
+  for (;;) {
+    const base = await freePort();
+    if (base > 65_000) continue;
+    const next = await Promise.all([1, 2, 3].map(async (i) => fetch(`http://127.0.0.1:${base + i}/`).then(() => false, () => true)));
+    if (next.every(Boolean)) return base;
+  }
+}
+
+async function ready(url: string, output: () => string): Promise<void> {
+  for (let i = 0; i < 900; i++) {
+    const ok = await fetch(`${url}/readyz`).then((r) => r.ok, () => false);
+    if (ok) return;
+    await sleep(100);
+  }
+  throw new Error(`${url} never became ready:\n${output()}`);
+}
+
+describe('npm run dev', () => {
+  it('runs 2 api + refill + responder on the local servers; curl and a Kafka request get IDs; Ctrl-C stops everything', async () => {
+    const base = await fourFreePorts();
+    const suffix = Math.random().toString(36).slice(2, 10);
+    const requestTopic = `dev.requests.${suffix}`;
+    const child = spawn(process.execPath, ['scripts/dev.mjs'], {
+      cwd: ROOT,
+      env: {
+        ...process.env,
+        IDMINT_DEV_PORT: String(base),
+        IDMINT_INFRA_LIB: join(ROOT, '.infra', 'lib'),
+        IDMINT_PG_SCHEMA: `dev_${suffix}`,
+        IDMINT_POOL_KEY_PREFIX: `dev-${suffix}:`,
+        IDMINT_REFILL_PREFIX: `dev-${suffix}`,
+        IDMINT_KAFKA_REQUEST_TOPIC: requestTopic,
+        IDMINT_KAFKA_RESPONDER_GROUP: `dev.responders.${suffix}`,
+        LOG_LEVEL: 'info',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout.on('data', (d: Buffer) => (output += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (output += d.toString()));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    const kafka = testKafka('dev-test');
+    const client = createKafkaClient({ kafka, requestTopic, clientId: 'dev-test' });
+    try {
+      for (let i = 0; i < 4; i++) await ready(`http://127.0.0.1:${base + i}`, () => output);
+      const created = await fetch(`http://127.0.0.1:${base}/v1/biz`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"bizTag":"order"}' });
+      expect(created.status, await created.clone().text()).toBe(201);
+      const ids: string[] = [];
+      for (const port of [base, base + 1]) {
+        const body = (await (await fetch(`http://127.0.0.1:${port}/v1/ids/order?count=5`)).json()) as { ids: string[] };
+        ids.push(...body.ids);
+      }
+      await client.start();
+      ids.push(...(await client.getIds('order', 5, { timeoutMs: 30_000 })));
+      expect(ids).toHaveLength(15);
+      expect(new Set(ids).size).toBe(15);
+      for (const label of ['api-1', 'api-2', 'refill', 'responder']) expect(output).toMatch(new RegExp(`^${label} +\\| `, 'm'));
+    } finally {
+      await client.close();
+      child.kill('SIGINT');
+    }
+    expect(await exited, output).toBe(0);
+    for (let i = 0; i < 4; i++) expect(await fetch(`http://127.0.0.1:${base + i}/healthz`).then(() => 'up', () => 'down')).toBe('down');
+  });
+});
