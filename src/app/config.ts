@@ -77,6 +77,8 @@ export const envSchema = z.object({
   IDMINT_HTTP_MAX_CONNECTIONS: int(1, 1_000_000).default(10_000),
   /** Largest `count` per request, up to 100000 (large answers are large bodies). Default 10000. */
   IDMINT_MAX_COUNT: int(1, 100_000).default(10_000),
+  /** Largest `count` of a blocks request (`/v1/blocks`, Kafka `"as":"blocks"`); its answer stays small. Default 10000000. */
+  IDMINT_MAX_BLOCK_COUNT: int(1, 1_000_000_000_000).default(10_000_000),
   /** IDs being served at once across requests, at most; beyond it a request gets a retriable NOT_READY. Default 1000000. */
   IDMINT_MAX_IDS_IN_FLIGHT: int(1, 100_000_000).default(1_000_000),
   /** Roles `idmint serve` runs, comma-separated from api,refill,responder. Default all that the config allows. */

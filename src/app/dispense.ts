@@ -49,6 +49,7 @@ export async function buildDispenser(
     snowflake,
     uid,
     maxCount: config.IDMINT_MAX_COUNT,
+    maxBlockCount: config.IDMINT_MAX_BLOCK_COUNT,
     maxIdsInFlight: config.IDMINT_MAX_IDS_IN_FLIGHT,
     metrics,
     logger,

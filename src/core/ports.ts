@@ -2,6 +2,7 @@
  * The small interfaces the core depends on. Adapters (src/store, src/pool, src/worker-id, ...)
  * implement them; entry points wire them. Nothing here does I/O.
  */
+import type { Block } from './block.js';
 
 /** `^[a-z0-9][a-z0-9._-]{0,63}$` */
 export const BIZ_TAG_PATTERN = /^[a-z0-9][a-z0-9._-]{0,63}$/;
@@ -117,6 +118,8 @@ export interface TakeContext {
 export interface IdSource {
   readonly name: IdSourceName;
   take(tag: BizTag, count: number, context?: TakeContext): Promise<string[]>;
+  /** The same IDs as contiguous blocks, where the source holds them as ranges (segments, memory buffers). */
+  takeBlocks?(tag: BizTag, count: number, context?: TakeContext): Promise<Block[]>;
   /** Drops the IDs held for a tag whose counters moved (e.g. `startAfter`): they become gaps, never reused. */
   forget?(bizTag: string): Promise<void> | void;
   close?(): Promise<void>;
@@ -129,9 +132,17 @@ export interface DispenseResult {
   readonly source: IdSourceName;
 }
 
+/** `count` IDs as contiguous blocks (segment tags): what `GET /v1/blocks` and Kafka `"as":"blocks"` answer. */
+export interface BlocksResult {
+  readonly bizTag: string;
+  readonly blocks: Block[];
+  readonly source: IdSourceName;
+}
+
 /** What every transport (HTTP, Kafka responder, CLI) calls: see src/dispenser.ts. */
 export interface IdDispenser {
   get(bizTag: string, count: number, context?: TakeContext): Promise<DispenseResult>;
+  getBlocks?(bizTag: string, count: number, context?: TakeContext): Promise<BlocksResult>;
 }
 
 /**

@@ -2,6 +2,7 @@
  * Leaf's segment double buffer: serve IDs from the current segment while the next one loads in
  * the background, so callers wait only when both halves are empty. The step adapts to demand.
  */
+import { appendRange, blockSize, blocksSize, type Block } from './block.js';
 import { IdmintError, SegmentExhaustedError, TimeoutError } from './errors.js';
 import type { Clock, Segment } from './ports.js';
 import { MAX_SEGMENT_ID, systemClock } from './ports.js';
@@ -91,8 +92,8 @@ export class SegmentBuffer {
   private highWater = 0;
   private closed = false;
   private readonly waiters = new Set<(err: Error) => void>();
-  // IDs a request took and gave back when the tag ran out under it: never handed out, served first.
-  private spare: number[] = [];
+  // Ranges a request took and gave back when the tag ran out under it: never handed out, served first.
+  private spare: Block[] = [];
 
   constructor(options: SegmentBufferOptions) {
     this.opts = resolveOptions(options);
@@ -122,7 +123,7 @@ export class SegmentBuffer {
   /** IDs ready in both halves, without waiting. */
   depth(): number {
     const current = Math.max(0, this.end - this.cur + 1);
-    return current + this.spare.length + (this.ready ? this.ready.end - this.ready.start + 1 : 0);
+    return current + blocksSize(this.spare) + (this.ready ? this.ready.end - this.ready.start + 1 : 0);
   }
 
   /** The sync fast path: an ID when one is in memory, else undefined (and a load is started). */
@@ -154,19 +155,75 @@ export class SegmentBuffer {
     try {
       await this.fill(out, n);
     } catch (err) {
-      if (!(err instanceof SegmentExhaustedError) || this.closed) throw err;
-      for (let i = out.length - 1; i >= 0; i--) this.spare.push(out[i]!);
-      const remaining = this.depth();
-      throw remaining > 0 ? new SegmentExhaustedError(err.bizTag, err.maxLimit, remaining) : err;
+      const given: Block[] = [];
+      for (const id of out) appendRange(given, id, id);
+      throw this.giveBack(err, given);
     }
     return out;
+  }
+
+  /**
+   * `n` IDs as contiguous blocks (one per segment touched, usually one or two): what the blocks
+   * route and the SDK move instead of lists. Same guarantees as nextBatch.
+   */
+  async nextBlocks(n: number): Promise<Block[]> {
+    if (!Number.isSafeInteger(n) || n < 0) throw invalid(`count must be a non-negative integer, got ${n}`);
+    const blocks: Block[] = [];
+    let got = 0;
+    const deadline = Date.now() + this.options.waitTimeoutMs;
+    try {
+      while (got < n) {
+        if (this.closed) throw this.closedError();
+        const spare = this.spare.pop();
+        if (spare) {
+          const take = Math.min(n - got, blockSize(spare));
+          appendRange(blocks, spare.start, spare.start + take - 1);
+          if (take < blockSize(spare)) this.spare.push({ start: spare.start + take, end: spare.end });
+          got += take;
+          continue;
+        }
+        const take = Math.min(n - got, this.end - this.cur + 1);
+        if (take > 0) {
+          appendRange(blocks, this.cur, this.cur + take - 1);
+          this.cur += take;
+          got += take;
+          if (this.cur - 1 >= this.loadMark) this.loadInBackground();
+          continue;
+        }
+        if (this.ready) {
+          this.install(this.ready);
+          continue;
+        }
+        await this.waitForLoad(deadline);
+      }
+    } catch (err) {
+      throw this.giveBack(err, blocks);
+    }
+    return blocks;
+  }
+
+  /** After a failed request: if the tag ran out, its IDs go back to be served later, and the error says how many remain. */
+  private giveBack(err: unknown, taken: Block[]): unknown {
+    if (!(err instanceof SegmentExhaustedError) || this.closed) return err;
+    for (let i = taken.length - 1; i >= 0; i--) this.spare.push(taken[i]!);
+    const remaining = this.depth();
+    return remaining > 0 ? new SegmentExhaustedError(err.bizTag, err.maxLimit, remaining) : err;
+  }
+
+  private takeSpare(): number | undefined {
+    const last = this.spare[this.spare.length - 1];
+    if (!last) return undefined;
+    if (last.start === last.end) this.spare.pop();
+    else this.spare[this.spare.length - 1] = { start: last.start + 1, end: last.end };
+    return last.start;
   }
 
   private async fill(out: number[], n: number): Promise<void> {
     const deadline = Date.now() + this.options.waitTimeoutMs;
     while (out.length < n) {
-      if (this.spare.length > 0) {
-        out.push(this.spare.pop()!);
+      const spare = this.takeSpare();
+      if (spare !== undefined) {
+        out.push(spare);
         continue;
       }
       if (this.closed) throw this.closedError();
@@ -205,7 +262,8 @@ export class SegmentBuffer {
 
   private switchAndTake(): number | undefined {
     if (this.closed) return undefined;
-    if (this.spare.length > 0) return this.spare.pop();
+    const spare = this.takeSpare();
+    if (spare !== undefined) return spare;
     if (this.ready) {
       this.install(this.ready);
       return this.tryNext();

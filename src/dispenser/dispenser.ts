@@ -1,11 +1,12 @@
 import { BadRequestError, IdmintError, UnknownBizTagError, isIdmintError } from '../core/errors.js';
-import type { BizStore, BizTag, DispenseResult, IdDispenser, IdSource, IdSourceName, PoolKind, TakeContext } from '../core/ports.js';
+import type { BizStore, BizTag, BlocksResult, DispenseResult, IdDispenser, IdSource, IdSourceName, PoolKind, TakeContext } from '../core/ports.js';
 import { BIZ_TAG_PATTERN } from '../core/ports.js';
 import type { DispenserMetrics } from './metrics.js';
 import { silentLogger, type Logger } from '../core/logger.js';
 import { definedOnly } from '../core/options.js';
 import { poolKindOf } from '../core/pool-kind.js';
 import { Episode } from '../core/episode.js';
+import { blocksOf, blocksSize, type Block } from '../core/block.js';
 
 export interface DispenseRequest {
   readonly bizTag: string;
@@ -44,6 +45,8 @@ export interface DispenserOptions {
   sharded?: IdSource;
   /** Largest count per request. Default 10000. */
   maxCount?: number;
+  /** Largest count per blocks request (its answer's size does not grow with it). Default 10,000,000. */
+  maxBlockCount?: number;
   /**
    * IDs being served at once, across requests, at most; a request that would exceed it is
    * refused with a retriable NOT_READY. Default 1,000,000 (a few large requests cannot stall the server).
@@ -60,8 +63,9 @@ export interface DispenserOptions {
 /** Unknown tag names remembered at most (each for tagCacheMs). */
 export const MAX_REMEMBERED_MISSES = 10_000;
 
-export const DISPENSER_DEFAULTS: Readonly<{ maxCount: number; tagCacheMs: number; maxIdsInFlight: number }> = Object.freeze({
+export const DISPENSER_DEFAULTS: Readonly<{ maxCount: number; maxBlockCount: number; tagCacheMs: number; maxIdsInFlight: number }> = Object.freeze({
   maxCount: 10_000,
+  maxBlockCount: 10_000_000,
   tagCacheMs: 1000,
   maxIdsInFlight: 1_000_000,
 });
@@ -86,6 +90,7 @@ export class Dispenser implements IdDispenser {
   private readonly loading = new Map<string, Promise<BizTag | null>>();
   private inFlight = 0;
   private readonly poolOutage: Episode;
+  private readonly segmentOutage: Episode;
 
   constructor(options: DispenserOptions) {
     const merged = { ...DISPENSER_DEFAULTS, ...(definedOnly(options) as DispenserOptions) };
@@ -94,10 +99,15 @@ export class Dispenser implements IdDispenser {
     this.options = Object.freeze(merged);
     this.logger = (options.logger ?? silentLogger).child({ component: 'dispenser' });
     this.poolOutage = new Episode(this.logger, 'pool unavailable; serving by fallback');
+    this.segmentOutage = new Episode(this.logger, 'Postgres cannot serve segments either; serving Snowflake IDs');
   }
 
   get maxCount(): number {
     return this.options.maxCount;
+  }
+
+  get maxBlockCount(): number {
+    return this.options.maxBlockCount;
   }
 
   async get(bizTag: string, count: number, context: TakeContext = {}): Promise<DispenseResult> {
@@ -263,19 +273,67 @@ export class Dispenser implements IdDispenser {
     if (ids.length >= count) return { bizTag: tag.bizTag, ids, source: pool.name };
 
     const missing = count - ids.length;
-    const fallback = this.fallbackSource(tag, poolError);
-    const rest = await fallback.take(tag, missing, context);
-    if (rest.length < missing) throw new IdmintError('POOL_EMPTY', `fallback ${fallback.name} for "${tag.bizTag}" returned ${rest.length} of ${missing} IDs`);
+    const { source, value: rest } = await this.fallBack(tag, poolError, (fallback) => fallback.take(tag, missing, context));
+    if (rest.length < missing) throw new IdmintError('POOL_EMPTY', `fallback ${source} for "${tag.bizTag}" returned ${rest.length} of ${missing} IDs`);
     // Report the fallback whenever it served any part of the batch, so callers see degraded service.
-    return { bizTag: tag.bizTag, ids: ids.length === 0 ? rest : ids.concat(rest), source: fallback.name };
+    return { bizTag: tag.bizTag, ids: ids.length === 0 ? rest : ids.concat(rest), source };
   }
 
-  private fallbackSource(tag: BizTag, cause: IdmintError | undefined): IdSource {
+  /**
+   * The fallback ladder of a segment tag whose pool could not serve: a segment straight from
+   * Postgres first (short increasing IDs, as the tag's users expect), then Snowflake — only when
+   * Postgres cannot serve either and the tag's fallback is `snowflake`. A pool that is merely
+   * catching up is therefore never answered with Snowflake IDs while Postgres is healthy.
+   */
+  private async fallBack<T>(tag: BizTag, cause: IdmintError | undefined, take: (source: IdSource) => Promise<T>): Promise<{ source: IdSourceName; value: T }> {
     const { segment, snowflake } = this.options;
-    if (tag.fallback === 'segment' && segment) return segment;
-    if (tag.fallback === 'snowflake' && snowflake) return snowflake;
-    if (cause) throw cause;
+    const ladder = [tag.fallback !== 'error' ? segment : undefined, tag.fallback === 'snowflake' ? snowflake : undefined].filter((s): s is IdSource => s !== undefined);
+    let last = cause;
+    for (const source of ladder) {
+      try {
+        return { source: source.name, value: await take(source) };
+      } catch (raw) {
+        last = asIdmintError(raw);
+        // A hard limit is final; only a source that cannot serve right now passes to the next rung.
+        if (!last.retriable || source === ladder[ladder.length - 1]) throw last;
+        this.segmentOutage.fail({ bizTag: tag.bizTag, code: last.code }, last.message);
+      }
+    }
+    if (last) throw last;
     throw new IdmintError('POOL_EMPTY', `the pool for "${tag.bizTag}" is empty and its fallback is "${tag.fallback}"; retry shortly`);
+  }
+
+  /** A segment tag's IDs as contiguous blocks: pool, then the fallback ladder. Other modes have no contiguous IDs. */
+  async getBlocks(bizTag: string, count: number, context: TakeContext = {}): Promise<BlocksResult> {
+    validate(bizTag, count, this.options.maxBlockCount);
+    const tag = await this.tag(bizTag);
+    if (!tag) throw new UnknownBizTagError(bizTag);
+    if (tag.mode !== 'segment') {
+      throw new BadRequestError(`blocks are for segment tags; "${bizTag}" is a ${tag.mode} tag, whose IDs are not contiguous: use GET /v1/ids`, 'bizTag');
+    }
+    const pool = this.options.pools[this.poolKindFor(tag)];
+    if (!pool) throw new IdmintError('NOT_READY', `no pool is configured for "${tag.bizTag}"`);
+    const takeBlocks = (source: IdSource, n: number): Promise<Block[]> =>
+      source.takeBlocks ? source.takeBlocks(tag, n, context) : source.take(tag, n, context).then(blocksOf);
+    let blocks: Block[] = [];
+    let poolError: IdmintError | undefined;
+    try {
+      blocks = await takeBlocks(pool, count);
+      if (tag.maxLimit !== null) blocks = clip(blocks, tag.maxLimit);
+    } catch (raw) {
+      poolError = asIdmintError(raw);
+      if (!poolError.retriable) throw poolError;
+      this.poolOutage.fail({ bizTag: tag.bizTag, code: poolError.code }, poolError.message);
+    }
+    const got = blocksSize(blocks);
+    let source: IdSourceName = pool.name;
+    if (got < count) {
+      const rest = await this.fallBack(tag, poolError, (fallback) => takeBlocks(fallback, count - got));
+      blocks = blocks.concat(rest.value);
+      source = rest.source;
+    }
+    this.options.metrics?.recordIssued(bizTag, source, count);
+    return { bizTag, blocks, source };
   }
 
   private required(kind: 'snowflake' | 'uid' | 'sharded', tag: BizTag): IdSource {
@@ -302,3 +360,13 @@ function asIdmintError(err: unknown): IdmintError {
 
 
 export type { IdSourceName };
+
+/** The blocks cut at a lowered max_limit: what lies above it stays unissued (a gap). */
+function clip(blocks: Block[], maxLimit: number): Block[] {
+  const out: Block[] = [];
+  for (const b of blocks) {
+    if (b.start > maxLimit) continue;
+    out.push(b.end > maxLimit ? { start: b.start, end: maxLimit } : b);
+  }
+  return out;
+}

@@ -39,6 +39,28 @@ export async function idRoutes(app: FastifyInstance, options: IdRoutesOptions): 
     return dispenser.get(bizTag, count);
   });
 
+  const blocksSchema = {
+    response: {
+      200: {
+        type: 'object',
+        properties: {
+          bizTag: { type: 'string' },
+          blocks: { type: 'array', items: { type: 'object', properties: { start: { type: 'string' }, end: { type: 'string' } }, required: ['start', 'end'] } },
+          source: { type: 'string' },
+        },
+        required: ['bizTag', 'blocks', 'source'],
+      },
+    },
+  };
+
+  // Contiguous ranges of a segment tag's IDs: the answer's size does not grow with count.
+  app.get<{ Params: { bizTag: string }; Querystring: Record<string, string | undefined> }>('/v1/blocks/:bizTag', { ...issuing, schema: blocksSchema }, async (request) => {
+    const bizTag = parseBizTag(request.params.bizTag);
+    const count = parseIntParam(request.query.count, 'count', 1, dispenser.maxBlockCount, 1);
+    const result = await dispenser.getBlocks(bizTag, count);
+    return { bizTag: result.bizTag, blocks: result.blocks.map((b) => ({ start: String(b.start), end: String(b.end) })), source: result.source };
+  });
+
   app.get<{ Params: { id: string }; Querystring: { bizTag?: string } }>('/v1/decode/:id', async (request) => {
     const id = parseId(request.params.id);
     let tag: BizTag | null = null;

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Partitioners } from 'kafkajs';
 import type { Admin, Consumer, Kafka, Message, Producer } from 'kafkajs';
 import { BIZ_TAG_PATTERN } from '../core/ports.js';
-import type { DispenseResult } from '../core/ports.js';
+import type { BlocksResult, DispenseResult } from '../core/ports.js';
 import { BadRequestError, IdmintError, TimeoutError, isIdmintError, notReady } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
 import { silentLogger } from '../core/logger.js';
@@ -54,7 +54,7 @@ export interface GetIdsOptions {
 
 interface Pending {
   bizTag: string;
-  resolve(result: DispenseResult): void;
+  resolve(result: DispenseResult | BlocksResult): void;
   reject(err: Error): void;
   timer: NodeJS.Timeout;
 }
@@ -112,15 +112,20 @@ export class IdmintKafkaClient {
     return (await this.get(bizTag, count, options)).ids;
   }
 
+  /** `count` IDs of a segment tag as contiguous blocks (`"as":"blocks"`): a reply's size does not grow with count. */
+  async getBlocks(bizTag: string, count: number, options: GetIdsOptions = {}): Promise<BlocksResult> {
+    return (await this.get(bizTag, count, options, 'blocks')) as unknown as BlocksResult;
+  }
+
   /** Like getIds, with where the IDs came from (`pool`, `segment`, `snowflake`), as the HTTP API reports it. */
-  async get(bizTag: string, count: number, options: GetIdsOptions = {}): Promise<DispenseResult> {
+  async get(bizTag: string, count: number, options: GetIdsOptions = {}, as: 'ids' | 'blocks' = 'ids'): Promise<DispenseResult> {
     if (!BIZ_TAG_PATTERN.test(bizTag)) throw new BadRequestError(`invalid biz tag "${bizTag}"`, 'bizTag');
     if (!Number.isSafeInteger(count) || count < 1) throw new BadRequestError(`count must be a positive integer, got ${count}`, 'count');
     await this.start();
     const retries = options.retries ?? this.settings.retries;
     for (let attempt = 0; ; attempt++) {
       try {
-        return await this.request(bizTag, count, options.timeoutMs ?? this.settings.timeoutMs);
+        return (await this.request(bizTag, count, options.timeoutMs ?? this.settings.timeoutMs, as)) as DispenseResult;
       } catch (err) {
         if (!(err instanceof TimeoutError) || attempt >= retries || this.closing) throw err;
         this.logger.debug({ bizTag, attempt }, 'Kafka ID request timed out; retrying with a new request id');
@@ -159,15 +164,15 @@ export class IdmintKafkaClient {
     this.logger.debug({ replyTopic: this.replyTopic }, 'Kafka client ready');
   }
 
-  private request(bizTag: string, count: number, timeoutMs: number): Promise<DispenseResult> {
+  private request(bizTag: string, count: number, timeoutMs: number, as: 'ids' | 'blocks'): Promise<DispenseResult | BlocksResult> {
     const id = randomUUID();
-    return new Promise<DispenseResult>((resolve, reject) => {
+    return new Promise<DispenseResult | BlocksResult>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(id);
         reject(new TimeoutError(`Kafka ID request ${id} for "${bizTag}"`, timeoutMs));
       }, timeoutMs);
       this.pending.set(id, { bizTag, resolve, reject, timer });
-      const value = encodeRequest({ id, bizTag, count, replyTo: this.replyTopic, deadline: Date.now() + timeoutMs });
+      const value = encodeRequest({ id, bizTag, count, replyTo: this.replyTopic, deadline: Date.now() + timeoutMs, ...(as === 'blocks' ? { as } : {}) });
       if (this.outbox.push({ id, message: { key: id, value } }) === 1) setImmediate(() => this.flush());
     });
   }
@@ -193,6 +198,7 @@ export class IdmintKafkaClient {
       return;
     }
     if ('error' in reply) waiter.reject(new IdmintError(reply.error.code, reply.error.message, { details: { requestId: reply.id } }));
+    else if ('blocks' in reply) waiter.resolve({ bizTag: waiter.bizTag, blocks: reply.blocks.map((b) => ({ start: Number(b.start), end: Number(b.end) })), source: reply.source });
     else waiter.resolve({ bizTag: waiter.bizTag, ids: reply.ids, source: reply.source });
   }
 

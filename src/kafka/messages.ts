@@ -3,6 +3,7 @@ import { BIZ_TAG_PATTERN } from '../core/ports.js';
 import type { IdSourceName } from '../core/ports.js';
 import { BadRequestError, ERROR_CODES } from '../core/errors.js';
 import type { ErrorCode } from '../core/errors.js';
+import type { Block } from '../core/block.js';
 
 /**
  * The Kafka wire contract (DESIGN.md, "Contracts: Kafka"): JSON values with `"v":1`.
@@ -24,6 +25,8 @@ export const requestSchema = z.object({
   count: z.number().int().min(1),
   replyTo: z.string().regex(TOPIC_NAME_PATTERN, 'a Kafka topic name'),
   deadline: z.number().int().nonnegative(),
+  /** `blocks`: reply with contiguous ranges instead of a list (segment tags). Default `ids`. */
+  as: z.enum(['ids', 'blocks']).optional(),
 });
 export type IdRequest = z.infer<typeof requestSchema>;
 
@@ -37,6 +40,12 @@ export const replySchema = z.union([
     id: z.string(),
     // Checked element by element in decodeReply: a per-element schema costs double on 10,000-ID replies.
     ids: z.array(z.string()),
+    source: z.enum(['pool', 'segment', 'snowflake']),
+  }),
+  z.object({
+    v: z.literal(WIRE_VERSION),
+    id: z.string(),
+    blocks: z.array(z.object({ start: decimalId, end: decimalId })),
     source: z.enum(['pool', 'segment', 'snowflake']),
   }),
   z.object({
@@ -64,6 +73,8 @@ export interface DecodeLimits {
   maxBytes: number;
   /** The topic requests arrive on: never a reply topic. Default `idmint.requests`. */
   requestTopic?: string;
+  /** Largest `count` of an `"as":"blocks"` request. Default maxCount. */
+  maxBlockCount?: number;
 }
 
 /**
@@ -105,8 +116,9 @@ export function decodeRequest(value: Buffer | null, limits: DecodeLimits): Decod
     const message = field === 'v' ? `unsupported message version (expected v=${WIRE_VERSION})` : `invalid field "${field}": ${issue?.message ?? 'malformed'}`;
     return { ok: false, error: new BadRequestError(message, field), ...reachable };
   }
-  if (parsed.data.count > limits.maxCount) {
-    return { ok: false, error: new BadRequestError(`count ${parsed.data.count} exceeds the maximum ${limits.maxCount}`, 'count'), ...reachable };
+  const maxCount = parsed.data.as === 'blocks' ? (limits.maxBlockCount ?? limits.maxCount) : limits.maxCount;
+  if (parsed.data.count > maxCount) {
+    return { ok: false, error: new BadRequestError(`count ${parsed.data.count} exceeds the maximum ${maxCount}`, 'count'), ...reachable };
   }
   return { ok: true, request: parsed.data };
 }
@@ -135,6 +147,10 @@ export function encodeRequest(request: Omit<IdRequest, 'v'>): Buffer {
 
 export function encodeIdsReply(id: string, ids: readonly string[], source: IdSourceName): Buffer {
   return Buffer.from(JSON.stringify({ v: WIRE_VERSION, id, ids, source }));
+}
+
+export function encodeBlocksReply(id: string, blocks: readonly Block[], source: IdSourceName): Buffer {
+  return Buffer.from(JSON.stringify({ v: WIRE_VERSION, id, blocks: blocks.map((b) => ({ start: String(b.start), end: String(b.end) })), source }));
 }
 
 export function encodeErrorReply(id: string, code: ErrorCode, message: string): Buffer {

@@ -5,7 +5,7 @@ import { systemClock } from '../core/ports.js';
 import { IdmintError, isIdmintError, notReady } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
 import { silentLogger } from '../core/logger.js';
-import { decodeRequest, encodeErrorReply, encodeIdsReply } from './messages.js';
+import { decodeRequest, encodeBlocksReply, encodeErrorReply, encodeIdsReply } from './messages.js';
 import { responderMetrics } from './metrics.js';
 import type { ResponderMetrics } from './metrics.js';
 import { TopicProducer } from './producer.js';
@@ -22,6 +22,7 @@ export interface ResponderSettings {
   groupId: string;
   requestTopic: string;
   maxCount: number;
+  maxBlockCount: number;
   maxRequestBytes: number;
   concurrency: number;
   joinTimeoutMs: number;
@@ -37,6 +38,8 @@ export const RESPONDER_DEFAULTS: Readonly<ResponderSettings> = Object.freeze({
   requestTopic: REQUEST_TOPIC,
   /** Largest accepted `count` (config IDMINT_MAX_COUNT). */
   maxCount: 10_000,
+  /** Largest accepted `count` of an `"as":"blocks"` request (config IDMINT_MAX_BLOCK_COUNT). */
+  maxBlockCount: 10_000_000,
   /** Largest accepted request message, bytes; a valid request is ~200. */
   maxRequestBytes: 4096,
   /** Requests served at once within a batch. */
@@ -72,7 +75,7 @@ function validate(options: ResponderOptions): Settings {
   for (const key of Object.keys(RESPONDER_DEFAULTS) as (keyof Settings)[]) {
     if (options[key] !== undefined) (s as Record<string, unknown>)[key] = options[key];
   }
-  for (const key of ['maxCount', 'maxRequestBytes', 'concurrency', 'joinTimeoutMs', 'sessionTimeoutMs', 'partitionsConsumedConcurrently', 'commitIntervalMs'] as const) {
+  for (const key of ['maxCount', 'maxBlockCount', 'maxRequestBytes', 'concurrency', 'joinTimeoutMs', 'sessionTimeoutMs', 'partitionsConsumedConcurrently', 'commitIntervalMs'] as const) {
     if (!Number.isSafeInteger(s[key]) || s[key] < 1) throw new IdmintError('BAD_REQUEST', `responder option ${key} must be a positive integer, got ${String(s[key])}`);
   }
   if (!s.groupId || !s.requestTopic) throw new IdmintError('BAD_REQUEST', 'responder options groupId and requestTopic must be non-empty');
@@ -177,7 +180,12 @@ class KafkaResponder implements Responder {
   /** Never throws: every message ends as a reply, a drop, or a log line. */
   private async serve(message: KafkaMessage): Promise<Reply | null> {
     const receivedAt = performance.now();
-    const decoded = decodeRequest(message.value, { maxCount: this.settings.maxCount, maxBytes: this.settings.maxRequestBytes, requestTopic: this.settings.requestTopic });
+    const decoded = decodeRequest(message.value, {
+      maxCount: this.settings.maxCount,
+      maxBlockCount: this.settings.maxBlockCount,
+      maxBytes: this.settings.maxRequestBytes,
+      requestTopic: this.settings.requestTopic,
+    });
     if (!decoded.ok) {
       if (decoded.replyTo === undefined) {
         this.metrics.requests.inc({ outcome: 'unanswerable' });
@@ -186,13 +194,19 @@ class KafkaResponder implements Responder {
       }
       return this.errorReply(decoded.replyTo, decoded.id ?? '', decoded.error, receivedAt);
     }
-    const { id, bizTag, count, replyTo, deadline } = decoded.request;
+    const { id, bizTag, count, replyTo, deadline, as } = decoded.request;
     if (this.clock.now() > deadline) {
       this.metrics.requests.inc({ outcome: 'expired' });
       this.logger.debug({ id, bizTag, deadline }, 'dropping a request past its deadline');
       return null;
     }
     try {
+      if (as === 'blocks') {
+        if (!this.options.dispenser.getBlocks) throw new IdmintError('BAD_REQUEST', 'this responder does not answer blocks');
+        const result = await this.options.dispenser.getBlocks(bizTag, count, { deadline });
+        this.metrics.ids.inc(count);
+        return { topic: replyTo, message: { key: id, value: encodeBlocksReply(id, result.blocks, result.source) }, outcome: 'ok', receivedAt };
+      }
       const result = await this.options.dispenser.get(bizTag, count, { deadline });
       this.metrics.ids.inc(result.ids.length);
       return { topic: replyTo, message: { key: id, value: encodeIdsReply(id, result.ids, result.source) }, outcome: 'ok', receivedAt };

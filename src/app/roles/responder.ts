@@ -25,6 +25,7 @@ export async function startResponderRole(options: ResponderRoleOptions): Promise
     groupId: config.IDMINT_KAFKA_RESPONDER_GROUP,
     requestTopic: config.IDMINT_KAFKA_REQUEST_TOPIC,
     maxCount: config.IDMINT_MAX_COUNT,
+    maxBlockCount: config.IDMINT_MAX_BLOCK_COUNT,
     sessionTimeoutMs: config.IDMINT_KAFKA_SESSION_TIMEOUT_MS,
     logger,
     ...(options.registry ? { registry: options.registry } : {}),

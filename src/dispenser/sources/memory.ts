@@ -1,3 +1,4 @@
+import type { Block } from '../../core/block.js';
 import { SegmentBuffer } from '../../core/segment-buffer.js';
 import type { BizTag, Clock, IdSource, SegmentAllocator, TakeContext } from '../../core/ports.js';
 import { systemClock } from '../../core/ports.js';
@@ -39,6 +40,10 @@ export class MemoryPool implements IdSource {
     const buffer = this.bufferFor(tag, context.shard ?? 0);
     const ids = await buffer.nextBatch(count);
     return ids.map(String);
+  }
+
+  async takeBlocks(tag: BizTag, count: number, context: TakeContext = {}): Promise<Block[]> {
+    return this.bufferFor(tag, context.shard ?? 0).nextBlocks(count);
   }
 
   /** IDs ready in memory per tag/shard, for metrics. */

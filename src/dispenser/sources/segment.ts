@@ -1,3 +1,4 @@
+import { appendRange, idsOf, type Block } from '../../core/block.js';
 import type { BizTag, IdSource, SegmentAllocator, TakeContext } from '../../core/ports.js';
 
 /**
@@ -13,15 +14,21 @@ export class DirectSegmentSource implements IdSource {
   ) {}
 
   async take(tag: BizTag, count: number, context: TakeContext = {}): Promise<string[]> {
-    const ids: string[] = [];
+    return idsOf(await this.takeBlocks(tag, count, context));
+  }
+
+  async takeBlocks(tag: BizTag, count: number, context: TakeContext = {}): Promise<Block[]> {
+    const blocks: Block[] = [];
+    let got = 0;
     // A segment near max_limit may come back short; keep taking until filled or exhausted (which throws).
-    while (ids.length < count) {
-      const segment = await this.allocator.allocate(tag.bizTag, count - ids.length, {
+    while (got < count) {
+      const segment = await this.allocator.allocate(tag.bizTag, count - got, {
         shard: context.shard ?? 0,
         ...(this.by === undefined ? {} : { by: this.by }),
       });
-      for (let id = segment.start; id <= segment.end; id++) ids.push(String(id));
+      appendRange(blocks, segment.start, segment.end);
+      got += segment.end - segment.start + 1;
     }
-    return ids;
+    return blocks;
   }
 }

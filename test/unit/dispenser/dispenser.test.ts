@@ -99,12 +99,29 @@ describe('Dispenser', () => {
     expect(result.source).toBe('segment');
   });
 
-  it('falls back to Snowflake when the pool is down and the tag says so', async () => {
-    const { dispenser, pool } = setup([tag('order', { fallback: 'snowflake' })]);
+  it('fallback snowflake: a pool that cannot serve goes to a segment from Postgres first, and to Snowflake only when Postgres cannot serve either', async () => {
+    const { dispenser, pool, segment } = setup([tag('order', { fallback: 'snowflake' })]);
     pool.failWith = notReady('redis', new Error('ECONNREFUSED'));
+    expect((await dispenser.get('order', 2)).source).toBe('segment');
+    segment.failWith = notReady('postgres', new Error('ECONNREFUSED'));
     const result = await dispenser.get('order', 2);
     expect(result.source).toBe('snowflake');
     expect(result.ids.every((id) => BigInt(id) >= 1n << 53n)).toBe(true);
+  });
+
+  it('a pool merely short goes to a segment, not to Snowflake, while Postgres serves', async () => {
+    const { dispenser, pool } = setup([tag('order', { fallback: 'snowflake' })]);
+    pool.limit = 3;
+    const result = await dispenser.get('order', 10);
+    expect(result.source).toBe('segment');
+    expect(result.ids).toHaveLength(10);
+  });
+
+  it('getBlocks: segment tags only, blocks adding up to count', async () => {
+    const { dispenser } = setup([tag('order'), tag('flake', { mode: 'snowflake' })]);
+    const result = await dispenser.getBlocks('order', 5);
+    expect(result.blocks.reduce((n, b) => n + b.end - b.start + 1, 0)).toBe(5);
+    await expect(dispenser.getBlocks('flake', 5)).rejects.toMatchObject({ code: 'BAD_REQUEST', message: expect.stringMatching(/blocks are for segment tags/) });
   });
 
   it('refuses with POOL_EMPTY when the fallback policy is error', async () => {

@@ -1,0 +1,48 @@
+/**
+ * A block: the contiguous IDs `start..end`, both included. The unit that travels where IDs are
+ * contiguous (segments, counter pools), so a million IDs cost two numbers, not a million strings.
+ * Segment IDs stay below 2^53, so a block of them is two safe integers.
+ */
+export interface Block {
+  readonly start: number;
+  readonly end: number;
+}
+
+/** IDs in a block. */
+export function blockSize(block: Block): number {
+  return block.end - block.start + 1;
+}
+
+/** IDs in a list of blocks. */
+export function blocksSize(blocks: readonly Block[]): number {
+  let n = 0;
+  for (const b of blocks) n += blockSize(b);
+  return n;
+}
+
+/**
+ * Appends the range to the list, merging it into the last block when it continues it; keeps
+ * lists short when consecutive segments or single IDs arrive in order.
+ */
+export function appendRange(blocks: Block[], start: number, end: number): void {
+  const last = blocks[blocks.length - 1];
+  if (last && last.end + 1 === start) blocks[blocks.length - 1] = { start: last.start, end };
+  else blocks.push({ start, end });
+}
+
+/** Runs of consecutive IDs in a list of decimal IDs (in their order), for sources that hand out lists. */
+export function blocksOf(ids: readonly string[]): Block[] {
+  const blocks: Block[] = [];
+  for (const id of ids) {
+    const n = Number(id);
+    appendRange(blocks, n, n);
+  }
+  return blocks;
+}
+
+/** Every ID of the blocks as decimal strings, in order. */
+export function idsOf(blocks: readonly Block[]): string[] {
+  const ids: string[] = [];
+  for (const { start, end } of blocks) for (let id = start; id <= end; id++) ids.push(String(id));
+  return ids;
+}

@@ -1,0 +1,74 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { appendRange, blocksOf, blocksSize, idsOf, type Block } from '../../../src/core/block.js';
+import { SegmentBuffer } from '../../../src/core/segment-buffer.js';
+import type { Segment } from '../../../src/core/ports.js';
+
+describe('blocks', () => {
+  it('appendRange merges a continuing range and keeps others apart', () => {
+    const blocks: Block[] = [];
+    appendRange(blocks, 1, 5);
+    appendRange(blocks, 6, 9);
+    appendRange(blocks, 20, 20);
+    expect(blocks).toEqual([{ start: 1, end: 9 }, { start: 20, end: 20 }]);
+  });
+
+  it('blocksOf and idsOf are inverse on any list of distinct IDs in order', () => {
+    fc.assert(
+      fc.property(fc.uniqueArray(fc.integer({ min: 1, max: 10_000 }), { maxLength: 200 }), (raw) => {
+        const ids = raw.map(String);
+        const blocks = blocksOf(ids);
+        expect(idsOf(blocks)).toEqual(ids);
+        expect(blocksSize(blocks)).toBe(ids.length);
+      }),
+    );
+  });
+
+  it('SegmentBuffer.nextBlocks: disjoint, non-empty, add up to count, never cross maxLimit, never wrap', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 1, max: 50 }),
+        fc.integer({ min: 1, max: 2000 }),
+        fc.array(fc.integer({ min: 1, max: 300 }), { minLength: 1, maxLength: 20 }),
+        async (step, maxLimit, counts) => {
+          let maxId = 0;
+          const buffer = new SegmentBuffer({
+            bizTag: 'b',
+            baseStep: step,
+            maxStep: step,
+            allocate: async (bizTag, n): Promise<Segment> => {
+              if (maxId >= maxLimit) {
+                const { SegmentExhaustedError } = await import('../../../src/core/errors.js');
+                throw new SegmentExhaustedError(bizTag, maxLimit);
+              }
+              const start = maxId + 1;
+              maxId = Math.min(maxId + n, maxLimit);
+              return { bizTag, shard: 0, start, end: maxId };
+            },
+          });
+          const seen: Block[] = [];
+          let served = 0;
+          for (const count of counts) {
+            try {
+              const blocks = await buffer.nextBlocks(count);
+              expect(blocksSize(blocks)).toBe(count);
+              for (const b of blocks) {
+                expect(b.start).toBeGreaterThanOrEqual(1);
+                expect(b.end).toBeGreaterThanOrEqual(b.start);
+                expect(b.end).toBeLessThanOrEqual(maxLimit);
+              }
+              seen.push(...blocks);
+              served += count;
+            } catch (err) {
+              expect((err as { code?: string }).code).toBe('SEGMENT_EXHAUSTED');
+              expect(served + count).toBeGreaterThan(maxLimit);
+            }
+          }
+          const sorted = [...seen].sort((a, b) => a.start - b.start);
+          for (let i = 1; i < sorted.length; i++) expect(sorted[i]!.start).toBeGreaterThan(sorted[i - 1]!.end);
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+});
