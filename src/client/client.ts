@@ -90,6 +90,37 @@ export class IdmintClient {
     return Number(id);
   }
 
+  /**
+   * One ID if one is buffered, else undefined (and a fetch starts in the background): never
+   * waits. For callers that can do something else meanwhile, or that batch their own work.
+   */
+  tryNext(bizTag: string): bigint | undefined {
+    return this.buffer(bizTag).takeOne();
+  }
+
+  /**
+   * `tryNext` as a number, for segment and sharded tags: for a segment tag the SDK holds blocks
+   * and this is a counter increment. An ID above 2^53 - 1 throws BAD_REQUEST and stays buffered.
+   */
+  tryNextNumber(bizTag: string): number | undefined {
+    return this.buffer(bizTag).takeNumber();
+  }
+
+  /**
+   * The calls of one tag without a lookup per call: for hot loops. The handle stays valid until
+   * the client closes.
+   */
+  tag(bizTag: string): TagHandle {
+    const buffer = this.buffer(bizTag);
+    return Object.freeze({
+      bizTag,
+      next: () => this.next(bizTag),
+      nextNumber: () => this.nextNumber(bizTag),
+      tryNext: () => buffer.takeOne(),
+      tryNextNumber: () => buffer.takeNumber(),
+    });
+  }
+
   /** What each tag's buffer holds and does, for metrics and debugging. */
   stats(): TagBufferStats[] {
     return [...this.buffers.values()].map((b) => b.stats());
@@ -155,6 +186,15 @@ export class IdmintClient {
   private assertOpen(): void {
     if (this.closing) throw new IdmintError('NOT_READY', 'the idmint client is closed');
   }
+}
+
+/** One tag's calls, from `client.tag(bizTag)`. */
+export interface TagHandle {
+  readonly bizTag: string;
+  next(): Promise<bigint>;
+  nextNumber(): Promise<number>;
+  tryNext(): bigint | undefined;
+  tryNextNumber(): number | undefined;
 }
 
 export function createIdmintClient(options: IdmintClientOptions): IdmintClient {

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { BadRequestError, ERROR_CODES, IdmintError, TimeoutError } from '../core/errors.js';
 import type { ErrorCode } from '../core/errors.js';
+import type { Block } from '../core/block.js';
 import type { IdSourceName } from '../core/ports.js';
 import type { Logger } from '../core/logger.js';
 import { silentLogger } from '../core/logger.js';
@@ -51,8 +52,8 @@ export function httpTransport(options: HttpTransportOptions): HttpTransport {
   const closer = new AbortController();
   let retried = 0;
 
-  async function attempt(bizTag: string, count: number): Promise<TransportBatch> {
-    const url = new URL(`v1/ids/${encodeURIComponent(bizTag)}`, base);
+  async function attempt(bizTag: string, count: number, route: 'ids' | 'blocks' = 'ids'): Promise<TransportBatch> {
+    const url = new URL(`v1/${route}/${encodeURIComponent(bizTag)}`, base);
     url.searchParams.set('count', String(count));
     if (options.gatePass !== undefined) url.searchParams.set('gatePass', options.gatePass);
     const signal = AbortSignal.any([closer.signal, AbortSignal.timeout(s.timeoutMs)]);
@@ -70,24 +71,27 @@ export function httpTransport(options: HttpTransportOptions): HttpTransport {
     return decode(response.status, text, base.origin);
   }
 
+  async function withRetries(bizTag: string, count: number, route: 'ids' | 'blocks'): Promise<TransportBatch> {
+    for (let n = 0; ; n++) {
+      if (closer.signal.aborted) throw closedError();
+      try {
+        return await attempt(bizTag, count, route);
+      } catch (err) {
+        if (!(err instanceof IdmintError) || !err.retriable || n >= s.retries || closer.signal.aborted) throw err;
+        retried++;
+        const delay = Math.min(s.backoffMs * 2 ** n, s.maxBackoffMs) * (0.5 + Math.random() / 2);
+        logger.debug({ bizTag, attempt: n + 1, code: err.code, delay }, 'ID request failed; retrying');
+        await sleep(delay, undefined, { signal: closer.signal }).catch(() => undefined);
+      }
+    }
+  }
+
   return {
     get retried() {
       return retried;
     },
-    async fetch(bizTag, count) {
-      for (let n = 0; ; n++) {
-        if (closer.signal.aborted) throw closedError();
-        try {
-          return await attempt(bizTag, count);
-        } catch (err) {
-          if (!(err instanceof IdmintError) || !err.retriable || n >= s.retries || closer.signal.aborted) throw err;
-          retried++;
-          const delay = Math.min(s.backoffMs * 2 ** n, s.maxBackoffMs) * (0.5 + Math.random() / 2);
-          logger.debug({ bizTag, attempt: n + 1, code: err.code, delay }, 'ID request failed; retrying');
-          await sleep(delay, undefined, { signal: closer.signal }).catch(() => undefined);
-        }
-      }
-    },
+    fetch: (bizTag, count) => withRetries(bizTag, count, 'ids'),
+    fetchBlocks: (bizTag, count) => withRetries(bizTag, count, 'blocks'),
     async close() {
       closer.abort();
     },
@@ -108,9 +112,26 @@ function decode(status: number, text: string, origin: string): TransportBatch {
     if (code) throw new IdmintError(code, message, { details: { status } });
     throw new IdmintError('NOT_READY', `idmint at ${origin} answered ${status}: ${message}`, { retriable: status >= 500, details: { status } });
   }
-  const { ids, source } = (body ?? {}) as { ids?: unknown; source?: unknown };
+  const { ids, blocks, source } = (body ?? {}) as { ids?: unknown; blocks?: unknown; source?: unknown };
+  const from = typeof source === 'string' && SOURCES.has(source) ? (source as IdSourceName) : 'unknown';
+  if (Array.isArray(blocks)) return { ids: [], blocks: parseBlocks(blocks, origin), source: from };
   if (!Array.isArray(ids)) throw new IdmintError('NOT_READY', `idmint at ${origin} answered without an ids array`, { retriable: false });
-  return { ids: ids as string[], source: typeof source === 'string' && SOURCES.has(source) ? (source as IdSourceName) : 'unknown' };
+  return { ids: ids as string[], source: from };
+}
+
+const SEGMENT_ID = /^[1-9][0-9]{0,15}$/;
+
+/** Blocks of segment IDs: decimal strings below 2^53, start ≤ end; anything else is refused. */
+function parseBlocks(raw: unknown[], origin: string): Block[] {
+  return raw.map((b) => {
+    const { start, end } = (b ?? {}) as { start?: unknown; end?: unknown };
+    const ok = typeof start === 'string' && typeof end === 'string' && SEGMENT_ID.test(start) && SEGMENT_ID.test(end);
+    const block = ok ? { start: Number(start), end: Number(end) } : undefined;
+    if (!block || !Number.isSafeInteger(block.end) || block.start > block.end) {
+      throw new IdmintError('NOT_READY', `idmint at ${origin} answered a malformed block: ${JSON.stringify(b)}`, { retriable: false });
+    }
+    return block;
+  });
 }
 
 function closedError(cause?: unknown): IdmintError {

@@ -1,6 +1,6 @@
 // The SDK (`idmint/client`): prefetching client and its transports. Exports by name.
 export { createIdmintClient, IdmintClient, CLIENT_DEFAULTS } from './client.js';
-export type { IdmintClientOptions, IdmintClientSettings } from './client.js';
+export type { IdmintClientOptions, IdmintClientSettings, TagHandle } from './client.js';
 export type { TagBufferStats } from './tag-buffer.js';
 export type { IdTransport, TransportBatch } from './transport.js';
 export { httpTransport, HTTP_TRANSPORT_DEFAULTS } from './http-transport.js';

@@ -1,7 +1,7 @@
 import { IdmintError, isIdmintError, notReady } from '../core/errors.js';
 import type { Clock } from '../core/ports.js';
 import type { Logger } from '../core/logger.js';
-import type { IdTransport } from './transport.js';
+import type { IdTransport, TransportBatch } from './transport.js';
 
 /** The knobs a TagBuffer needs; IdmintClient validates and freezes them. */
 export interface TagBufferSettings {
@@ -15,12 +15,25 @@ export interface TagBufferSettings {
   batchLifeMs: number;
 }
 
+/**
+ * A fetched batch: a list of IDs (`ids`, read at `pos`), or a block of contiguous segment IDs
+ * (`ids` undefined, handed out by incrementing `next` up to `end`: no parsing per ID).
+ */
 interface Batch {
-  readonly ids: bigint[];
+  readonly ids: bigint[] | undefined;
   pos: number;
+  next: number;
+  readonly end: number;
+  /** IDs in the batch when fetched. */
+  readonly total: number;
+  /** For a block: once `next` passes this, the next batch is fetched in the background. */
+  readonly mark: number;
   /** When the first ID was taken from it; the batch's life is measured from here. */
   startedAt: number | undefined;
 }
+
+const left = (b: Batch): number => (b.ids ? b.ids.length - b.pos : b.end - b.next + 1);
+const sizeOf = (b: Batch): number => b.total;
 
 export interface TagBufferStats {
   readonly bizTag: string;
@@ -34,6 +47,7 @@ export interface TagBufferStats {
 }
 
 const MAX_ID = (1n << 63n) - 1n;
+const MAX_NUMBER = BigInt(Number.MAX_SAFE_INTEGER);
 const DECIMAL_ID = /^[1-9][0-9]{0,18}$/;
 
 /**
@@ -49,6 +63,8 @@ export class TagBuffer {
   private fetches = 0;
   private fetchFailures = 0;
   private closed = false;
+  // Whether this tag's IDs come as blocks; false once the server said they are not contiguous.
+  private blocks: boolean;
 
   constructor(
     bizTag: string,
@@ -59,11 +75,12 @@ export class TagBuffer {
   ) {
     this.bizTag = bizTag;
     this.size = settings.batchSize;
+    this.blocks = transport.fetchBlocks !== undefined;
   }
 
   get buffered(): number {
     let n = 0;
-    for (const b of this.batches) n += b.ids.length - b.pos;
+    for (const b of this.batches) n += left(b);
     return n;
   }
 
@@ -81,7 +98,34 @@ export class TagBuffer {
   /** The ID the next take would return, without taking it; undefined when nothing is buffered. */
   peek(): bigint | undefined {
     const b = this.head();
-    return b?.ids[b.pos];
+    if (!b) return undefined;
+    return b.ids ? b.ids[b.pos] : BigInt(b.next);
+  }
+
+  /**
+   * One buffered ID as a number, or undefined when empty: the synchronous fast path for segment
+   * tags (blocks are plain counters). An ID above 2^53 - 1 is refused and stays buffered.
+   */
+  takeNumber(): number | undefined {
+    const b = this.batches[0];
+    if (b && b.ids === undefined && b.next <= b.end) {
+      b.startedAt ??= this.clock.now();
+      const id = b.next++;
+      if (id >= b.mark) this.afterTake();
+      return id;
+    }
+    const head = this.peek();
+    if (head === undefined) {
+      this.maybePrefetch();
+      return undefined;
+    }
+    if (head > MAX_NUMBER) throw new IdmintError('BAD_REQUEST', `ID ${head} of "${this.bizTag}" exceeds 2^53-1 and cannot be a JS number; use next() for a bigint`);
+    return Number(this.takeOne());
+  }
+
+  private afterTake(): void {
+    this.head();
+    this.maybePrefetch();
   }
 
   /** One buffered ID, or undefined when empty: the hot path of `next()`. Never awaits. */
@@ -90,9 +134,13 @@ export class TagBuffer {
     let id: bigint | undefined;
     if (b) {
       b.startedAt ??= this.clock.now();
-      id = b.ids[b.pos++];
+      if (b.ids) id = b.ids[b.pos++];
+      else {
+        id = BigInt(b.next++);
+        b.pos++;
+      }
       // Retire a used-up batch now, so its life is measured and an empty buffer prefetches.
-      if (b.pos === b.ids.length) this.head();
+      if (left(b) === 0) this.head();
     }
     this.maybePrefetch();
     return id;
@@ -105,8 +153,12 @@ export class TagBuffer {
       const b = this.head();
       if (!b) break;
       b.startedAt ??= this.clock.now();
-      const k = Math.min(n - taken, b.ids.length - b.pos);
-      for (let i = 0; i < k; i++) into.push(b.ids[b.pos + i] as bigint);
+      const k = Math.min(n - taken, left(b));
+      if (b.ids) for (let i = 0; i < k; i++) into.push(b.ids[b.pos + i] as bigint);
+      else {
+        for (let i = 0; i < k; i++) into.push(BigInt(b.next + i));
+        b.next += k;
+      }
       b.pos += k;
       taken += k;
     }
@@ -140,7 +192,7 @@ export class TagBuffer {
   private head(): Batch | undefined {
     for (;;) {
       const b = this.batches[0];
-      if (!b || b.pos < b.ids.length) return b;
+      if (!b || left(b) > 0) return b;
       this.batches.shift();
       this.adapt(b);
     }
@@ -149,7 +201,7 @@ export class TagBuffer {
   private maybePrefetch(): void {
     if (this.closed || this.inflight || this.batches.length > 1) return;
     const b = this.batches[0];
-    if (b && b.ids.length - b.pos >= this.settings.prefetchAt * b.ids.length) return;
+    if (b && left(b) >= this.settings.prefetchAt * sizeOf(b)) return;
     // Nobody waits on a background fetch: log its failure here; the next empty take retries.
     this.startFetch(this.size).catch((err: unknown) => this.logger.warn({ err, bizTag: this.bizTag }, 'prefetching IDs failed'));
   }
@@ -158,11 +210,17 @@ export class TagBuffer {
     this.fetches++;
     const run = (async () => {
       try {
-        const answer = await this.transport.fetch(this.bizTag, count);
-        const ids = parseIds(this.bizTag, answer.ids);
+        const answer = await this.fetchBatch(count);
+        const batches: Batch[] = answer.blocks
+          ? answer.blocks.map((b) => {
+              const total = b.end - b.start + 1;
+              return { ids: undefined, pos: 0, next: b.start, end: b.end, total, mark: b.end - Math.floor(this.settings.prefetchAt * total), startedAt: undefined };
+            })
+          : [listBatch(parseIds(this.bizTag, answer.ids))];
+        if (batches.length === 0) throw new IdmintError('POOL_EMPTY', `the dispenser returned no IDs for "${this.bizTag}"`);
         // Closed while fetching: the IDs are dropped (gaps), never kept for a later client.
-        if (!this.closed) this.batches.push({ ids, pos: 0, startedAt: undefined });
-        this.logger.debug({ bizTag: this.bizTag, asked: count, got: ids.length, source: answer.source }, 'fetched a batch');
+        if (!this.closed) this.batches.push(...batches);
+        this.logger.debug({ bizTag: this.bizTag, asked: count, blocks: answer.blocks?.length, source: answer.source }, 'fetched a batch');
       } catch (err) {
         this.fetchFailures++;
         throw isIdmintError(err) ? err : notReady(`the transport for "${this.bizTag}"`, err);
@@ -172,6 +230,21 @@ export class TagBuffer {
     })();
     this.inflight = run;
     return run;
+  }
+
+  /** Blocks while the tag's IDs are contiguous (segment tags); lists otherwise, decided by the server's answer. */
+  private async fetchBatch(count: number): Promise<TransportBatch> {
+    if (this.blocks && this.transport.fetchBlocks) {
+      try {
+        return await this.transport.fetchBlocks(this.bizTag, count);
+      } catch (err) {
+        // Not a segment tag, or a server without the blocks route: lists from now on.
+        if (!(isIdmintError(err) && err.code === 'BAD_REQUEST')) throw err;
+        this.blocks = false;
+        this.logger.debug({ bizTag: this.bizTag, reason: err.message }, 'no blocks for this tag; fetching lists');
+      }
+    }
+    return this.transport.fetch(this.bizTag, count);
   }
 
   /** Leaf's step rule applied to the client: keep a batch lasting about `batchLifeMs`. */
@@ -195,4 +268,8 @@ function parseIds(bizTag: string, raw: unknown): bigint[] {
     }
     return BigInt(id);
   });
+}
+
+function listBatch(ids: bigint[]): Batch {
+  return { ids, pos: 0, next: 0, end: -1, total: ids.length, mark: 0, startedAt: undefined };
 }

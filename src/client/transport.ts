@@ -1,9 +1,12 @@
+import type { Block } from '../core/block.js';
 import type { IdSourceName } from '../core/ports.js';
 
 /** One answer from a transport: IDs as decimal strings (invariant 7) and where they came from. */
 export interface TransportBatch {
   /** At least one ID on success; a transport that has none throws (POOL_EMPTY, NOT_READY...). */
   readonly ids: string[];
+  /** From `fetchBlocks`: the IDs as contiguous ranges instead (then `ids` is empty). */
+  readonly blocks?: readonly Block[];
   /** `unknown` when the wire does not say (the Kafka request/reply client drops it). */
   readonly source: IdSourceName | 'unknown';
 }
@@ -15,5 +18,10 @@ export interface TransportBatch {
  */
 export interface IdTransport {
   fetch(bizTag: string, count: number): Promise<TransportBatch>;
+  /**
+   * `count` IDs as blocks (segment tags: `GET /v1/blocks`); optional. A tag whose IDs are not
+   * contiguous answers BAD_REQUEST, and the SDK uses `fetch` for it from then on.
+   */
+  fetchBlocks?(bizTag: string, count: number): Promise<TransportBatch>;
   close(): Promise<void>;
 }

@@ -1,4 +1,4 @@
-import { spawn, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -44,6 +44,8 @@ function readmeBlocks(): Block[] {
 
 /** A clean copy: the files git knows (committed or not ignored), this checkout's node_modules and dist/. */
 function cleanCopy(): string {
+  // The SDK snippets import `idmint/client`, i.e. dist/: build it if a source changed since.
+  execFileSync(process.execPath, ['scripts/build.mjs', '--if-stale'], { cwd: ROOT, stdio: 'ignore' });
   const dir = mkdtempSync(join(tmpdir(), 'idmint-readme-'));
   const files = spawnSync('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], { cwd: ROOT, encoding: 'utf8' }).stdout.split('\0');
   for (const file of files.filter((f) => f && existsSync(join(ROOT, f)))) {
