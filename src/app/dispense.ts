@@ -16,6 +16,7 @@ import type { Closers } from './closers.js';
 import type { Config } from './config.js';
 import type { RedisPools } from './pools.js';
 import { createSnowflakeSourceFromConfig } from './worker-id.js';
+import { DEFAULT_REDIS_POOL } from '../core/pool-kind.js';
 
 export interface DispenserParts {
   dispenser: Dispenser;
@@ -43,7 +44,7 @@ export async function buildDispenser(
   const dispenser = new Dispenser({
     store,
     pools,
-    defaultPool: redis ? 'redis-list' : 'memory',
+    defaultPool: redis ? DEFAULT_REDIS_POOL : 'memory',
     segment: new DirectSegmentSource(store),
     sharded: new ShardedSource(memory, SHARDED_LAYOUT, config.IDMINT_APP_ID),
     snowflake,

@@ -3,6 +3,7 @@ import { BIZ_TAG_PATTERN, systemClock } from '../core/ports.js';
 import type { Clock } from '../core/ports.js';
 import type { Logger } from '../core/logger.js';
 import { silentLogger } from '../core/logger.js';
+import { failoverTransport } from './failover-transport.js';
 import { httpTransport } from './http-transport.js';
 import { TagBuffer } from './tag-buffer.js';
 import type { TagBufferSettings, TagBufferStats } from './tag-buffer.js';
@@ -29,6 +30,8 @@ export interface IdmintClientOptions extends Partial<IdmintClientSettings> {
   /** How to reach the dispenser; or give `url` for an httpTransport with its defaults. */
   transport?: IdTransport;
   url?: string;
+  /** Several servers: fetches spread across them, with failover (see failoverTransport). */
+  urls?: string[];
   /** Tags to start fetching at once, so their first `next()` finds IDs ready. */
   bizTags?: string[];
   logger?: Logger;
@@ -53,11 +56,14 @@ export class IdmintClient {
 
   constructor(options: IdmintClientOptions) {
     this.settings = validate({ ...CLIENT_DEFAULTS, ...definedOnly(options) });
-    if (options.transport && options.url !== undefined) throw new BadRequestError('give the idmint client `transport` or `url`, not both', 'transport');
+    if ([options.transport, options.url, options.urls].filter((o) => o !== undefined).length > 1) {
+      throw new BadRequestError('give the idmint client one of `transport`, `url` or `urls`', 'transport');
+    }
     this.logger = (options.logger ?? silentLogger).child({ component: 'client' });
     this.clock = options.clock ?? systemClock;
     if (options.transport) this.transport = options.transport;
     else if (options.url !== undefined) this.transport = httpTransport({ url: options.url, logger: options.logger });
+    else if (options.urls !== undefined) this.transport = failoverTransport({ urls: options.urls, logger: options.logger });
     else throw new BadRequestError('the idmint client needs a `transport` (httpTransport, kafkaTransport...) or a `url`', 'transport');
     for (const tag of options.bizTags ?? []) this.buffer(tag).warm();
   }

@@ -4,6 +4,8 @@ export type { IdmintClientOptions, IdmintClientSettings, TagHandle } from './cli
 export type { TagBufferStats } from './tag-buffer.js';
 export type { IdTransport, TransportBatch } from './transport.js';
 export { httpTransport, HTTP_TRANSPORT_DEFAULTS } from './http-transport.js';
+export { failoverTransport } from './failover-transport.js';
+export type { FailoverTransportOptions } from './failover-transport.js';
 export type { HttpTransport, HttpTransportOptions, HttpTransportSettings } from './http-transport.js';
 export { kafkaTransport, kafkaPoolTransport } from './kafka-transport.js';
 export type { KafkaTransportOptions, KafkaPoolTransportOptions } from './kafka-transport.js';

@@ -115,7 +115,7 @@ describe('idmint serve with Postgres, Redis, Kafka and ZooKeeper', () => {
     expect(new Set(ids).size).toBe(ids.length);
     expect(sources.has('pool')).toBe(true);
     const stats = (await (await fetch(`${server.url}/v1/stats`, { headers: { authorization: `Bearer ${TOKEN}` } })).json()) as { pools: Array<{ bizTag: string; kind: string }> };
-    expect(stats.pools.some((p) => p.bizTag === 'order' && p.kind === 'redis-list')).toBe(true);
+    expect(stats.pools.some((p) => p.bizTag === 'order' && p.kind === 'redis-counter')).toBe(true);
   });
 
   it('answers a Kafka request for an unknown tag with an error reply', async () => {

@@ -73,7 +73,8 @@ describe('Redis pools with fallback (idmint serve + REDIS_URL)', () => {
       await redis.kill();
       phase = 'down';
       const atDown = total();
-      await waitFor(() => phaseSources.down!.has('pay:snowflake') && phaseSources.down!.has('refund:segment') && total() > atDown + 20_000, 'fallback IDs while Redis is down');
+      // The fallback ladder: with Postgres healthy both tags get segments, even `pay` (fallback snowflake).
+      await waitFor(() => phaseSources.down!.has('pay:segment') && phaseSources.down!.has('refund:segment') && total() > atDown + 20_000, 'fallback IDs while Redis is down');
       const degraded = (await (await fetch(`${server.url}/readyz`)).json()) as { status: string };
       expect(degraded.status).toBe('degraded');
 
@@ -90,8 +91,9 @@ describe('Redis pools with fallback (idmint serve + REDIS_URL)', () => {
     const refund = ids.get('refund')!;
     expect(new Set(pay).size).toBe(pay.length);
     expect(new Set(refund).size).toBe(refund.length);
-    // Invariant 4: the Snowflake fallback lives above every segment ID.
-    expect(pay.some((id) => BigInt(id) >= 1n << 53n)).toBe(true);
+    // Postgres served throughout: no Snowflake IDs, only short segment IDs, for either tag.
+    expect(phaseSources.down!.has('pay:snowflake')).toBe(false);
+    expect(pay.every((id) => BigInt(id) < 1n << 53n)).toBe(true);
     expect(refund.every((id) => BigInt(id) < 1n << 53n)).toBe(true);
     expect(((await (await fetch(`${server.url}/readyz`)).json()) as { status: string }).status).toBe('ready');
   });

@@ -14,6 +14,7 @@ import type { Database } from '../../store/db.js';
 import { PostgresTagTokenStore } from '../../store/tag-tokens.js';
 import { connectionLimits, type Config } from '../config.js';
 import type { RedisPools } from '../pools.js';
+import { DEFAULT_REDIS_POOL } from '../../core/pool-kind.js';
 
 export interface ApiRoleOptions {
   config: Config;
@@ -70,7 +71,7 @@ export function buildApiServer(options: ApiRoleOptions): Promise<FastifyInstance
     ...(redis
       ? {
           stats: async () => ({
-            ...(await collectRefillStats({ store, sinks: { 'redis-list': redis.list, 'redis-counter': redis.counter }, meta: redis.statsMeta, queue: redis.queue })),
+            ...(await collectRefillStats({ store, sinks: { 'redis-list': redis.list, 'redis-counter': redis.counter }, meta: redis.statsMeta, queue: redis.queue, autoKind: DEFAULT_REDIS_POOL })),
             refillRole: options.refillState(),
           }),
           extensions: [dashboardExtension({ queues: [redis.queue.queue] })],

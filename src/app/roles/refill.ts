@@ -10,6 +10,7 @@ import type { Config } from '../config.js';
 import { openDatabase } from '../database.js';
 import { openKafkaPoolSink, openRedisPools, type RedisPools } from '../pools.js';
 import type { Started } from '../process.js';
+import { DEFAULT_REDIS_POOL } from '../../core/pool-kind.js';
 
 export interface RefillRoleOptions {
   config: Config;
@@ -35,6 +36,7 @@ export async function startRefillRole(options: RefillRoleOptions): Promise<Refil
   const processor = createRefillProcessor({
     store,
     sinks,
+    autoKind: DEFAULT_REDIS_POOL,
     meta: redis.meta,
     trigger: redis.queue,
     poolSeconds: config.IDMINT_POOL_SECONDS,
