@@ -17,7 +17,7 @@ export default defineConfig({
       {
         test: {
           name: 'integration',
-          include: ['test/integration/**/*.test.ts'],
+          include: ['test/integration/**/*.test.ts', 'test/contracts/**/*.test.ts'],
           environment: 'node',
           globalSetup: ['test/setup/global-infra.ts'],
           testTimeout: 60_000,

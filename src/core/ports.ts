@@ -92,6 +92,12 @@ export interface WorkerIdLease {
   readonly workerId: number;
   /** Where the id came from, for logs and /readyz: `zookeeper`, `postgres`, `redis`, `file`, `static`. */
   readonly provider: string;
+  /**
+   * The clock guard, required of every lease: throws (CLOCK_BACKWARDS, NOT_READY,
+   * WORKER_ID_UNAVAILABLE) when an ID stamped `timestampMs` must not leave — behind the last
+   * recorded time, or the lease lost. SnowflakeSource consults it before handing IDs out.
+   */
+  assertIssuable(timestampMs: number): void;
   close(): Promise<void>;
 }
 

@@ -8,7 +8,7 @@ export {
   type LocalMarkState,
   type LocalTimeMarkOptions,
 } from './local-time-mark.js';
-export { SimpleLease, checkWorkerIdRange, isGuardedLease, type GuardedWorkerIdLease } from './lease.js';
+export { SimpleLease, checkWorkerIdRange } from './lease.js';
 export { FileWorkerIdProvider, FILE_WORKER_ID_DEFAULTS, type FileWorkerIdProviderOptions } from './file-provider.js';
 export { StaticWorkerIdProvider, type StaticWorkerIdProviderOptions } from './static-provider.js';
 export { ZooKeeperWorkerIdProvider, ZOOKEEPER_WORKER_ID_DEFAULTS, type ZooKeeperWorkerIdProviderOptions, type ZooKeeperWorkerIdLease, type ZkEndpoint } from './zookeeper-provider.js';

@@ -3,16 +3,6 @@ import type { WorkerIdLease } from '../core/ports.js';
 import type { LocalTimeMark } from './local-time-mark.js';
 import { definedOnly } from '../core/options.js';
 
-/** A lease that can veto an ID's timestamp: what SnowflakeSource consults before handing IDs out. */
-export interface GuardedWorkerIdLease extends WorkerIdLease {
-  /** Throws (CLOCK_BACKWARDS, NOT_READY, WORKER_ID_UNAVAILABLE) when an ID stamped `timestampMs` must not leave. */
-  assertIssuable(timestampMs: number): void;
-}
-
-/** True when the lease carries a guard (every idmint provider's does; a third-party one may not). */
-export function isGuardedLease(lease: WorkerIdLease): lease is GuardedWorkerIdLease {
-  return typeof (lease as Partial<GuardedWorkerIdLease>).assertIssuable === 'function';
-}
 
 /** Checks an id against the layout's range; the message says where it came from. */
 export function checkWorkerIdRange(workerId: number, maxWorkerId: number, where: string): void {
@@ -27,7 +17,7 @@ export function checkWorkerIdRange(workerId: number, maxWorkerId: number, where:
 }
 
 /** A lease with an optional local mark and a close hook; the shape every provider here returns. */
-export class SimpleLease implements GuardedWorkerIdLease {
+export class SimpleLease implements WorkerIdLease {
   readonly workerId: number;
   readonly provider: string;
   private readonly mark: LocalTimeMark | null;

@@ -1,8 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ClockBackwardsError, IdmintError } from '../core/errors.js';
-import { systemClock, type Clock, type WorkerIdProvider } from '../core/ports.js';
+import { systemClock, type Clock, type WorkerIdLease, type WorkerIdProvider } from '../core/ports.js';
 import { silentLogger, type Logger } from '../core/logger.js';
-import { checkWorkerIdRange, withDefaults, type GuardedWorkerIdLease } from './lease.js';
+import { checkWorkerIdRange, withDefaults } from './lease.js';
 import { LocalTimeMark, localMarkPath, readLocalMark } from './local-time-mark.js';
 import { CreateMode, isZkError, ZkClient, ZkException } from './zk-client.js';
 
@@ -49,7 +49,7 @@ export interface ZkEndpoint {
 }
 
 /** What `acquire` returns: `registered` is false while the lease runs on its cached id (for /readyz). */
-export interface ZooKeeperWorkerIdLease extends GuardedWorkerIdLease {
+export interface ZooKeeperWorkerIdLease extends WorkerIdLease {
   readonly registered: boolean;
 }
 

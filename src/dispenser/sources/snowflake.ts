@@ -3,7 +3,6 @@ import { LEAF_LAYOUT, type DecodedId, type Layout } from '../../core/layout.js';
 import { assertLayoutUsable, SnowflakeGenerator } from '../../core/snowflake.js';
 import { systemClock, type BizTag, type Clock, type IdSource, type WorkerIdLease, type WorkerIdProvider } from '../../core/ports.js';
 import { silentLogger, type Logger } from '../../core/logger.js';
-import { isGuardedLease } from '../../worker-id/lease.js';
 
 export interface SnowflakeSourceOptions {
   /** Where the worker id comes from (see src/worker-id). */
@@ -34,7 +33,7 @@ export class SnowflakeSource implements IdSource {
     if (generator.workerId !== lease.workerId) throw new BadRequestError(`generator worker id ${generator.workerId} differs from the lease's ${lease.workerId}`, 'workerId');
     this.generator = generator;
     this.lease = lease;
-    this.guard = isGuardedLease(lease) ? (ms) => lease.assertIssuable(ms) : null;
+    this.guard = (ms) => lease.assertIssuable(ms);
     // An ID stamped with a tick may have been issued up to its last millisecond.
     this.lastMsOfTick = generator.layout.unitMs - 1;
   }
@@ -102,7 +101,6 @@ export async function createSnowflakeSource(options: SnowflakeSourceOptions): Pr
   assertLayoutUsable(layout, clock.now(), logger);
   const lease = await options.provider.acquire({ maxWorkerId: layout.maxWorkerId });
   try {
-    if (!isGuardedLease(lease)) logger.warn({ provider: lease.provider }, 'worker-id lease has no clock guard; a restart with a stepped-back clock could repeat IDs');
     const generator = new SnowflakeGenerator({
       workerId: lease.workerId,
       layout,

@@ -4,7 +4,7 @@ import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Segment } from '../../../src/core/ports.js';
 import { createPgDatabase, migrate, PostgresBizStore, type Database } from '../../../src/store/index.js';
-import { bizStoreContract, rates } from './biz-store.contract.js';
+import { bizStoreContract, rates } from '../../contracts/biz-store.contract.js';
 
 const url = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const newSchema = (): string => `idmint_t_${randomUUID().replaceAll('-', '').slice(0, 12)}`;

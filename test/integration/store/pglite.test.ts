@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createPgliteDatabase, migrate, PostgresBizStore } from '../../../src/store/index.js';
-import { bizStoreContract, rates } from './biz-store.contract.js';
+import { bizStoreContract, rates } from '../../contracts/biz-store.contract.js';
 
 // PGlite is one connection: every handle onto a fresh database is the same instance.
 bizStoreContract('pglite', {

@@ -8,7 +8,7 @@ import {
   ZkClient,
   ZooKeeperWorkerIdProvider,
 } from '../../../src/worker-id/index.js';
-import { workerIdProviderContract } from './worker-id.contract.js';
+import { workerIdProviderContract } from '../../contracts/worker-id.contract.js';
 import { env, tempDir, uniq } from './helpers.js';
 
 // Small marks keep quick restarts (which wait out the mark) short.

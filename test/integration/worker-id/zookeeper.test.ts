@@ -4,7 +4,7 @@ import { promisify } from 'node:util';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { ClockBackwardsError } from '../../../src/core/errors.js';
 import type { WorkerIdLease } from '../../../src/core/ports.js';
-import { localMarkPath, readLocalMark, ZkClient, ZooKeeperWorkerIdProvider, type GuardedWorkerIdLease, type ZooKeeperWorkerIdProviderOptions } from '../../../src/worker-id/index.js';
+import { localMarkPath, readLocalMark, ZkClient, ZooKeeperWorkerIdProvider, type ZooKeeperWorkerIdProviderOptions } from '../../../src/worker-id/index.js';
 import { capturingLogger, deadPort, env, eventually, expireSession, startProxy, steppedClock, tempDir, zkRoots } from './helpers.js';
 
 const run = promisify(execFile);
@@ -14,10 +14,10 @@ const newRoot = (): string => roots.next();
 const leases: WorkerIdLease[] = [];
 
 
-async function acquire(options: Partial<ZooKeeperWorkerIdProviderOptions> & { root: string; dataDir: string }, maxWorkerId = 1023): Promise<GuardedWorkerIdLease> {
+async function acquire(options: Partial<ZooKeeperWorkerIdProviderOptions> & { root: string; dataDir: string }, maxWorkerId = 1023): Promise<WorkerIdLease> {
   const lease = await new ZooKeeperWorkerIdProvider({ connect: env('ZK_CONNECT'), address: '10.1.1.1:8080', markAheadMs: 50, ...options }).acquire({ maxWorkerId });
   leases.push(lease);
-  return lease as GuardedWorkerIdLease;
+  return lease;
 }
 
 async function spawnAcquire(address: string, root: string, dataDir: string): Promise<{ workerId?: number; error?: string }> {

@@ -204,7 +204,7 @@ describe('client double buffer: errors', () => {
       expect(() => createIdmintClient({ transport: t, ...bad })).toThrow(expect.objectContaining({ code: 'BAD_REQUEST' }));
     }
     expect(() => createIdmintClient({})).toThrow(/transport/);
-    expect(() => createIdmintClient({ transport: t, url: 'http://127.0.0.1:1' })).toThrow(/not both/);
+    expect(() => createIdmintClient({ transport: t, url: 'http://127.0.0.1:1' })).toThrow(/one of `transport`, `url` or `urls`/);
     const c = createIdmintClient({ transport: t });
     expect(Object.isFrozen(c.settings)).toBe(true);
     expect((await rejection(c.next('Order!'))).code).toBe('BAD_REQUEST');

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ClockBackwardsError, IdmintError } from '../../../src/core/errors.js';
 import { FileWorkerIdProvider, LocalTimeMark, localMarkPath, readLocalMark, StaticWorkerIdProvider } from '../../../src/worker-id/index.js';
-import type { GuardedWorkerIdLease } from '../../../src/worker-id/index.js';
+import type { WorkerIdLease } from '../../../src/core/ports.js';
 
 const T0 = Date.UTC(2026, 0, 1);
 
@@ -98,7 +98,7 @@ describe('FileWorkerIdProvider', () => {
   it('refuses to start behind the mark left by a previous run', async () => {
     const dataDir = dir();
     const clock = steppedClock();
-    const lease = (await new FileWorkerIdProvider({ dataDir, clock }).acquire({ maxWorkerId: 1023 })) as GuardedWorkerIdLease;
+    const lease = (await new FileWorkerIdProvider({ dataDir, clock }).acquire({ maxWorkerId: 1023 })) as WorkerIdLease;
     lease.assertIssuable(clock.now() + 500);
     await lease.close();
     clock.offset = -3000;
@@ -121,6 +121,6 @@ describe('StaticWorkerIdProvider', () => {
     const state = JSON.parse(readFileSync(localMarkPath(dataDir, 'static'), 'utf8')) as { workerId: number; source: string };
     expect(state).toMatchObject({ workerId: 2, source: 'static' });
     await lease.close();
-    expect(() => (lease as GuardedWorkerIdLease).assertIssuable(Date.now())).toThrow(IdmintError);
+    expect(() => lease.assertIssuable(Date.now())).toThrow(IdmintError);
   });
 });

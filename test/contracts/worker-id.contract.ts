@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { WorkerIdLease, WorkerIdProvider } from '../../../src/core/ports.js';
+import type { WorkerIdLease, WorkerIdProvider } from '../../src/core/ports.js';
 
 /**
  * One contract for every WorkerIdProvider (CosId's MachineIdDistributorSpec). A harness is one

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { IdmintError, SegmentExhaustedError } from '../../../src/core/errors.js';
-import type { Segment } from '../../../src/core/ports.js';
-import { MAX_SHARDS, MAX_STEP, migrate, MIGRATIONS, PostgresBizStore, WorkerNodeRepository, type Database } from '../../../src/store/index.js';
+import { IdmintError, SegmentExhaustedError } from '../../src/core/errors.js';
+import type { Segment } from '../../src/core/ports.js';
+import { MAX_SHARDS, MAX_STEP, migrate, MIGRATIONS, PostgresBizStore, WorkerNodeRepository, type Database } from '../../src/store/index.js';
 
 /** A backend under test: a fresh, unmigrated database and `handles` connections onto it. */
 export interface StoreHarness {
