@@ -22,7 +22,7 @@ const IN_FLIGHT = 8;
 
 
 function tagOf(bizTag: string, pool: BizTag['pool']): BizTag {
-  return { bizTag, mode: 'segment', step: 1000, maxLimit: null, shards: 1, fallback: 'error', pool, description: '', createdAt: new Date(), updatedAt: new Date() };
+  return { bizTag, mode: 'segment', step: 1000, maxLimit: null, shards: 1, fallback: 'error', pool, format: 'decimal', description: '', createdAt: new Date(), updatedAt: new Date() };
 }
 
 /** Takes `total` IDs in batches with IN_FLIGHT concurrent takes; returns IDs/s. */

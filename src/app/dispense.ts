@@ -17,6 +17,7 @@ import type { Config } from './config.js';
 import type { RedisPools } from './pools.js';
 import { createSnowflakeSourceFromConfig } from './worker-id.js';
 import { DEFAULT_REDIS_POOL } from '../core/pool-kind.js';
+import { TagFormats } from './formats.js';
 
 export interface DispenserParts {
   dispenser: Dispenser;
@@ -50,6 +51,7 @@ export async function buildDispenser(
     snowflake,
     uid,
     maxCount: config.IDMINT_MAX_COUNT,
+    formats: new TagFormats(config.IDMINT_OBFUSCATION_KEY),
     maxBlockCount: config.IDMINT_MAX_BLOCK_COUNT,
     maxIdsInFlight: config.IDMINT_MAX_IDS_IN_FLIGHT,
     metrics,

@@ -41,6 +41,7 @@ export function registerClientCommands(program: Command): void {
       .option('--shards <n>', 'shards (sharded mode)', positiveInt('--shards', 64))
       .option('--fallback <policy>', 'segment | snowflake | error')
       .option('--pool <kind>', 'auto | memory | redis-list | redis-counter | kafka')
+      .option('--format <format>', 'decimal | obfuscated | base62 | sqids | obfuscated+base62 | obfuscated+sqids (create only)')
       .option('--description <text>', 'free text');
 
   const pickTagFields = (o: Record<string, unknown>): Record<string, unknown> =>
@@ -60,7 +61,7 @@ export function registerClientCommands(program: Command): void {
   });
   withTarget(tagFlags(biz.command('update <bizTag>').description('change a tag'))).action(async (bizTag: string, o: TargetFlags & Record<string, unknown>) => {
     const patch = pickTagFields(o);
-    if (Object.keys(patch).length === 0) throw new BadRequestError('nothing to change: pass at least one of --mode, --step, --max-limit, --shards, --fallback, --pool, --description');
+    if (Object.keys(patch).length === 0) throw new BadRequestError('nothing to change: pass at least one of --step, --max-limit, --shards, --fallback, --pool, --description');
     print(await call(targetFrom(o), 'PATCH', `/v1/biz/${encodeURIComponent(bizTag)}`, patch));
   });
   withTarget(biz.command('delete <bizTag>').description('delete a tag (its counter is kept, so IDs never repeat)')).action(async (bizTag: string, o: TargetFlags) => {

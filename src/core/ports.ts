@@ -3,6 +3,7 @@
  * implement them; entry points wire them. Nothing here does I/O.
  */
 import type { Block } from './block.js';
+import type { IdFormat } from './format/format.js';
 
 /** `^[a-z0-9][a-z0-9._-]{0,63}$` */
 export const BIZ_TAG_PATTERN = /^[a-z0-9][a-z0-9._-]{0,63}$/;
@@ -32,6 +33,8 @@ export interface BizTag {
   readonly shards: number;
   readonly fallback: FallbackPolicy;
   readonly pool: PoolKind;
+  /** How IDs look at the edge (see core/format); fixed when the tag is created. */
+  readonly format: IdFormat;
   readonly description: string;
   readonly createdAt: Date;
   readonly updatedAt: Date;
@@ -45,6 +48,8 @@ export interface BizTagInput {
   shards?: number;
   fallback?: FallbackPolicy;
   pool?: PoolKind;
+  /** Fixed at creation: a changed format would make the IDs already handed out undecodable. */
+  format?: IdFormat;
   description?: string;
   /**
    * Raise the tag's counters (every shard) so each ID it allocates from now on is above this

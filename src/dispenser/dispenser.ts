@@ -7,6 +7,7 @@ import { definedOnly } from '../core/options.js';
 import { poolKindOf } from '../core/pool-kind.js';
 import { Episode } from '../core/episode.js';
 import { blocksOf, blocksSize, type Block } from '../core/block.js';
+import type { IdCodec, IdFormat } from '../core/format/format.js';
 
 export interface DispenseRequest {
   readonly bizTag: string;
@@ -55,6 +56,8 @@ export interface DispenserOptions {
   /** How long a tag's settings are cached; changes reach every process within this. Default 1000 ms. */
   tagCacheMs?: number;
   plugins?: DispenserPlugin[];
+  /** The codecs of formatted tags: IDs leave `get()` formatted; pools and segments hold raw IDs. */
+  formats?: { codecFor(tag: BizTag): IdCodec | undefined; refusal(format: IdFormat): string | undefined };
   onRejected?: RejectionHandler;
   metrics?: DispenserMetrics;
   logger?: Logger;
@@ -123,8 +126,10 @@ export class Dispenser implements IdDispenser {
       const tag = await this.tag(bizTag);
       if (!tag) throw new UnknownBizTagError(bizTag);
       for (const plugin of this.options.plugins ?? []) await plugin.before?.(request, tag);
-      const result = await this.serve(tag, count, context);
-      this.options.metrics?.recordIssued(bizTag, result.source, result.ids.length);
+      const served = await this.serve(tag, count, context);
+      this.options.metrics?.recordIssued(bizTag, served.source, served.ids.length);
+      const codec = this.options.formats?.codecFor(tag);
+      const result = codec ? { ...served, ids: served.ids.map(codec.encode) } : served;
       for (const plugin of this.options.plugins ?? []) {
         try {
           await plugin.after?.(request, result);
@@ -191,6 +196,18 @@ export class Dispenser implements IdDispenser {
   /** Names held in the tag caches (known tags and remembered misses), for tests and metrics. */
   cachedTagNames(): number {
     return this.tags.size + this.misses.size;
+  }
+
+  /** Why this process cannot serve a format (no key for an obfuscated one), or undefined. */
+  formatRefusal(format: IdFormat): string | undefined {
+    if (format === 'decimal') return undefined;
+    const formats = this.options.formats;
+    return formats ? formats.refusal(format) : `format "${format}" is not configured on this server`;
+  }
+
+  /** The tag's format codec, or undefined for decimal IDs (decode uses it to undo the format). */
+  codecFor(tag: BizTag): IdCodec | undefined {
+    return this.options.formats?.codecFor(tag);
   }
 
   /** Drops cached settings so the next request reloads them (after an admin change in this process). */
@@ -310,6 +327,9 @@ export class Dispenser implements IdDispenser {
     if (!tag) throw new UnknownBizTagError(bizTag);
     if (tag.mode !== 'segment') {
       throw new BadRequestError(`blocks are for segment tags; "${bizTag}" is a ${tag.mode} tag, whose IDs are not contiguous: use GET /v1/ids`, 'bizTag');
+    }
+    if (this.options.formats?.codecFor(tag)) {
+      throw new BadRequestError(`"${bizTag}" hands out ${tag.format} IDs, which are not contiguous ranges: use GET /v1/ids`, 'bizTag');
     }
     const pool = this.options.pools[this.poolKindFor(tag)];
     if (!pool) throw new IdmintError('NOT_READY', `no pool is configured for "${tag.bizTag}"`);

@@ -4,6 +4,7 @@ import { BadRequestError, UnknownBizTagError } from '../core/errors.js';
 import type { BizStore, BizTag, PoolKind } from '../core/ports.js';
 import { BIZ_TAG_PATTERN, MAX_SEGMENT_ID } from '../core/ports.js';
 import { parseBizTag } from './params.js';
+import { ID_FORMATS, type IdFormat } from '../core/format/format.js';
 
 const fields = {
   mode: z.enum(['segment', 'snowflake', 'uid', 'sharded']),
@@ -12,6 +13,7 @@ const fields = {
   shards: z.number().int().min(1).max(64),
   fallback: z.enum(['segment', 'snowflake', 'error']),
   pool: z.enum(['auto', 'memory', 'redis-list', 'redis-counter', 'kafka']),
+  format: z.enum(ID_FORMATS),
   description: z.string().max(1024),
   startAfter: z.number().int().min(0).max(MAX_SEGMENT_ID - 1),
 };
@@ -45,6 +47,8 @@ export interface BizRoutesOptions {
   onChange?: (bizTag: string, change?: { countersRaised: boolean }) => Promise<void> | void;
   /** Why a `pool` value cannot be served here (e.g. a Redis pool without Redis); undefined when it can. */
   poolRefusal?: (pool: PoolKind) => string | undefined;
+  /** Why a `format` cannot be served here (an obfuscated one without IDMINT_OBFUSCATION_KEY); undefined when it can. */
+  formatRefusal?: (format: IdFormat) => string | undefined;
 }
 
 export async function bizRoutes(app: FastifyInstance, options: BizRoutesOptions): Promise<void> {
@@ -58,6 +62,8 @@ export async function bizRoutes(app: FastifyInstance, options: BizRoutesOptions)
   app.post('/v1/biz', async (request, reply) => {
     const body = parseBody(createBody, request.body);
     checkPool(body.pool);
+    const formatRefusal = body.format === undefined ? undefined : options.formatRefusal?.(body.format);
+    if (formatRefusal) throw new BadRequestError(formatRefusal, 'format');
     const tag = await store.createBiz(body);
     onChange?.(tag.bizTag);
     return reply.status(201).send(bizJson(tag));

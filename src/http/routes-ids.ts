@@ -62,13 +62,19 @@ export async function idRoutes(app: FastifyInstance, options: IdRoutesOptions): 
   });
 
   app.get<{ Params: { id: string }; Querystring: { bizTag?: string } }>('/v1/decode/:id', async (request) => {
-    const id = parseId(request.params.id);
     let tag: BizTag | null = null;
     if (request.query.bizTag !== undefined) {
       const bizTag = parseBizTag(request.query.bizTag);
       tag = await dispenser.tag(bizTag);
       if (!tag) throw new UnknownBizTagError(bizTag);
     }
+    // A formatted tag's IDs are decoded back to the raw ID first (BAD_REQUEST naming the format otherwise).
+    const codec = tag ? dispenser.codecFor(tag) : undefined;
+    if (codec) {
+      const raw = BigInt(codec.decode(request.params.id));
+      return { id: request.params.id, raw: raw.toString(), format: codec.format, ...decode(raw, tag) };
+    }
+    const id = parseId(request.params.id);
     return { id: id.toString(), ...decode(id, tag) };
   });
 

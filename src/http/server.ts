@@ -101,6 +101,7 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
     store: options.store,
     authorize,
     poolRefusal: (pool) => options.dispenser.poolRefusal(pool),
+    formatRefusal: (format) => options.dispenser.formatRefusal(format),
     onChange: async (tag, change) => {
       // IDs buffered or pooled here lie below raised counters: drop them (gaps) before priming.
       if (change?.countersRaised) await options.dispenser.forget(tag);

@@ -32,7 +32,8 @@ export type IdRequest = z.infer<typeof requestSchema>;
 
 const errorCodes = Object.keys(ERROR_CODES) as [ErrorCode, ...ErrorCode[]];
 
-const DECIMAL_ID = /^[1-9][0-9]{0,18}$/;
+// A reply's IDs: decimal strings, or a formatted tag's form (base62, Sqids: letters and digits).
+const ID_TEXT = /^[0-9A-Za-z]{1,32}$/;
 
 export const replySchema = z.union([
   z.object({
@@ -179,7 +180,7 @@ export function decodeReply(value: Buffer | null): IdReply | null {
     return parsed.success ? parsed.data : null;
   }
   if (typeof r.source !== 'string' || !SOURCES.includes(r.source)) return null;
-  for (const id of r.ids as unknown[]) if (typeof id !== 'string' || !DECIMAL_ID.test(id)) return null;
+  for (const id of r.ids as unknown[]) if (typeof id !== 'string' || !ID_TEXT.test(id)) return null;
   return { v: WIRE_VERSION, id: r.id, ids: r.ids as string[], source: r.source as IdSourceName };
 }
 

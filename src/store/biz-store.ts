@@ -15,6 +15,7 @@ import { silentLogger, type Logger } from '../core/logger.js';
 import type { Database, SqlClient } from './db.js';
 import { assertCoherent, validateBizInput, validateBizPatch, validateBizTag, validateShard, validateStep } from './validate.js';
 import { definedOnly } from '../core/options.js';
+import type { IdFormat } from '../core/format/format.js';
 
 export interface PostgresBizStoreOptions {
   /** Recorded as `allocated_by` in the ledger when `allocate` is not given `by`. Default `<hostname>:<pid>`. */
@@ -37,12 +38,13 @@ interface BizRow {
   shards: number;
   fallback: FallbackPolicy;
   pool: PoolKind;
+  format: IdFormat;
   description: string;
   created_at: Date;
   updated_at: Date;
 }
 
-const BIZ_COLUMNS = 'biz_tag, mode, step, max_limit, shards, fallback, pool, description, created_at, updated_at';
+const BIZ_COLUMNS = 'biz_tag, mode, step, max_limit, shards, fallback, pool, format, description, created_at, updated_at';
 
 /**
  * One statement, so atomic without an explicit transaction: take the next range (cut short at the
@@ -85,19 +87,22 @@ export class PostgresBizStore implements BizStore {
     const tag = await this.db.transaction(async (tx) => {
       // A soft-deleted tag comes back to life on its old counters, so its IDs never repeat.
       const { rows } = await tx.query<BizRow>(
-        `INSERT INTO idmint_biz AS b (biz_tag, mode, step, current_step, max_limit, shards, fallback, pool, description)
-         VALUES ($1, $2, $3, $3, $4, $5, $6, $7, $8)
+        `INSERT INTO idmint_biz AS b (biz_tag, mode, step, current_step, max_limit, shards, fallback, pool, description, format)
+         VALUES ($1, $2, $3, $3, $4, $5, $6, $7, $8, $9)
          ON CONFLICT (biz_tag) DO UPDATE SET
            mode = EXCLUDED.mode, step = EXCLUDED.step, current_step = EXCLUDED.current_step, max_limit = EXCLUDED.max_limit,
            shards = EXCLUDED.shards, fallback = EXCLUDED.fallback, pool = EXCLUDED.pool, description = EXCLUDED.description,
            created_at = now(), updated_at = now(), deleted_at = NULL
-         WHERE b.deleted_at IS NOT NULL AND b.mode = EXCLUDED.mode
+         WHERE b.deleted_at IS NOT NULL AND b.mode = EXCLUDED.mode AND b.format = EXCLUDED.format
          RETURNING ${BIZ_COLUMNS}`,
-        [v.bizTag, v.mode, v.step, v.maxLimit, v.shards, v.fallback, v.pool, v.description],
+        [v.bizTag, v.mode, v.step, v.maxLimit, v.shards, v.fallback, v.pool, v.description, v.format],
       );
       const row = rows[0];
       if (!row) {
-        const { rows: old } = await tx.query<{ mode: BizMode; deleted: boolean }>('SELECT mode, deleted_at IS NOT NULL AS deleted FROM idmint_biz WHERE biz_tag = $1', [v.bizTag]);
+        const { rows: old } = await tx.query<{ mode: BizMode; format: IdFormat; deleted: boolean }>('SELECT mode, format, deleted_at IS NOT NULL AS deleted FROM idmint_biz WHERE biz_tag = $1', [v.bizTag]);
+        if (old[0]?.deleted && old[0].mode === v.mode) {
+          throw new BadRequestError(`biz tag "${v.bizTag}" was deleted with format "${old[0].format}"; re-create it with that format (its IDs must stay decodable) or choose a new name`, 'format');
+        }
         if (old[0]?.deleted) {
           throw new BadRequestError(`biz tag "${v.bizTag}" was deleted as a ${old[0].mode} tag; re-create it with mode "${old[0].mode}" (its counters carry on) or choose a new name`, 'mode');
         }
@@ -147,6 +152,10 @@ export class PostgresBizStore implements BizStore {
       );
       const row = rows[0];
       if (!row) throw new UnknownBizTagError(bizTag);
+      // An obfuscated segment tag permutes 1..maxLimit: a new limit would re-map the IDs handed out.
+      if (p.maxLimit !== undefined && row.mode === 'segment' && row.format.startsWith('obfuscated')) {
+        throw new BadRequestError(`maxLimit of "${bizTag}" is fixed: its ${row.format} IDs are a permutation of 1..maxLimit, and a new limit would change every ID's form`, 'maxLimit');
+      }
       // Checked on the updated row, inside the transaction: an incoherent change rolls back.
       assertCoherent({ mode: row.mode, shards: row.shards, maxLimit: row.max_limit === null ? null : Number(row.max_limit), fallback: row.fallback, startAfter: p.startAfter });
       await ensureSegments(tx, bizTag, row.shards);
@@ -223,6 +232,7 @@ function toBizTag(row: BizRow): BizTag {
     shards: row.shards,
     fallback: row.fallback,
     pool: row.pool,
+    format: row.format,
     description: row.description,
     createdAt: row.created_at,
     updatedAt: row.updated_at,

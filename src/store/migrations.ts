@@ -80,6 +80,13 @@ CREATE TABLE idmint_tag_token (
 CREATE INDEX idmint_tag_token_biz ON idmint_tag_token (biz_tag);
 `,
   },
+  {
+    version: 3,
+    name: 'tag format',
+    sql: `
+ALTER TABLE idmint_biz ADD COLUMN format text NOT NULL DEFAULT 'decimal';
+`,
+  },
 ]);
 
 /** First key of the two-key advisory lock; the second is the schema, so schemas migrate independently. */

@@ -1,4 +1,5 @@
 import { BadRequestError } from '../core/errors.js';
+import { ID_FORMATS, type IdFormat } from '../core/format/format.js';
 import {
   BIZ_TAG_PATTERN,
   MAX_SEGMENT_ID,
@@ -27,6 +28,7 @@ export const BIZ_DEFAULTS = Object.freeze({
   shards: 1,
   fallback: 'snowflake' as FallbackPolicy,
   pool: 'auto' as PoolKind,
+  format: 'decimal' as IdFormat,
   description: '',
   startAfter: 0,
 });
@@ -86,7 +88,7 @@ export function assertCoherent(tag: Pick<ValidBizInput, 'mode' | 'shards' | 'max
 /** The fields a patch sets (undefined ones are left out); `maxLimit: null` means "no limit". */
 export function validateBizPatch(patch: BizTagPatch, allowExtra: readonly string[] = [], options: { allowMode?: boolean } = {}): BizTagPatch {
   if (typeof patch !== 'object' || patch === null) throw new BadRequestError('the patch must be an object', 'body');
-  const known = new Set(['mode', 'step', 'maxLimit', 'shards', 'fallback', 'pool', 'description', 'startAfter', ...allowExtra]);
+  const known = new Set(['mode', 'step', 'maxLimit', 'shards', 'fallback', 'pool', 'format', 'description', 'startAfter', ...allowExtra]);
   for (const key of Object.keys(patch)) {
     if (!known.has(key)) throw new BadRequestError(`unknown field "${key}"`, key);
   }
@@ -95,6 +97,11 @@ export function validateBizPatch(patch: BizTagPatch, allowExtra: readonly string
     // Modes number their IDs differently (sharded shifts, uid and Snowflake overlap): a change could repeat IDs.
     if (!options.allowMode) throw new BadRequestError('mode cannot change once a tag exists (its IDs could repeat); create a new tag instead', 'mode');
     out.mode = oneOf(patch.mode, 'mode', BIZ_MODES);
+  }
+  if (patch.format !== undefined) {
+    // IDs already handed out in one format must keep decoding: the format is chosen once.
+    if (!options.allowMode) throw new BadRequestError('format cannot change once a tag exists (IDs already handed out must stay decodable); create a new tag instead', 'format');
+    out.format = oneOf(patch.format, 'format', ID_FORMATS);
   }
   if (patch.step !== undefined) out.step = validateStep(patch.step);
   if (patch.maxLimit !== undefined) out.maxLimit = patch.maxLimit === null ? null : intInRange(patch.maxLimit, 'maxLimit', 1, MAX_SEGMENT_ID);

@@ -41,7 +41,7 @@ let run = 0;
 
 function tag(bizTag: string, overrides: Partial<BizTag> = {}): BizTag {
   const now = new Date();
-  return { bizTag, mode: 'segment', step: 500, maxLimit: null, shards: 1, fallback: 'error', pool: 'auto', description: '', createdAt: now, updatedAt: now, ...overrides };
+  return { bizTag, mode: 'segment', step: 500, maxLimit: null, shards: 1, fallback: 'error', pool: 'auto', format: 'decimal', description: '', createdAt: now, updatedAt: now, ...overrides };
 }
 
 async function segmentTag(mode: BizTag['mode'] = 'segment', shards = 1): Promise<BizTag> {

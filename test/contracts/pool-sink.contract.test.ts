@@ -25,7 +25,7 @@ let kafka: Kafka;
 
 function tag(bizTag: string, pool: BizTag['pool']): BizTag {
   const now = new Date();
-  return { bizTag, mode: 'segment', step: 1000, maxLimit: null, shards: 1, fallback: 'error', pool, description: '', createdAt: now, updatedAt: now };
+  return { bizTag, mode: 'segment', step: 1000, maxLimit: null, shards: 1, fallback: 'error', pool, format: 'decimal', description: '', createdAt: now, updatedAt: now };
 }
 
 const subjects: Record<string, () => Subject> = {

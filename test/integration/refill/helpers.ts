@@ -133,6 +133,7 @@ export function makeTag(bizTag: string, overrides: Partial<BizTag> = {}): BizTag
     shards: 1,
     fallback: 'error',
     pool: 'redis-list',
+    format: 'decimal',
     description: '',
     createdAt: new Date(),
     updatedAt: new Date(),

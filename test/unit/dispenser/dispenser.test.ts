@@ -10,7 +10,7 @@ import { DispenserMetrics } from '../../../src/dispenser/metrics.js';
 
 function tag(bizTag: string, overrides: Partial<BizTag> = {}): BizTag {
   const now = new Date();
-  return { bizTag, mode: 'segment', step: 100, maxLimit: null, shards: 1, fallback: 'segment', pool: 'auto', description: '', createdAt: now, updatedAt: now, ...overrides };
+  return { bizTag, mode: 'segment', step: 100, maxLimit: null, shards: 1, fallback: 'segment', pool: 'auto', format: 'decimal', description: '', createdAt: now, updatedAt: now, ...overrides };
 }
 
 class TagTable implements BizStore {

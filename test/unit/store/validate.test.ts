@@ -13,7 +13,7 @@ describe('validateBizInput', () => {
 
   it('keeps every valid field', () => {
     const input = { bizTag: 'a.b_c-9', mode: 'sharded', step: 1, maxLimit: MAX_SEGMENT_ID, shards: MAX_SHARDS, fallback: 'error', pool: 'kafka', description: 'x' } as const;
-    expect(validateBizInput(input)).toEqual({ ...input, startAfter: 0 });
+    expect(validateBizInput(input)).toEqual({ ...input, startAfter: 0, format: 'decimal' });
   });
 
   it('defaults the fallback of a limited tag to segment: Snowflake IDs lie above any limit', () => {

@@ -1,0 +1,58 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { FEISTEL_ROUNDS, FeistelPermutation } from '../../../src/core/format/feistel.js';
+
+const keys = (seed: number): number[] => Array.from({ length: FEISTEL_ROUNDS }, (_, i) => (Math.imul(seed + i, 0x9e3779b1) ^ (seed << 7)) >>> 0);
+
+describe('FeistelPermutation', () => {
+  it('is a bijection on every 16-bit input, exhaustively, and decodes back', () => {
+    const p = new FeistelPermutation(1n << 16n, keys(1));
+    const seen = new Uint8Array(1 << 16);
+    for (let x = 0; x < 1 << 16; x++) {
+      const y = p.forwardNumber(x);
+      expect(y >= 0 && y < 1 << 16).toBe(true);
+      expect(seen[y]).toBe(0);
+      seen[y] = 1;
+      expect(p.inverseNumber(y)).toBe(x);
+    }
+  });
+
+  it('is a bijection on an odd-sized domain (cycle-walking), exhaustively', () => {
+    const n = 50_021;
+    const p = new FeistelPermutation(BigInt(n), keys(2));
+    const seen = new Set<number>();
+    for (let x = 0; x < n; x++) {
+      const y = p.forwardNumber(x);
+      expect(y).toBeLessThan(n);
+      seen.add(y);
+      expect(p.inverseNumber(y)).toBe(x);
+    }
+    expect(seen.size).toBe(n);
+  });
+
+  it.each([32, 53, 63])('round-trips and stays inside %i bits (fast-check)', (bits) => {
+    const domain = 1n << BigInt(bits);
+    const p = new FeistelPermutation(domain, keys(bits));
+    fc.assert(
+      fc.property(fc.bigInt({ min: 0n, max: domain - 1n }), (x) => {
+        const y = p.forward(x);
+        expect(y >= 0n && y < domain).toBe(true);
+        expect(p.inverse(y)).toBe(x);
+        if (bits <= 53) expect(p.forwardNumber(Number(x))).toBe(Number(y));
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('different keys give different orders', () => {
+    const a = new FeistelPermutation(1n << 53n, keys(3));
+    const b = new FeistelPermutation(1n << 53n, keys(4));
+    const same = Array.from({ length: 1000 }, (_, i) => a.forwardNumber(i + 1) === b.forwardNumber(i + 1)).filter(Boolean).length;
+    expect(same).toBeLessThan(5);
+  });
+
+  it('refuses values outside its domain', () => {
+    const p = new FeistelPermutation(100n, keys(5));
+    expect(() => p.forward(100n)).toThrow(/outside/);
+  });
+});
