@@ -6,6 +6,7 @@ import type { Dispenser } from '../dispenser/dispenser.js';
 import type { Logger } from '../core/logger.js';
 import { assertAdminExposureSafe, makeAdminGuard } from './auth.js';
 import { createFastify, opsRoutes, type ConnectionLimits, type ReadinessReport } from './base.js';
+import { openApi } from './openapi.js';
 import { bizRoutes } from './routes-biz.js';
 import { idRoutes } from './routes-ids.js';
 import { leafSnowflakeRoutes } from './routes-leaf-snowflake.js';
@@ -73,6 +74,7 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
   });
   const authorize = makeAdminGuard(options.adminToken);
 
+  if (!options.opsOnly) await openApi(app);
   opsRoutes(app, { registry: options.registry, ...(options.readiness ? { readiness: options.readiness } : {}) });
   if (options.opsOnly) return app;
 

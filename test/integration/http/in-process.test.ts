@@ -113,3 +113,32 @@ describe('HTTP in process: the error table', () => {
     if (response) expect(response.statusCode).toBe(503);
   });
 });
+
+describe('HTTP in process: OpenAPI', () => {
+  it('/openapi.json lists every route and validates as OpenAPI 3; /docs serves the docs page', async () => {
+    const { Validator } = await import('@seriousme/openapi-schema-validator');
+    const response = await runtime.app.inject({ url: '/openapi.json' });
+    expect(response.statusCode).toBe(200);
+    const doc = response.json() as { openapi: string; paths: Record<string, Record<string, unknown>> };
+    const result = await new Validator().validate(doc as never);
+    expect(result.errors ?? []).toEqual([]);
+    expect(result.valid).toBe(true);
+    // Every route of the HTTP contract (README's API table) is served and documented.
+    const contract = [
+      'GET /v1/ids/:bizTag', 'GET /v1/blocks/:bizTag', 'GET /v1/decode/:id', 'POST /v1/biz', 'GET /v1/biz', 'GET /v1/biz/:bizTag', 'PATCH /v1/biz/:bizTag',
+      'DELETE /v1/biz/:bizTag', 'POST /v1/biz/:bizTag/tokens', 'GET /v1/biz/:bizTag/tokens', 'DELETE /v1/biz/:bizTag/tokens/:id', 'GET /api/segment/get/:key',
+      'GET /api/snowflake/get/:key', 'GET /decodeSnowflakeId', 'GET /healthz', 'GET /readyz', 'GET /metrics', 'GET /v1/stats', 'GET /status', 'GET /status.json',
+    ];
+    const documented = new Set(Object.entries(doc.paths).flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${path}`)));
+    const toOpenApi = (path: string): string => path.replace(/:([A-Za-z]+)/g, '{$1}');
+    const missing: string[] = [];
+    for (const route of contract) {
+      const [method, url] = route.split(' ') as [string, string];
+      expect(runtime.app.hasRoute({ method: method as 'GET', url }), `${route} is not served`).toBe(true);
+      if (!documented.has(`${method} ${toOpenApi(url)}`)) missing.push(route);
+    }
+    expect(missing).toEqual([]);
+    const docs = await runtime.app.inject({ url: '/docs' });
+    expect([200, 302]).toContain(docs.statusCode);
+  });
+});
