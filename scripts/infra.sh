@@ -13,6 +13,13 @@
 # pointing somewhere other than our own port) is used as is and never started or stopped.
 # Ports: IDMINT_INFRA_{KAFKA,CONTROLLER,ZK,REDIS,PG}_PORT, defaults below. IDMINT_INFRA_DIR and
 # IDMINT_INFRA_LIB move the state and the jar cache: a private instance for a fault test.
+#
+# IDMINT_INFRA_SECURE=1 starts the secured profile (use it with its own IDMINT_INFRA_DIR and
+# ports): a throwaway CA and a server certificate for 127.0.0.1 made with openssl under
+# $IDMINT_INFRA_DIR/tls; Kafka on SASL_SSL with SCRAM-SHA-512; Redis on TLS only with an ACL
+# user (the default user off); Postgres accepting only TLS with scram passwords. ZooKeeper
+# needs nothing on the server for digest ACLs. The user is `idmint` (Postgres: `postgres`), the
+# password IDMINT_INFRA_PASSWORD (default `idmint-local-secret`); env lists the client variables.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -32,6 +39,17 @@ OWN_KAFKA="$HOST:$KAFKA_PORT"
 OWN_ZK="$HOST:$ZK_PORT"
 OWN_REDIS="redis://$HOST:$REDIS_PORT"
 OWN_PG="postgres://postgres@$HOST:$PG_PORT/postgres"
+
+SECURE="${IDMINT_INFRA_SECURE:-0}"
+PASSWORD="${IDMINT_INFRA_PASSWORD:-idmint-local-secret}"
+TLS="$INFRA/tls"
+if [[ "$SECURE" == 1 ]]; then
+  OWN_REDIS="rediss://idmint:$PASSWORD@$HOST:$REDIS_PORT"
+  OWN_PG="postgres://postgres:$PASSWORD@$HOST:$PG_PORT/postgres?sslmode=verify-full&sslrootcert=$TLS/ca.pem"
+  # The Kafka probe reads the same variables as every idmint process.
+  export IDMINT_KAFKA_TLS_CA="$TLS/ca.pem" IDMINT_KAFKA_SASL_MECHANISM=scram-sha-512 \
+    IDMINT_KAFKA_SASL_USERNAME=idmint IDMINT_KAFKA_SASL_PASSWORD="$PASSWORD"
+fi
 
 SERVERS=(zookeeper kafka redis postgres)
 declare -A STARTED_AT=() # server -> epoch ms when this invocation started it
@@ -111,7 +129,11 @@ probe_kafka() {
   [[ -d "$ROOT/node_modules/kafkajs" ]] || die "node_modules missing: run 'npm ci' first (the Kafka probe uses kafkajs)"
   node "$ROOT/scripts/kafka-probe.mjs" "${1:-$OWN_KAFKA}" 3000 >/dev/null 2>&1
 }
-probe_redis() { [[ "$(timeout 3 redis-cli -u "${1:-$OWN_REDIS}" ping 2>/dev/null)" == PONG ]]; }
+probe_redis() {
+  local tls=()
+  [[ "$SECURE" == 1 ]] && tls=(--tls --cacert "$TLS/ca.pem")
+  [[ "$(timeout 3 redis-cli "${tls[@]}" -u "${1:-$OWN_REDIS}" --no-auth-warning ping 2>/dev/null)" == PONG ]]
+}
 probe_postgres() { timeout 5 "$(pg_bin psql)" "${1:-$OWN_PG}" -qAtc 'select 1' 2>/dev/null | grep -q '^1$'; }
 
 # The URL a server is reached at, and whether the environment chose it for us.
@@ -141,6 +163,26 @@ wait_for() { # wait_for <server> <seconds>
   else
     log "$s answers at $(url_of "$s") (already running)"
   fi
+}
+
+# ---------------------------------------------------------------- secured profile
+
+make_tls() { # a throwaway CA and a server certificate for 127.0.0.1 and localhost, once
+  [[ -f "$TLS/server.pem" ]] && return
+  need openssl "apt-get install -y openssl"
+  mkdir -p "$TLS"
+  (
+    cd "$TLS"
+    openssl req -x509 -newkey rsa:2048 -nodes -days 30 -subj "/CN=idmint local CA" \
+      -keyout ca.key -out ca.pem
+    openssl req -newkey rsa:2048 -nodes -subj "/CN=127.0.0.1" -keyout server.key -out server.csr
+    printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth,clientAuth\n' >server.ext
+    openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 30 \
+      -extfile server.ext -out server.pem
+    # Kafka's PEM keystore: the PKCS#8 key and the certificate in one file.
+    cat server.key server.pem >server-bundle.pem
+  ) >"$LOGS/tls.log" 2>&1 || { cat "$LOGS/tls.log" >&2; die "openssl failed (log: $LOGS/tls.log)"; }
+  chmod 644 "$TLS"/*.pem
 }
 
 # ---------------------------------------------------------------- starters
@@ -198,15 +240,17 @@ start_kafka() {
   local dir="$INFRA/kafka"
   mkdir -p "$dir/data"
   log4j_config kafka
+  local listener=PLAINTEXT scram=()
+  [[ "$SECURE" == 1 ]] && { make_tls; listener=SASL_SSL; }
   cat >"$dir/server.properties" <<EOF
 process.roles=broker,controller
 node.id=1
 controller.quorum.voters=1@$HOST:$CONTROLLER_PORT
-listeners=PLAINTEXT://$HOST:$KAFKA_PORT,CONTROLLER://$HOST:$CONTROLLER_PORT
-advertised.listeners=PLAINTEXT://$HOST:$KAFKA_PORT
-inter.broker.listener.name=PLAINTEXT
+listeners=$listener://$HOST:$KAFKA_PORT,CONTROLLER://$HOST:$CONTROLLER_PORT
+advertised.listeners=$listener://$HOST:$KAFKA_PORT
+inter.broker.listener.name=$listener
 controller.listener.names=CONTROLLER
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+listener.security.protocol.map=$listener:$listener,CONTROLLER:PLAINTEXT
 log.dirs=$dir/data
 num.network.threads=2
 num.io.threads=4
@@ -225,11 +269,24 @@ transaction.state.log.num.partitions=4
 log.retention.hours=24
 log.segment.bytes=67108864
 EOF
+  if [[ "$SECURE" == 1 ]]; then
+    cat >>"$dir/server.properties" <<EOF
+sasl.enabled.mechanisms=SCRAM-SHA-512
+sasl.mechanism.inter.broker.protocol=SCRAM-SHA-512
+listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="idmint" password="$PASSWORD";
+ssl.keystore.type=PEM
+ssl.keystore.location=$TLS/server-bundle.pem
+ssl.truststore.type=PEM
+ssl.truststore.location=$TLS/ca.pem
+EOF
+    # A KRaft cluster's SCRAM credentials are written when its storage is formatted.
+    scram=(--add-scram "SCRAM-SHA-512=[name=idmint,password=$PASSWORD]")
+  fi
   if [[ ! -f "$dir/data/meta.properties" ]]; then
     local id
     id="$(java -cp "$LIB/*" -Dlog4j.configuration="file:$dir/log4j.properties" kafka.tools.StorageTool random-uuid 2>/dev/null | tail -n 1)"
     java -cp "$LIB/*" -Dlog4j.configuration="file:$dir/log4j.properties" \
-      kafka.tools.StorageTool format -t "$id" -c "$dir/server.properties" >"$LOGS/kafka-format.log" 2>&1 \
+      kafka.tools.StorageTool format -t "$id" -c "$dir/server.properties" "${scram[@]}" >"$LOGS/kafka-format.log" 2>&1 \
       || { cat "$LOGS/kafka-format.log" >&2; die "kafka storage format failed"; }
   fi
   java_start kafka 512m kafka.Kafka "$dir/server.properties"
@@ -239,8 +296,16 @@ start_redis() {
   need redis-server "apt-get install -y redis-server"
   need redis-cli "apt-get install -y redis-tools"
   mkdir -p "$INFRA/redis"
+  local net=(--port "$REDIS_PORT")
+  if [[ "$SECURE" == 1 ]]; then
+    make_tls
+    # TLS only (no plaintext port); one ACL user, the password-less default user off.
+    printf 'user idmint on >%s ~* &* +@all\nuser default off\n' "$PASSWORD" >"$INFRA/redis/users.acl"
+    net=(--port 0 --tls-port "$REDIS_PORT" --tls-cert-file "$TLS/server.pem" --tls-key-file "$TLS/server.key"
+      --tls-ca-cert-file "$TLS/ca.pem" --tls-auth-clients no --aclfile "$INFRA/redis/users.acl")
+  fi
   # No persistence: a restart is a clean Redis, which is what data-loss tests want.
-  redis-server --bind "$HOST" --port "$REDIS_PORT" --save '' --appendonly no \
+  redis-server --bind "$HOST" "${net[@]}" --save '' --appendonly no \
     --maxmemory-policy noeviction --dir "$INFRA/redis" --daemonize yes \
     --pidfile "$PIDS/redis.pid" --logfile "$LOGS/redis.log" >/dev/null
   local i
@@ -259,6 +324,18 @@ as_pg() {
   fi
 }
 
+secure_postgres() { # secure_postgres <data dir>: TLS and scram passwords on TCP, once after initdb
+  make_tls
+  # TCP only over TLS with a scram password; the local socket stays trusted for the admin.
+  printf 'local all all trust\nhostssl all all %s/32 scram-sha-256\n' "$HOST" >"$1/pg_hba.conf"
+  install -m 600 "$TLS/server.key" "$1/server.key"
+  install -m 644 "$TLS/server.pem" "$1/server.crt"
+  printf "ssl = on\npassword_encryption = 'scram-sha-256'\n" >>"$1/postgresql.conf"
+  [[ "$(id -u)" == 0 ]] && chown postgres: "$1/pg_hba.conf" "$1/server.key" "$1/server.crt"
+  as_pg "$(pg_bin postgres)" --single -D "$1" postgres <<<"ALTER ROLE postgres PASSWORD '$PASSWORD'" \
+    >"$LOGS/postgres-password.log" 2>&1 || { cat "$LOGS/postgres-password.log" >&2; die "setting the postgres password failed"; }
+}
+
 start_postgres() {
   local initdb pgctl dir="$INFRA/postgres"
   initdb="$(pg_bin initdb)"; pgctl="$(pg_bin pg_ctl)"
@@ -268,6 +345,7 @@ start_postgres() {
   if [[ ! -f "$dir/data/PG_VERSION" ]]; then
     as_pg "$initdb" -D "$dir/data" -U postgres --auth=trust -E UTF8 --locale=C.UTF-8 --no-sync \
       >"$LOGS/postgres-initdb.log" 2>&1 || { cat "$LOGS/postgres-initdb.log" >&2; die "initdb failed"; }
+    [[ "$SECURE" == 1 ]] && secure_postgres "$dir/data"
   fi
   touch "$LOGS/postgres.log"
   [[ "$(id -u)" == 0 ]] && chown postgres: "$LOGS/postgres.log"
@@ -356,7 +434,16 @@ write_env() {
     echo "export KAFKA_BROKERS=$(url_of kafka)"
     echo "export ZK_CONNECT=$(url_of zookeeper)"
     echo "export REDIS_URL=$(url_of redis)"
+    # One variable a line, unquoted: scripts read this file as well as shells (quote it if you copy).
     echo "export DATABASE_URL=$(url_of postgres)"
+    if [[ "$SECURE" == 1 ]]; then
+      echo "export IDMINT_REDIS_TLS_CA=$TLS/ca.pem"
+      echo "export IDMINT_ZK_AUTH=idmint:$PASSWORD"
+      echo "export IDMINT_KAFKA_TLS_CA=$TLS/ca.pem"
+      echo "export IDMINT_KAFKA_SASL_MECHANISM=scram-sha-512"
+      echo "export IDMINT_KAFKA_SASL_USERNAME=idmint"
+      echo "export IDMINT_KAFKA_SASL_PASSWORD=$PASSWORD"
+    fi
   } >"$tmp"
   mv "$tmp" "$INFRA/env"
 }

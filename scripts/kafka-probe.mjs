@@ -1,12 +1,15 @@
 // Exit 0 when a Kafka broker answers a metadata request, 1 otherwise.
 // Usage: node scripts/kafka-probe.mjs host:port[,host:port] [timeoutMs]
 // Used by infra.sh: an open port is not enough, the broker must serve metadata.
+// A secured broker is reached with idmint's own variables (IDMINT_KAFKA_TLS_CA, IDMINT_KAFKA_SASL_*).
+import { readFileSync } from 'node:fs';
 import { clearTimeout, setTimeout } from 'node:timers';
 import kafkajs from 'kafkajs';
 
 const { Kafka, logLevel } = kafkajs;
 const brokers = (process.argv[2] ?? '127.0.0.1:19092').split(',');
 const timeoutMs = Number(process.argv[3] ?? 3000);
+const env = process.env;
 
 const kafka = new Kafka({
   clientId: 'idmint-infra-probe',
@@ -15,6 +18,10 @@ const kafka = new Kafka({
   connectionTimeout: Math.min(timeoutMs, 1000),
   requestTimeout: timeoutMs,
   retry: { retries: 0 },
+  ...(env.IDMINT_KAFKA_TLS_CA ? { ssl: { ca: [readFileSync(env.IDMINT_KAFKA_TLS_CA, 'utf8')] } } : {}),
+  ...(env.IDMINT_KAFKA_SASL_MECHANISM
+    ? { sasl: { mechanism: env.IDMINT_KAFKA_SASL_MECHANISM, username: env.IDMINT_KAFKA_SASL_USERNAME, password: env.IDMINT_KAFKA_SASL_PASSWORD } }
+    : {}),
 });
 const admin = kafka.admin();
 

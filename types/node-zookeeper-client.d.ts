@@ -14,6 +14,7 @@ declare module 'node-zookeeper-client' {
     static readonly CONNECTION_LOSS: -4;
     static readonly OPERATION_TIMEOUT: -7;
     static readonly NO_NODE: -101;
+    static readonly NO_AUTH: -102;
     static readonly NODE_EXISTS: -110;
     static readonly SESSION_EXPIRED: -112;
     readonly code: number;
@@ -47,6 +48,19 @@ declare module 'node-zookeeper-client' {
     readonly EPHEMERAL_SEQUENTIAL: 3;
   };
 
+  export class Id {
+    constructor(scheme: string, id: string);
+  }
+
+  export class ACL {
+    constructor(permission: number, id: Id);
+    static readonly OPEN_ACL_UNSAFE: ACL[];
+    static readonly CREATOR_ALL_ACL: ACL[];
+    static readonly READ_ACL_UNSAFE: ACL[];
+  }
+
+  export const Permission: { readonly READ: 1; readonly WRITE: 2; readonly CREATE: 4; readonly DELETE: 8; readonly ADMIN: 16; readonly ALL: 31 };
+
   export interface Event {
     readonly type: number;
     readonly name: string;
@@ -76,6 +90,9 @@ declare module 'node-zookeeper-client' {
     getSessionId(): Buffer;
     getSessionPassword(): Buffer;
     getSessionTimeout(): number;
+    addAuthInfo(scheme: string, auth: Buffer): void;
+    setACL(path: string, acls: ACL[], version: number, callback: (error: Exception | Error | null, stat: Stat) => void): void;
+    create(path: string, data: Buffer | null, acls: ACL[], mode: number, callback: (error: Exception | Error | null, path: string) => void): void;
     create(path: string, data: Buffer | null, mode: number, callback: (error: Exception | Error | null, path: string) => void): void;
     remove(path: string, version: number, callback: (error: Exception | Error | null) => void): void;
     setData(path: string, data: Buffer | null, version: number, callback: (error: Exception | Error | null, stat: Stat) => void): void;
@@ -84,6 +101,7 @@ declare module 'node-zookeeper-client' {
     exists(path: string, callback: (error: Exception | Error | null, stat: Stat | null) => void): void;
     getChildren(path: string, callback: (error: Exception | Error | null, children: string[], stat: Stat) => void): void;
     mkdirp(path: string, callback: (error: Exception | Error | null, path: string) => void): void;
+    mkdirp(path: string, data: Buffer | null, acls: ACL[], mode: number, callback: (error: Exception | Error | null, path: string) => void): void;
     on(event: 'connected' | 'disconnected' | 'expired' | 'connectedReadOnly' | 'authenticationFailed', listener: () => void): this;
     on(event: 'state', listener: (state: State) => void): this;
     once(event: 'connected' | 'disconnected' | 'expired' | 'connectedReadOnly' | 'authenticationFailed', listener: () => void): this;
@@ -96,6 +114,9 @@ declare module 'node-zookeeper-client' {
     CreateMode: typeof CreateMode;
     State: typeof State;
     Exception: typeof Exception;
+    ACL: typeof ACL;
+    Id: typeof Id;
+    Permission: typeof Permission;
   };
   export default zookeeper;
 }

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { IdmintError } from '../core/errors.js';
 import { REQUEST_TOPIC, RESPONDER_GROUP } from '../kafka/topics.js';
@@ -26,6 +27,20 @@ const hostPortList = z
   .string()
   .trim()
   .regex(/^[^\s,:]+:\d{1,5}(,[^\s,:]+:\d{1,5})*$/, 'a comma-separated list of host:port')
+  .optional();
+
+/** A readable file: checked at start so a wrong path is one line, not a TLS error later. */
+const pemFile = z
+  .string()
+  .trim()
+  .min(1)
+  .refine((path) => {
+    try {
+      return readFileSync(path, 'utf8').includes('-----BEGIN');
+    } catch {
+      return false;
+    }
+  }, 'a readable PEM file')
   .optional();
 
 const name = (pattern: RegExp, what: string) => z.string().trim().regex(pattern, what);
@@ -149,6 +164,22 @@ export const envSchema = z.object({
   IDMINT_KAFKA_RESPONDER_GROUP: kafkaName.default(RESPONDER_GROUP),
   /** Responder group session timeout, ms: how soon a crashed responder's partitions move. Default 30000 (broker minimum 6000). */
   IDMINT_KAFKA_SESSION_TIMEOUT_MS: int(1000, 3_600_000).default(30_000),
+
+  // Secured connections (README, "Secured connections"). Postgres takes its TLS settings in DATABASE_URL.
+  /** CA certificate (PEM file) that signed Redis's certificate, for `rediss://` URLs. Default: the system's CAs. */
+  IDMINT_REDIS_TLS_CA: pemFile,
+  /** Connect to Kafka over TLS. Default false, true when IDMINT_KAFKA_TLS_CA is set. */
+  IDMINT_KAFKA_TLS: z.enum(['true', 'false'], { error: 'true or false' }).optional(),
+  /** CA certificate (PEM file) that signed the brokers' certificates. Default: the system's CAs. */
+  IDMINT_KAFKA_TLS_CA: pemFile,
+  /** Kafka SASL mechanism: plain, scram-sha-256 or scram-sha-512. Default none. */
+  IDMINT_KAFKA_SASL_MECHANISM: z.enum(['plain', 'scram-sha-256', 'scram-sha-512'], { error: 'plain, scram-sha-256 or scram-sha-512' }).optional(),
+  /** Kafka SASL user, with IDMINT_KAFKA_SASL_MECHANISM. */
+  IDMINT_KAFKA_SASL_USERNAME: z.string().regex(/^[\x21-\x7e]+$/, 'printable characters without spaces').optional(),
+  /** Kafka SASL password. Never logged. */
+  IDMINT_KAFKA_SASL_PASSWORD: z.string().regex(/^[\x21-\x7e]+$/, 'printable characters without spaces').optional(),
+  /** ZooKeeper digest credentials `user:password`: idmint's nodes get ACLs only this identity may change. Never logged. */
+  IDMINT_ZK_AUTH: z.string().regex(/^[^:\s]+:[\x21-\x7e]+$/, 'user:password').optional(),
 });
 
 export type Config = Readonly<z.infer<typeof envSchema>>;
@@ -161,6 +192,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const config = parseEnv(envSchema, env);
   if (config.IDMINT_POOL_MIN_DEPTH > config.IDMINT_POOL_MAX_DEPTH) {
     throw new IdmintError('BAD_REQUEST', 'invalid configuration: IDMINT_POOL_MIN_DEPTH must not exceed IDMINT_POOL_MAX_DEPTH');
+  }
+  const sasl = [config.IDMINT_KAFKA_SASL_MECHANISM, config.IDMINT_KAFKA_SASL_USERNAME, config.IDMINT_KAFKA_SASL_PASSWORD];
+  if (sasl.some((v) => v !== undefined) && !sasl.every((v) => v !== undefined)) {
+    throw new IdmintError('BAD_REQUEST', 'invalid configuration: IDMINT_KAFKA_SASL_MECHANISM, IDMINT_KAFKA_SASL_USERNAME and IDMINT_KAFKA_SASL_PASSWORD go together');
   }
   return config;
 }

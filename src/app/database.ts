@@ -6,6 +6,7 @@ import { createPgDatabase } from '../store/pg.js';
 import { createPgliteDatabase } from '../store/pglite.js';
 import type { Config } from './config.js';
 import type { Closers } from './closers.js';
+import { postgresCredentialError } from './preflight.js';
 
 /**
  * The one place a process opens its database, so every role sees the same schema: Postgres at
@@ -21,6 +22,10 @@ export async function openDatabase(config: Config, logger: Logger, closers: Clos
     db = await createPgliteDatabase({ dataDir: join(dataDir, 'pglite'), logger });
     closers.add('pglite', () => db.close());
   }
-  await migrate(db, logger);
+  try {
+    await migrate(db, logger);
+  } catch (err) {
+    throw config.DATABASE_URL ? postgresCredentialError(config.DATABASE_URL, err) : err;
+  }
   return db;
 }

@@ -1,7 +1,7 @@
 import type { Registry } from 'prom-client';
 import type { Logger } from '../core/logger.js';
 import type { PoolSink } from '../core/ports.js';
-import { createKafka } from '../kafka/kafka.js';
+import { kafkaFor, redisTls } from './connections.js';
 import { KafkaPoolSink } from '../pool/kafka/sink.js';
 import { RedisConnection } from '../pool/redis/connection.js';
 import { RedisCounterPool } from '../pool/redis/counter-pool.js';
@@ -31,7 +31,7 @@ export interface RedisPools {
 export function openRedisPools(config: Config, deps: { logger: Logger; registry?: Registry; closers: Closers }): RedisPools {
   const { logger, registry, closers } = deps;
   if (!config.REDIS_URL) throw new Error('openRedisPools: REDIS_URL is not set');
-  const connection = new RedisConnection({ url: config.REDIS_URL, logger });
+  const connection = new RedisConnection({ url: config.REDIS_URL, logger, ...redisTls(config) });
   closers.add('redis', () => connection.close());
   const queue = new RefillQueue({
     connection: connection.patient,
@@ -63,7 +63,7 @@ export function openRedisPools(config: Config, deps: { logger: Logger; registry?
 /** The Kafka pool-topic sink refills publish to, when KAFKA_BROKERS is set. */
 export function openKafkaPoolSink(config: Config, deps: { logger: Logger; registry?: Registry; closers: Closers }): PoolSink | undefined {
   if (!config.KAFKA_BROKERS) return undefined;
-  const sink = new KafkaPoolSink({ kafka: createKafka({ brokers: config.KAFKA_BROKERS, clientId: 'idmint-refill', logger: deps.logger }), logger: deps.logger, ...(deps.registry ? { registry: deps.registry } : {}) });
+  const sink = new KafkaPoolSink({ kafka: kafkaFor(config, 'idmint-refill', deps.logger), logger: deps.logger, ...(deps.registry ? { registry: deps.registry } : {}) });
   deps.closers.add('kafka pool sink', () => sink.close());
   return sink;
 }

@@ -19,6 +19,7 @@ import { buildApiServer } from './roles/api.js';
 import { startRefillRole, type RefillRole } from './roles/refill.js';
 import { startResponderInBackground, startResponderRole } from './roles/responder.js';
 import { prepareDataDir } from './data-dir.js';
+import { checkCredentials } from './preflight.js';
 
 export type Role = 'api' | 'refill' | 'responder';
 
@@ -60,6 +61,8 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     const lock = lockDataDir(dataDir);
     closers.add('data lock', () => lock.release());
 
+    // A wrong password or certificate stops the start here, with one line naming the server.
+    await checkCredentials(config, logger);
     const db = await openDatabase(config, logger, closers, dataDir);
     const registry = new Registry();
     const metrics = new DispenserMetrics(registry, { defaultMetrics: true });

@@ -1,6 +1,7 @@
 import { hostname, networkInterfaces } from 'node:os';
 import type { Redis } from 'ioredis';
 import { IdmintError } from '../core/errors.js';
+import { zkAuth } from './connections.js';
 import { silentLogger, type Logger } from '../core/logger.js';
 import { systemClock, type Clock, type WorkerIdProvider } from '../core/ports.js';
 import { createSnowflakeSource, type SnowflakeSource, type SnowflakeSourceOptions } from '../dispenser/sources/snowflake.js';
@@ -14,7 +15,7 @@ import type { Config } from './config.js';
 
 export type WorkerIdConfig = Pick<
   Config,
-  'ZK_CONNECT' | 'IDMINT_WORKER_ID' | 'IDMINT_WORKER_ID_PROVIDER' | 'IDMINT_DATA_DIR' | 'IDMINT_ADVERTISE' | 'IDMINT_HOST' | 'IDMINT_PORT' | 'DATABASE_URL' | 'REDIS_URL' | 'IDMINT_POOL_KEY_PREFIX'
+  'ZK_CONNECT' | 'IDMINT_WORKER_ID' | 'IDMINT_WORKER_ID_PROVIDER' | 'IDMINT_DATA_DIR' | 'IDMINT_ADVERTISE' | 'IDMINT_HOST' | 'IDMINT_PORT' | 'DATABASE_URL' | 'REDIS_URL' | 'IDMINT_POOL_KEY_PREFIX' | 'IDMINT_ZK_AUTH'
 >;
 
 export interface WorkerIdDeps {
@@ -45,7 +46,7 @@ export function workerIdProviderFromConfig(config: WorkerIdConfig, deps: WorkerI
   switch (kind) {
     case 'zookeeper':
       if (config.ZK_CONNECT === undefined) throw missing('ZK_CONNECT');
-      return new ZooKeeperWorkerIdProvider({ connect: config.ZK_CONNECT, address: stableAddress(config), dataDir, logger, clock });
+      return new ZooKeeperWorkerIdProvider({ connect: config.ZK_CONNECT, address: stableAddress(config), dataDir, logger, clock, ...zkAuth(config) });
     case 'postgres':
       if (config.DATABASE_URL === undefined || !deps.db) throw missing('DATABASE_URL');
       return new PostgresWorkerIdProvider({ db: deps.db, host: hostname(), port: `${config.IDMINT_PORT}-${process.pid}`, logger });

@@ -1,7 +1,7 @@
 import { loadConfig } from '../app/config.js';
+import { kafkaFor } from '../app/connections.js';
 import { createLogger } from '../app/log.js';
 import { IdmintError } from '../core/errors.js';
-import { createKafka } from '../kafka/kafka.js';
 import { createKafkaClient } from '../kafka/client.js';
 import { initTopics } from '../kafka/topics.js';
 
@@ -11,12 +11,8 @@ const print = (line: string): void => void process.stdout.write(`${line}\n`);
 
 /** The CLI's Kafka: quiet (a person reads one line, not KafkaJS's retries) and quick to give up. */
 function cliKafka() {
-  return createKafka({
-    brokers: brokersFromEnv(),
-    clientId: 'idmint-cli',
-    logger: createLogger({ level: 'silent' }),
-    config: { retry: { retries: 2, initialRetryTime: 100, maxRetryTime: 500 }, connectionTimeout: 2000 },
-  });
+  brokersFromEnv();
+  return kafkaFor(loadConfig(), 'idmint-cli', createLogger({ level: 'silent' }), { retry: { retries: 2, initialRetryTime: 100, maxRetryTime: 500 }, connectionTimeout: 2000 });
 }
 
 /** A broker that cannot be reached is one line that says what to check. */

@@ -1,3 +1,4 @@
+import type { ConnectionOptions } from 'node:tls';
 import { UnrecoverableError, Worker, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import { IdmintError, isIdmintError } from '../core/errors.js';
@@ -10,6 +11,8 @@ import { Episode } from '../core/episode.js';
 export interface RefillWorkerOptions {
   /** A Redis URL (clients are created and closed here) or a client the caller owns (needs `maxRetriesPerRequest: null`). */
   connection: string | Redis;
+  /** TLS settings for a `rediss://` URL connection. */
+  tls?: ConnectionOptions;
   processor: RefillProcessor;
   /** Queue name. Default `idmint-refill`. */
   name?: string;
@@ -43,14 +46,14 @@ export class RefillWorker {
   private closing: Promise<void> | undefined;
 
   constructor(options: RefillWorkerOptions) {
-    const { connection, processor, logger, ...rest } = options;
+    const { connection, processor, logger, tls, ...rest } = options;
     const s = { ...REFILL_WORKER_DEFAULTS, ...definedOnly(rest) } as Settings;
     const bad = (what: string) => new IdmintError('BAD_REQUEST', `invalid refill worker option: ${what}`);
     if (!Number.isInteger(s.concurrency) || s.concurrency < 1) throw bad('concurrency must be an integer >= 1');
     if (!(s.lockDurationMs >= 100) || !(s.stalledIntervalMs >= 100)) throw bad('lockDurationMs and stalledIntervalMs must be >= 100');
     this.settings = Object.freeze(s);
     this.log = (logger ?? silentLogger).child({ component: 'refill-worker' });
-    const client = typeof connection === 'string' ? new Redis(connection, { maxRetriesPerRequest: null }) : connection;
+    const client = typeof connection === 'string' ? new Redis(connection, { maxRetriesPerRequest: null, ...(tls ? { tls } : {}) }) : connection;
     this.ownsConnection = typeof connection === 'string' ? client : undefined;
 
     const run = async (job: Job) => {

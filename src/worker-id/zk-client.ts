@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import zookeeper from 'node-zookeeper-client';
-import type { Client, ClientOptions, Stat } from 'node-zookeeper-client';
+import type { ACL, Client, ClientOptions, Stat } from 'node-zookeeper-client';
 import { IdmintError, TimeoutError } from '../core/errors.js';
 import { silentLogger, type Logger } from '../core/logger.js';
 import { definedOnly } from '../core/options.js';
@@ -16,6 +16,11 @@ export interface ZkClientOptions {
   sessionTimeoutMs?: number;
   /** Pause between connection attempts. Default 500 ms. */
   spinDelayMs?: number;
+  /**
+   * Digest credentials `user:password` (IDMINT_ZK_AUTH): nodes this client creates get an ACL
+   * that lets only this identity change or delete them (anyone may read).
+   */
+  auth?: string;
   /** Joins an existing session instead of opening one (used by tests to expire a session). */
   session?: { id: Buffer; password: Buffer };
   logger?: Logger;
@@ -42,9 +47,11 @@ export function isZkError(err: unknown, code: number): boolean {
  * `connected` events. An expired session never comes back: the owner opens a new ZkClient.
  */
 export class ZkClient extends EventEmitter {
-  readonly options: Readonly<Required<Omit<ZkClientOptions, 'session' | 'logger'>>>;
+  readonly options: Readonly<Required<Omit<ZkClientOptions, 'session' | 'logger' | 'auth'>>>;
   private readonly client: Client;
   private readonly logger: Logger;
+  /** The ACL of created nodes: open without credentials, else creator-only writes. */
+  private readonly acls: ACL[];
   private closed = false;
 
   private constructor(options: ZkClientOptions) {
@@ -52,7 +59,7 @@ export class ZkClient extends EventEmitter {
     if (!/^[^\s,:]+:\d{1,5}(,[^\s,:]+:\d{1,5})*(\/\S*)?$/.test(options.connect)) {
       throw new IdmintError('BAD_REQUEST', `ZK_CONNECT must be host:port[,host:port], got "${options.connect}"`);
     }
-    const { session: _session, logger: _logger, ...rest } = options;
+    const { session: _session, logger: _logger, auth, ...rest } = options;
     this.options = Object.freeze({ ...ZK_CLIENT_DEFAULTS, ...definedOnly(rest), connect: options.connect });
     this.logger = (options.logger ?? silentLogger).child({ component: 'zookeeper' });
     const clientOptions: ClientOptions = { sessionTimeout: this.options.sessionTimeoutMs, spinDelay: this.options.spinDelayMs, retries: 0 };
@@ -61,6 +68,8 @@ export class ZkClient extends EventEmitter {
       clientOptions.sessionPassword = options.session.password;
     }
     this.client = zookeeper.createClient(options.connect, clientOptions);
+    if (auth) this.client.addAuthInfo('digest', Buffer.from(auth));
+    this.acls = auth ? [...zookeeper.ACL.CREATOR_ALL_ACL, ...zookeeper.ACL.READ_ACL_UNSAFE] : zookeeper.ACL.OPEN_ACL_UNSAFE;
     guardSocketParser(this.client, this.logger);
     this.client.on('connected', () => this.emit('connected'));
     this.client.on('disconnected', () => {
@@ -104,12 +113,12 @@ export class ZkClient extends EventEmitter {
 
   /** Creates a node; returns the actual path (with the sequence suffix for sequential modes). */
   create(path: string, data: Buffer | null, mode: number = CreateMode.PERSISTENT): Promise<string> {
-    return this.call(`create ${path}`, (cb) => this.client.create(path, data, mode, (err, p) => cb(err, p)));
+    return this.call(`create ${path}`, (cb) => this.client.create(path, data, this.acls, mode, (err, p) => cb(err, p)));
   }
 
   /** Creates `path` and its missing parents as persistent nodes. */
   mkdirp(path: string): Promise<string> {
-    return this.call(`mkdirp ${path}`, (cb) => this.client.mkdirp(path, (err, p) => cb(err, p)));
+    return this.call(`mkdirp ${path}`, (cb) => this.client.mkdirp(path, null, this.acls, CreateMode.PERSISTENT, (err, p) => cb(err, p)));
   }
 
   getData(path: string): Promise<{ data: Buffer | undefined; stat: Stat }> {
@@ -147,7 +156,10 @@ export class ZkClient extends EventEmitter {
       const timer = setTimeout(() => reject(new TimeoutError(`ZooKeeper ${what}`, timeoutMs)), timeoutMs);
       run((err, value) => {
         clearTimeout(timer);
-        if (err) reject(err);
+        if (err && isZkError(err, ZkException.NO_AUTH)) {
+          const message = `ZooKeeper at ZK_CONNECT=${this.options.connect} refused ${what}: not authorized (NO_AUTH); the node belongs to other credentials, check IDMINT_ZK_AUTH`;
+          reject(new IdmintError('WORKER_ID_UNAVAILABLE', message, { cause: err, details: { connect: this.options.connect } }));
+        } else if (err) reject(err);
         else resolve(value);
       });
     });

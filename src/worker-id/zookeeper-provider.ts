@@ -11,6 +11,8 @@ export interface ZooKeeperWorkerIdProviderOptions {
   connect: string;
   /** This process's `ip:port` (IDMINT_ADVERTISE); the node name and the key of its cached id. */
   address: string;
+  /** Digest credentials `user:password` (IDMINT_ZK_AUTH); see ZkClientOptions.auth. */
+  auth?: string;
   /** Default `/idmint/snowflake` (Leaf's layout: `<root>/forever/<ip:port>-<seq>`). */
   root?: string;
   /** Where the cached id and clock mark live. Default `./data`. */
@@ -104,7 +106,8 @@ export class ZooKeeperWorkerIdProvider implements WorkerIdProvider {
       if (previous && previous.workerId !== workerId) o.logger.warn({ cached: previous.workerId, workerId }, 'ZooKeeper gave a different worker id than the cached one');
       const mark = await LocalTimeMark.start({ ...o, key: this.cacheKey, workerId, source: 'zookeeper', previous });
       const lease = new ZooKeeperLease(this, workerId, zk, nodePath, mark);
-      await lease.report();
+      // The first report must land: a node this identity may not write is refused here, at start.
+      await lease.report(true);
       o.logger.info({ workerId, nodePath }, 'worker id registered in ZooKeeper');
       return lease;
     } catch (err) {
@@ -117,7 +120,7 @@ export class ZooKeeperWorkerIdProvider implements WorkerIdProvider {
   /** @internal */
   connect(): Promise<ZkClient> {
     const o = this.options;
-    return ZkClient.connect({ connect: o.connect, connectTimeoutMs: o.connectTimeoutMs, sessionTimeoutMs: o.sessionTimeoutMs, logger: o.logger });
+    return ZkClient.connect({ connect: o.connect, connectTimeoutMs: o.connectTimeoutMs, sessionTimeoutMs: o.sessionTimeoutMs, logger: o.logger, ...(o.auth ? { auth: o.auth } : {}) });
   }
 
   /** Finds this address's node (checking its last report against the clock) or creates one. @internal */
@@ -206,8 +209,8 @@ class ZooKeeperLease implements ZooKeeperWorkerIdLease {
     this.mark.assertIssuable(timestampMs);
   }
 
-  /** Writes `{ip, port, timestamp}` to the node; skipped while the clock is behind the last report. */
-  async report(): Promise<void> {
+  /** Writes `{ip, port, timestamp}` to the node; skipped while the clock is behind the last report. Failures are retried on the next tick, or thrown with `strict`. */
+  async report(strict = false): Promise<void> {
     const { zk, nodePath } = this;
     // One report at a time: while disconnected a write can outlast the interval.
     if (!zk || !nodePath || this.closed || this.revoked || this.reporting) return;
@@ -218,6 +221,7 @@ class ZooKeeperLease implements ZooKeeperWorkerIdLease {
       await zk.setData(nodePath, this.owner.endpoint(now));
       this.lastReported = now;
     } catch (err) {
+      if (strict) throw err;
       this.owner.options.logger.debug({ err, nodePath }, 'ZooKeeper report failed; retrying on the next tick');
     } finally {
       this.reporting = false;

@@ -75,3 +75,23 @@ export async function spawnServer(env: Record<string, string>, options: { timeou
     },
   };
 }
+
+/**
+ * Runs `idmint serve` expecting it to stop by itself (a start-up refusal); resolves with its exit
+ * code and output. A process still running after `timeoutMs` is killed and the code is null.
+ */
+export async function runUntilExit(env: Record<string, string>, timeoutMs = 30_000): Promise<{ code: number | null; output: string }> {
+  const port = await freePort();
+  const child = spawn(process.execPath, [BIN, 'serve'], {
+    cwd: ROOT,
+    env: { ...process.env, LOG_LEVEL: 'info', ...NO_SERVERS, ...env, IDMINT_PORT: env.IDMINT_PORT ?? String(port) },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+  const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
+  clearTimeout(timer);
+  return { code, output };
+}

@@ -8,6 +8,7 @@ import { PostgresBizStore } from '../../store/biz-store.js';
 import { Closers } from '../closers.js';
 import type { Config } from '../config.js';
 import { openDatabase } from '../database.js';
+import { redisTls } from '../connections.js';
 import { openKafkaPoolSink, openRedisPools, type RedisPools } from '../pools.js';
 import type { Started } from '../process.js';
 import { DEFAULT_REDIS_POOL } from '../../core/pool-kind.js';
@@ -48,6 +49,7 @@ export async function startRefillRole(options: RefillRoleOptions): Promise<Refil
   });
   const worker = new RefillWorker({
     connection: config.REDIS_URL as string,
+    ...redisTls(config),
     processor,
     name: config.IDMINT_REFILL_QUEUE,
     prefix: config.IDMINT_REFILL_PREFIX,

@@ -2,10 +2,10 @@ import type { Registry } from 'prom-client';
 import type { Logger } from '../../core/logger.js';
 import type { IdDispenser } from '../../core/ports.js';
 import type { Kafka } from 'kafkajs';
-import { createKafka } from '../../kafka/kafka.js';
 import { initTopics } from '../../kafka/topics.js';
 import { createResponder, type Responder } from '../../kafka/responder.js';
 import type { Config } from '../config.js';
+import { kafkaFor } from '../connections.js';
 
 export interface ResponderRoleOptions {
   config: Config;
@@ -18,7 +18,7 @@ export interface ResponderRoleOptions {
 /** The responder role: answers ID requests on the request topic. Resolves once it has joined its group. */
 export async function startResponderRole(options: ResponderRoleOptions): Promise<Responder> {
   const { config, logger } = options;
-  const kafka = createKafka({ brokers: config.KAFKA_BROKERS as string, clientId: 'idmint-responder', logger });
+  const kafka = kafkaFor(config, 'idmint-responder', logger);
   const responder = createResponder({
     kafka,
     dispenser: options.dispenser,

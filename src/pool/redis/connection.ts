@@ -1,9 +1,12 @@
+import type { ConnectionOptions } from 'node:tls';
 import { Redis } from 'ioredis';
 import { silentLogger, type Logger } from '../../core/logger.js';
 import { defineScripts } from './scripts.js';
 
 export interface RedisConnectionOptions {
   url: string;
+  /** TLS settings for a `rediss://` URL (a private CA). */
+  tls?: ConnectionOptions;
   logger?: Logger;
 }
 
@@ -26,14 +29,16 @@ export class RedisConnection {
 
   constructor(options: RedisConnectionOptions) {
     this.log = (options.logger ?? silentLogger).child({ component: 'redis' });
+    const tls = options.tls ? { tls: options.tls } : {};
     this.fast = new Redis(options.url, {
+      ...tls,
       maxRetriesPerRequest: 1,
       autoResendUnfulfilledCommands: false,
       commandTimeout: 1000,
       connectTimeout: 2000,
       retryStrategy: (times) => Math.min(times * 200, 2000),
     });
-    this.patient = new Redis(options.url, { maxRetriesPerRequest: null, autoResendUnfulfilledCommands: false });
+    this.patient = new Redis(options.url, { ...tls, maxRetriesPerRequest: null, autoResendUnfulfilledCommands: false });
     defineScripts(this.fast);
     defineScripts(this.patient);
     // ioredis emits 'error' on every failed reconnect; without a listener node would crash.
