@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { z } from 'zod';
 import { IdmintError } from '../core/errors.js';
 import { REQUEST_TOPIC, RESPONDER_GROUP } from '../kafka/topics.js';
@@ -66,6 +67,16 @@ const secret = z.string().regex(/^[\x21-\x7e]{8,}$/, 'at least 8 printable chara
 export const envSchema = z.object({
   /** HTTP port. Default 8080 (Leaf's). */
   IDMINT_PORT: int(0, 65535).default(8080),
+  /** Serving processes on the one port (node's cluster module): a number, or `auto` (one per core). Each is a distinct issuer; more than 1 needs DATABASE_URL. Default 1. */
+  IDMINT_PROCESSES: z
+    .string()
+    .trim()
+    .regex(/^(auto|\d{1,3})$/, 'a number from 1 to 256, or auto')
+    .transform((v) => (v === 'auto' ? availableParallelism() : Number(v)))
+    .pipe(z.number().int().min(1, 'a number from 1 to 256, or auto').max(256, 'a number from 1 to 256, or auto'))
+    .default(1),
+  /** Set by `idmint serve` for each of its IDMINT_PROCESSES: the process's index. Not for users. */
+  IDMINT_PROCESS_INDEX: int(0, 255).optional(),
   /** HTTP bind address. Default loopback; admin routes need a token on any other address. */
   IDMINT_HOST: z.string().trim().min(1).default('127.0.0.1'),
   /** Postgres URL. Unset: embedded PGlite under IDMINT_DATA_DIR. */
@@ -122,7 +133,7 @@ export const envSchema = z.object({
   IDMINT_ADVERTISE: z
     .string()
     .trim()
-    .regex(/^[^\s:]+:\d{1,5}$/, 'host:port')
+    .regex(/^[^\s:#]+:\d{1,5}(#\d{1,3})?$/, 'host:port')
     .optional(),
 
   // Abuse limits on the routes that hand out IDs (per process; 0 = off).
@@ -192,6 +203,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const config = parseEnv(envSchema, env);
   if (config.IDMINT_POOL_MIN_DEPTH > config.IDMINT_POOL_MAX_DEPTH) {
     throw new IdmintError('BAD_REQUEST', 'invalid configuration: IDMINT_POOL_MIN_DEPTH must not exceed IDMINT_POOL_MAX_DEPTH');
+  }
+  if (config.IDMINT_PROCESSES > 1 && !config.DATABASE_URL) {
+    throw new IdmintError('BAD_REQUEST', 'invalid configuration: IDMINT_PROCESSES > 1 needs DATABASE_URL (the embedded database has one owner; run one process, or use Postgres)');
   }
   const sasl = [config.IDMINT_KAFKA_SASL_MECHANISM, config.IDMINT_KAFKA_SASL_USERNAME, config.IDMINT_KAFKA_SASL_PASSWORD];
   if (sasl.some((v) => v !== undefined) && !sasl.every((v) => v !== undefined)) {

@@ -1,7 +1,31 @@
+import cluster from 'node:cluster';
 import type { Logger } from '../core/logger.js';
-import type { Config } from './config.js';
-import type { Started } from './process.js';
+import { loadConfig, type Config } from './config.js';
+import { createLogger } from './log.js';
+import { runProcess, startFailure, type Started } from './process.js';
 import { startRuntime } from './runtime.js';
+
+/**
+ * `idmint serve`: one serving process, or with IDMINT_PROCESSES > 1 a primary that forks that
+ * many on the one port (each then runs this again as a cluster worker and serves).
+ */
+export async function serve(overrides: Record<string, string>): Promise<void> {
+  if (cluster.isPrimary) {
+    let config: Config;
+    try {
+      config = loadConfig({ ...process.env, ...overrides });
+    } catch (err) {
+      process.stderr.write(`idmint: ${startFailure(err)}\n`);
+      process.exit(1);
+    }
+    if (config.IDMINT_PROCESSES > 1) {
+      const { runPrimary } = await import('./cluster/primary.js');
+      runPrimary(config, createLogger({ level: config.LOG_LEVEL, name: 'idmint' }));
+      return;
+    }
+  }
+  runProcess('idmint', startServeProcess, overrides);
+}
 
 /** `idmint serve` and workers/{all,api,responder}.ts: a serving process, announced with a first command to try. */
 export async function startServeProcess({ config, logger }: { config: Config; logger: Logger }): Promise<Started> {

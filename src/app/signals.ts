@@ -1,3 +1,4 @@
+import cluster from 'node:cluster';
 import type { Logger } from 'pino';
 
 /** How long a graceful stop may take before the process exits anyway. */
@@ -34,6 +35,8 @@ export function stopOnSignals(logger: Logger, close: () => Promise<void>): void 
       },
     );
   };
-  process.on('SIGINT', stop);
   process.on('SIGTERM', stop);
+  // A process of an IDMINT_PROCESSES group is stopped by its primary (SIGTERM); Ctrl-C reaches
+  // the whole terminal group, and counting it would make the primary's SIGTERM a second signal.
+  process.on('SIGINT', cluster.isWorker ? () => undefined : stop);
 }

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 
-/** `idmint serve`: every role this config allows, in one process, until SIGINT or SIGTERM. */
+/** `idmint serve`: every role this config allows, in one process (or IDMINT_PROCESSES of them), until SIGINT or SIGTERM. */
 export function registerServeCommand(program: Command): void {
   program
     .command('serve')
@@ -10,8 +10,8 @@ export function registerServeCommand(program: Command): void {
     .option('--data-dir <dir>', 'embedded state directory (default $IDMINT_DATA_DIR or ./data)')
     .action(async (flags: { port?: string; host?: string; dataDir?: string }) => {
       // Loaded only when serving: the client commands must not pay for the server's modules.
-      const [{ runProcess }, { startServeProcess }] = await Promise.all([import('../app/process.js'), import('../app/serve.js')]);
-      runProcess('idmint', startServeProcess, {
+      const { serve } = await import('../app/serve.js');
+      await serve({
         ...(flags.port === undefined ? {} : { IDMINT_PORT: flags.port }),
         ...(flags.host === undefined ? {} : { IDMINT_HOST: flags.host }),
         ...(flags.dataDir === undefined ? {} : { IDMINT_DATA_DIR: flags.dataDir }),

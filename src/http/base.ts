@@ -87,7 +87,10 @@ function clientError(err: NodeJS.ErrnoException, socket: Duplex): void {
 }
 
 /** `/healthz`, `/readyz` (503 when not ready) and `/metrics`, on every server. */
-export function opsRoutes(app: FastifyInstance, options: { registry: Registry; readiness?: () => Promise<ReadinessReport> }): void {
+export function opsRoutes(
+  app: FastifyInstance,
+  options: { registry: Pick<Registry, 'contentType' | 'metrics'>; readiness?: () => Promise<ReadinessReport> },
+): void {
   app.get('/healthz', async () => ({ status: 'ok' }));
   app.get('/readyz', async (request, reply) => {
     const report = options.readiness ? await options.readiness() : { status: 'ready' as const, checks: {} };

@@ -23,6 +23,8 @@ export interface HttpServerOptions {
   dispenser: Dispenser;
   store: BizStore;
   registry: Registry;
+  /** What `/metrics` serves, when not `registry` alone (a process of an IDMINT_PROCESSES group serves the group's). */
+  metricsSource?: Pick<Registry, 'contentType' | 'metrics'>;
   decode: (id: bigint, tag: BizTag | null) => Record<string, unknown>;
   /** Bind address, used to refuse an unauthenticated admin API off loopback. */
   host: string;
@@ -75,7 +77,7 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
   const authorize = makeAdminGuard(options.adminToken);
 
   if (!options.opsOnly) await openApi(app);
-  opsRoutes(app, { registry: options.registry, ...(options.readiness ? { readiness: options.readiness } : {}) });
+  opsRoutes(app, { registry: options.metricsSource ?? options.registry, ...(options.readiness ? { readiness: options.readiness } : {}) });
   if (options.opsOnly) return app;
 
   const gate = options.tokens ? new TokenGate(options.tokens) : undefined;

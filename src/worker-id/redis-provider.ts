@@ -39,7 +39,7 @@ export class RedisWorkerIdProvider implements WorkerIdProvider {
   constructor(options: RedisWorkerIdProviderOptions) {
     const { redis, ...rest } = options;
     if (!/^[^\s:]+$/.test(rest.app ?? '')) throw new IdmintError('BAD_REQUEST', `app must be a non-empty name without ':' or spaces, got "${rest.app}"`, { details: { field: 'app' } });
-    if (!/^[^\s/:]+:\d{1,5}$/.test(rest.address ?? '')) throw new IdmintError('BAD_REQUEST', `address must be ip:port, got "${rest.address}"`, { details: { field: 'address' } });
+    if (!/^[^\s/:#]+:\d{1,5}(#\d{1,3})?$/.test(rest.address ?? '')) throw new IdmintError('BAD_REQUEST', `address must be ip:port (or ip:port#process), got "${rest.address}"`, { details: { field: 'address' } });
     const merged = withDefaults({ ...REDIS_WORKER_ID_DEFAULTS, clock: systemClock, logger: silentLogger }, rest);
     this.options = Object.freeze({ ...merged, logger: merged.logger.child({ component: 'worker-id-redis' }) });
     this.redis = redis;

@@ -64,7 +64,7 @@ export class ZooKeeperWorkerIdProvider implements WorkerIdProvider {
 
   constructor(options: ZooKeeperWorkerIdProviderOptions) {
     const merged = withDefaults({ ...ZOOKEEPER_WORKER_ID_DEFAULTS, clock: systemClock, logger: silentLogger }, options);
-    if (!/^[^\s/:]+:\d{1,5}$/.test(merged.address)) throw new IdmintError('BAD_REQUEST', `address must be ip:port, got "${merged.address}"`, { details: { field: 'address' } });
+    if (!/^[^\s/:#]+:\d{1,5}(#\d{1,3})?$/.test(merged.address)) throw new IdmintError('BAD_REQUEST', `address must be ip:port (or ip:port#process), got "${merged.address}"`, { details: { field: 'address' } });
     if (!/^(\/[^/\s]+)+$/.test(merged.root)) throw new IdmintError('BAD_REQUEST', `root must be an absolute ZooKeeper path, got "${merged.root}"`, { details: { field: 'root' } });
     this.options = Object.freeze({ ...merged, logger: merged.logger.child({ component: 'worker-id-zookeeper' }) });
   }
@@ -161,7 +161,8 @@ export class ZooKeeperWorkerIdProvider implements WorkerIdProvider {
 
   /** @internal */
   endpoint(timestamp = this.options.clock.now()): Buffer {
-    const [ip, port] = this.options.address.split(':') as [string, string];
+    // `ip:port#n` is process n of an IDMINT_PROCESSES group on that port.
+    const [ip, port] = this.options.address.replace(/#\d+$/, '').split(':') as [string, string];
     return Buffer.from(JSON.stringify({ ip, port, timestamp } satisfies ZkEndpoint));
   }
 }

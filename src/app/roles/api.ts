@@ -12,6 +12,7 @@ import { buildHttpServer, type ReadinessReport } from '../../http/server.js';
 import { collectRefillStats } from '../../refill/stats.js';
 import type { Database } from '../../store/db.js';
 import { PostgresTagTokenStore } from '../../store/tag-tokens.js';
+import { groupMetrics } from '../cluster/metrics.js';
 import { connectionLimits, type Config } from '../config.js';
 import type { RedisPools } from '../pools.js';
 import { DEFAULT_REDIS_POOL } from '../../core/pool-kind.js';
@@ -57,6 +58,7 @@ export function buildApiServer(options: ApiRoleOptions): Promise<FastifyInstance
     dispenser: options.dispenser,
     store,
     registry: options.registry,
+    ...(config.IDMINT_PROCESS_INDEX !== undefined && process.send ? { metricsSource: groupMetrics(options.registry) } : {}),
     decode: makeDecoder({ snowflake: snowflake.layout, uid: UID_LAYOUT }),
     decodeSnowflake: (id) => snowflake.decode(id),
     nextSnowflakeId: () => snowflake.nextId(),

@@ -52,3 +52,25 @@ describe('loadConfig is strict (hardening #11)', () => {
     expect(() => loadConfig({ IDMINT_MAX_COUNT: '1000000' })).toThrow(/IDMINT_MAX_COUNT: expected an integer from 1 to 100000/);
   });
 });
+
+describe('IDMINT_PROCESSES and secured connections', () => {
+  const pg = { DATABASE_URL: 'postgres://u@127.0.0.1:5432/db' };
+  it('takes a number or auto (one per core), 1 by default', () => {
+    expect(loadConfig({}).IDMINT_PROCESSES).toBe(1);
+    expect(loadConfig({ ...pg, IDMINT_PROCESSES: '4' }).IDMINT_PROCESSES).toBe(4);
+    expect(loadConfig({ ...pg, IDMINT_PROCESSES: 'auto' }).IDMINT_PROCESSES).toBeGreaterThanOrEqual(1);
+    expect(() => loadConfig({ ...pg, IDMINT_PROCESSES: '0' })).toThrow(/IDMINT_PROCESSES: expected a number from 1 to 256, or auto/);
+    expect(() => loadConfig({ ...pg, IDMINT_PROCESSES: 'many' })).toThrow(/IDMINT_PROCESSES/);
+  });
+
+  it('keeps the embedded database single-process', () => {
+    expect(() => loadConfig({ IDMINT_PROCESSES: '2' })).toThrow(/IDMINT_PROCESSES > 1 needs DATABASE_URL/);
+  });
+
+  it('wants the three Kafka SASL variables together, and a readable CA file', () => {
+    expect(() => loadConfig({ IDMINT_KAFKA_SASL_MECHANISM: 'scram-sha-512' })).toThrow(/go together/);
+    expect(() => loadConfig({ IDMINT_KAFKA_SASL_MECHANISM: 'gssapi', IDMINT_KAFKA_SASL_USERNAME: 'u', IDMINT_KAFKA_SASL_PASSWORD: 'p' })).toThrow(/plain, scram-sha-256 or scram-sha-512/);
+    expect(() => loadConfig({ IDMINT_REDIS_TLS_CA: '/nonexistent/ca.pem' })).toThrow(/IDMINT_REDIS_TLS_CA: expected a readable PEM file/);
+    expect(() => loadConfig({ IDMINT_ZK_AUTH: 'no-colon' })).toThrow(/IDMINT_ZK_AUTH: expected user:password/);
+  });
+});

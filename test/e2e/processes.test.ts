@@ -1,0 +1,107 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { spawnServer, type SpawnedServer } from '../helpers/spawn-server.js';
+
+/**
+ * IDMINT_PROCESSES: n serving processes on one port, on a shared Postgres with ZooKeeper worker
+ * ids. 500,000 IDs over HTTP (a segment and a Snowflake tag) while one process is SIGKILLed
+ * and replaced: zero duplicates, one distinct worker id per process (the replacement keeps
+ * the dead process's identity, so the group never uses more than n).
+ */
+
+let server: SpawnedServer | undefined;
+afterEach(async () => {
+  await server?.stop();
+  server = undefined;
+});
+
+const children = (pid: number): number[] =>
+  execFileSync('pgrep', ['-P', String(pid)], { encoding: 'utf8' })
+    .trim()
+    .split('\n')
+    .filter(Boolean)
+    .map(Number);
+
+async function until(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}\n${server?.output() ?? ''}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+describe.each([2, 4])('IDMINT_PROCESSES=%i on one port', (processes) => {
+  it('hands out 500,000 IDs with one process SIGKILLed and replaced: zero duplicates, distinct worker ids', async () => {
+    const schema = `procs_${processes}_${process.pid}`;
+    server = await spawnServer({
+      DATABASE_URL: process.env.DATABASE_URL!,
+      ZK_CONNECT: process.env.ZK_CONNECT!,
+      IDMINT_PG_SCHEMA: schema,
+      IDMINT_PROCESSES: String(processes),
+      IDMINT_DATA_DIR: mkdtempSync(join(tmpdir(), 'idmint-procs-')),
+      // Each run its own ZooKeeper identities: the port is fresh, the address says which process.
+    });
+    const s = server;
+    await until(`all ${processes} processes`, () => s.output().includes(`all ${processes} processes serve`));
+    for (const [bizTag, mode] of [['procs-seg', 'segment'], ['procs-snow', 'snowflake'], ['procs-metrics', 'segment']] as const) {
+      const created = await fetch(`${s.url}/v1/biz`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ bizTag, mode, step: 2000 }) });
+      expect(created.status).toBe(201);
+    }
+    await new Promise((r) => setTimeout(r, 1200)); // every process sees the new tags within a second
+
+    const primary = s.child.pid!;
+    const ids: Record<'procs-seg' | 'procs-snow', string[]> = { 'procs-seg': [], 'procs-snow': [] };
+    let failed = 0;
+    const target = 250_000; // per tag
+    let taken = 0;
+    const take = async (bizTag: 'procs-seg' | 'procs-snow'): Promise<void> => {
+      while (ids[bizTag].length < target) {
+        try {
+          // A fresh connection each time: the primary hands connections round-robin, so every process serves.
+          // A client timeout, as any client should have: a connection the primary accepted and was
+          // handing to the process at the moment it was SIGKILLed is never answered (node's cluster).
+          const response = await fetch(`${s.url}/v1/ids/${bizTag}?count=500`, { headers: { connection: 'close' }, signal: AbortSignal.timeout(5000) });
+          if (response.status !== 200) {
+            failed++;
+            continue;
+          }
+          const body = (await response.json()) as { ids: string[] };
+          ids[bizTag].push(...body.ids);
+          taken += body.ids.length;
+        } catch {
+          failed++; // the SIGKILLed process's connections reset; nothing was handed out on them
+          await new Promise((r) => setTimeout(r, 20));
+        }
+      }
+    };
+    const killer = (async () => {
+      await until('a quarter of the run', () => taken >= 125_000);
+      const victim = children(primary)[0]!;
+      process.kill(victim, 'SIGKILL');
+      await until('the replacement', () => s.output().includes('starting its replacement'));
+      await until(`${processes} processes again`, () => children(primary).length === processes && !children(primary).includes(victim));
+    })();
+    await Promise.all([...Array.from({ length: 8 }, (_, i) => take(i % 2 === 0 ? 'procs-seg' : 'procs-snow')), killer]);
+
+    const all = [...ids['procs-seg'], ...ids['procs-snow']];
+    expect(all.length).toBeGreaterThanOrEqual(500_000);
+    expect(new Set(all).size).toBe(all.length);
+    // Leaf's layout: 41 time | 10 worker | 12 sequence.
+    const workers = new Set(ids['procs-snow'].map((id) => Number((BigInt(id) >> 12n) & 0x3ffn)));
+    expect(workers.size, `worker ids ${[...workers].join(',')}`).toBe(processes);
+    expect(failed).toBeLessThan(1000);
+    expect(s.output()).not.toMatch(/process failed to start/);
+
+    // /metrics on any process is the group's: 400 IDs over fresh connections (so over every
+    // process) are 400 in every scrape, whichever process answers it.
+    for (let i = 0; i < 40; i++) expect((await fetch(`${s.url}/v1/ids/procs-metrics?count=10`, { headers: { connection: 'close' } })).status).toBe(200);
+    for (let scrape = 0; scrape < 4; scrape++) {
+      const text = await (await fetch(`${s.url}/metrics`, { headers: { connection: 'close' } })).text();
+      const issued = [...text.matchAll(/^idmint_ids_issued_total\{biz_tag="procs-metrics",[^}]*\} (\d+)$/gm)].reduce((sum, m) => sum + Number(m[1]), 0);
+      expect(issued).toBe(400);
+    }
+  });
+});
