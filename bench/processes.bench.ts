@@ -1,0 +1,148 @@
+/**
+ * A whole machine: single-ID HTTP (Leaf's routes) with IDMINT_PROCESSES=1 and =2 on Postgres,
+ * in alternating rounds; tail latency and event-loop delay per round; idle memory of the
+ * embedded server and of the api role on Postgres; restart to first ID.
+ * Reproduce: `npm run infra:up && npm run bench -- processes` (wrk if installed, else autocannon).
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { spawnServer, type SpawnedServer } from '../test/helpers/spawn-server.js';
+import { median, table, type Section } from './lib.js';
+import { loadGenerator, loadRound, summary, SUMMARY_HEADERS, type Round } from './peers.js';
+
+const ROUNDS = 3;
+const SECONDS = 8;
+const CONNECTIONS = 32;
+const root = new URL('..', import.meta.url).pathname;
+
+function infraDatabase(): string {
+  if (process.env.DATABASE_URL) return process.env.DATABASE_URL;
+  const env = join(root, '.infra/env');
+  const url = existsSync(env) ? /DATABASE_URL=(\S+)/.exec(readFileSync(env, 'utf8'))?.[1] : undefined;
+  if (!url) throw new Error('needs Postgres: run `npm run infra:up` first (or set DATABASE_URL)');
+  return url;
+}
+
+/** Resident memory of a process and its children, MB. */
+function rssMb(pid: number): number {
+  const pids = [pid, ...execFileSync('bash', ['-c', `pgrep -P ${pid} || true`], { encoding: 'utf8' }).split('\n').filter(Boolean).map(Number)];
+  const kb = pids.map((p) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${p}/status`, 'utf8'))?.[1] ?? 0)).reduce((a, b) => a + b, 0);
+  return Math.round(kb / 1024);
+}
+
+async function eventLoopP99Ms(server: SpawnedServer): Promise<number> {
+  const text = await (await fetch(`${server.url}/metrics`)).text();
+  return Number(/^idmint_nodejs_eventloop_lag_p99_seconds (\S+)$/m.exec(text)?.[1] ?? Number.NaN) * 1000;
+}
+
+async function firstId(url: string): Promise<void> {
+  for (;;) {
+    const response = await fetch(`${url}/api/segment/get/bench`).catch(() => undefined);
+    if (response?.ok) return;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+async function start(env: Record<string, string>): Promise<{ server: SpawnedServer; dir: string }> {
+  const dir = mkdtempSync(join(tmpdir(), 'idmint-bench-procs-'));
+  const server = await spawnServer({ IDMINT_DATA_DIR: dir, LOG_LEVEL: 'warn', ...env });
+  return { server, dir };
+}
+
+export async function run(): Promise<Section> {
+  execFileSync(process.execPath, ['scripts/build.mjs', '--if-stale'], { cwd: root, stdio: 'ignore' });
+  const pg = { DATABASE_URL: infraDatabase(), IDMINT_PG_SCHEMA: 'bench_processes', IDMINT_ROLES: 'api' };
+  const one = await start({ ...pg, IDMINT_PROCESSES: '1' });
+  const two = await start({ ...pg, IDMINT_PROCESSES: '2' });
+  const rows: Array<Array<string | number>> = [];
+  const perRound: Array<Array<string | number>> = [];
+  const results: Record<string, { one: Round[]; two: Round[] }> = {};
+  try {
+    await fetch(`${one.server.url}/v1/biz`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ bizTag: 'bench', step: 10000 }) });
+    await new Promise((r) => setTimeout(r, 1500));
+    for (const route of ['/api/segment/get/bench', '/api/snowflake/get/bench']) {
+      const res = { one: [] as Round[], two: [] as Round[] };
+      for (const s of [one.server, two.server]) await loadRound(`${s.url}${route}`, 2, CONNECTIONS); // warm-up
+      for (let i = 0; i < ROUNDS; i++) {
+        for (const [name, s, list] of [['1 process', one.server, res.one], ['2 processes', two.server, res.two]] as const) {
+          await eventLoopP99Ms(s); // resets the delay histogram
+          const round = await loadRound(`${s.url}${route}`, SECONDS, CONNECTIONS);
+          const loopP99 = await eventLoopP99Ms(s);
+          list.push(round);
+          perRound.push([route, name, i + 1, Math.round(round.requestsPerSecond), round.p50Ms.toFixed(2), round.p99Ms.toFixed(2), (round.p99Ms / round.p50Ms).toFixed(1), loopP99.toFixed(1)]);
+        }
+      }
+      results[route] = res;
+      rows.push(summary(`${route}, IDMINT_PROCESSES=1`, res.one), summary(`${route}, IDMINT_PROCESSES=2`, res.two));
+    }
+  } finally {
+    await Promise.all([one.server.stop(), two.server.stop()]);
+    for (const d of [one.dir, two.dir]) rmSync(d, { recursive: true, force: true });
+  }
+
+  // Idle memory, and restart to first ID on Postgres (compiled start).
+  // The embedded server twice: its first start (which creates the PGlite database) and a restart.
+  const embedded = await start({});
+  await fetch(`${embedded.server.url}/v1/ids/demo`);
+  await new Promise((r) => setTimeout(r, 3000));
+  const embeddedFirstRss = rssMb(embedded.server.child.pid!);
+  await embedded.server.stop();
+  const embeddedAgain = await spawnServer({ IDMINT_DATA_DIR: embedded.dir, LOG_LEVEL: 'warn' });
+  await fetch(`${embeddedAgain.url}/v1/ids/demo`);
+  await new Promise((r) => setTimeout(r, 3000));
+  const embeddedRss = rssMb(embeddedAgain.child.pid!);
+  await embeddedAgain.stop();
+  rmSync(embedded.dir, { recursive: true, force: true });
+
+  const api = await start(pg);
+  await firstId(api.server.url);
+  await new Promise((r) => setTimeout(r, 3000));
+  const apiRss = rssMb(api.server.child.pid!);
+  await api.server.stop();
+  const restarts: number[] = [];
+  for (let i = 0; i < 3; i++) {
+    const t0 = performance.now();
+    const again = await spawnServer({ IDMINT_DATA_DIR: api.dir, LOG_LEVEL: 'warn', ...pg });
+    await firstId(again.url);
+    restarts.push(performance.now() - t0);
+    await again.stop();
+  }
+  rmSync(api.dir, { recursive: true, force: true });
+
+  const ratio = (route: string): number => {
+    const r = results[route]!;
+    return median(r.two.map((x) => x.requestsPerSecond)) / median(r.one.map((x) => x.requestsPerSecond));
+  };
+  const segRatio = ratio('/api/segment/get/bench');
+  const sfRatio = ratio('/api/snowflake/get/bench');
+  const tailOk = perRound.every((r) => Number(r[6]) <= 10);
+  const restart = median(restarts);
+  return {
+    title: 'A whole machine: processes, tails, memory, restart',
+    body: [
+      `Postgres (api role, in-memory double buffers), ${ROUNDS} alternating rounds of ${SECONDS} s per route, ${CONNECTIONS} connections, ${await loadGenerator()} on the same 2 cores.`,
+      '',
+      table(SUMMARY_HEADERS, rows),
+      '',
+      `IDMINT_PROCESSES=2 / 1 (median req/s): segment ${segRatio.toFixed(2)} ×, Snowflake ${sfRatio.toFixed(2)} × — target ≥ 1.5 ×: **${segRatio >= 1.5 && sfRatio >= 1.5 ? 'met' : 'not met'}**.`,
+      '',
+      'Every round (p99/p50 target ≤ 10 on a loaded machine; event-loop delay p99 from `idmint_nodejs_eventloop_lag_p99_seconds`, read after the round):',
+      '',
+      table(['route', 'processes', 'round', 'req/s', 'p50 ms', 'p99 ms', 'p99/p50', 'event-loop p99 ms'], perRound),
+      '',
+      `p99 ≤ 10 × p50 in every round: **${tailOk ? 'met' : 'not met'}**.`,
+      '',
+      table(
+        ['measure', 'value', 'target', 'met'],
+        [
+          ['embedded server idle RSS, first start (creates the database)', `${embeddedFirstRss} MB`, '—', '—'],
+          ['embedded server idle RSS, restarted', `${embeddedRss} MB`, '≤ 250 MB', embeddedRss <= 250 ? 'yes' : 'no'],
+          ['api role on Postgres idle RSS', `${apiRss} MB`, '≤ 150 MB', apiRss <= 150 ? 'yes' : 'no'],
+          ['restart to first ID, api role on Postgres (median of 3, compiled)', `${Math.round(restart)} ms`, '≤ 1000 ms', restart <= 1000 ? 'yes' : 'no'],
+        ],
+      ),
+    ].join('\n'),
+  };
+}
