@@ -1,4 +1,5 @@
 import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
+import { open, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ClockBackwardsError, IdmintError } from '../core/errors.js';
@@ -71,6 +72,10 @@ export function writeLocalMarkSync(path: string, state: LocalMarkState): void {
     closeSync(fd);
   }
   renameSync(tmp, path);
+  fsyncDirSync(dir);
+}
+
+function fsyncDirSync(dir: string): void {
   try {
     const dfd = openSync(dir, 'r');
     try {
@@ -95,12 +100,16 @@ export class LocalTimeMark {
   private readonly options: Readonly<Required<Omit<LocalTimeMarkOptions, 'logger'>>>;
   private readonly logger: Logger;
   private mark: number;
+  /** The highest mark renamed into place (durable or about to be): renames only ever raise it. */
+  private written: number;
+  private renewing = false;
 
   private constructor(path: string, workerId: number, source: string, markMs: number, options: Required<Omit<LocalTimeMarkOptions, 'logger'>>, logger: Logger) {
     this.path = path;
     this.workerId = workerId;
     this.source = source;
     this.mark = markMs;
+    this.written = markMs;
     this.options = Object.freeze(options);
     this.logger = logger;
   }
@@ -155,8 +164,14 @@ export class LocalTimeMark {
    * past it, persists a new mark synchronously first. Throws NOT_READY if the write fails.
    */
   assertIssuable(timestampMs: number): void {
-    if (timestampMs <= this.mark) return;
-    const next = Math.max(timestampMs, this.options.clock.now()) + this.options.markAheadMs;
+    if (timestampMs <= this.mark) {
+      // Halfway to the mark, the next one is written in the background, off the event loop: a
+      // steady issuer never waits for an fsync. The mark only moves once that write is durable.
+      if (!this.renewing && timestampMs > this.mark - this.options.markAheadMs / 2) this.renew();
+      return;
+    }
+    // Never below a mark already renamed into place by a background write: the file never goes down.
+    const next = Math.max(Math.max(timestampMs, this.options.clock.now()) + this.options.markAheadMs, this.written);
     const previous = this.mark;
     this.mark = next;
     try {
@@ -167,9 +182,46 @@ export class LocalTimeMark {
     }
   }
 
+  private state(markMs: number): LocalMarkState {
+    return { version: 1, workerId: this.workerId, markMs, source: this.source, updatedAt: new Date().toISOString() };
+  }
+
   private persist(): void {
-    writeLocalMarkSync(this.path, { version: 1, workerId: this.workerId, markMs: this.mark, source: this.source, updatedAt: new Date().toISOString() });
+    writeLocalMarkSync(this.path, this.state(this.mark));
+    this.written = Math.max(this.written, this.mark);
     this.logger.trace({ markMs: this.mark }, 'mark persisted');
+  }
+
+  /**
+   * The background write: temp file written and fsynced on the thread pool; then, on this
+   * thread, renamed into place only if no higher mark was written meanwhile (so the file never
+   * goes down), the directory fsynced, and only then the mark raised. A failure leaves the mark
+   * where it was: the synchronous path at the mark writes again or refuses.
+   */
+  private renew(): void {
+    const next = this.options.clock.now() + this.options.markAheadMs;
+    if (next <= this.mark) return;
+    this.renewing = true;
+    const tmp = `${this.path}.${process.pid}.renew.tmp`;
+    const write = async (): Promise<void> => {
+      const handle = await open(tmp, 'w');
+      try {
+        await handle.writeFile(JSON.stringify(this.state(next)) + '\n');
+        await handle.sync();
+      } finally {
+        await handle.close();
+      }
+      if (next <= this.written) return void (await rm(tmp, { force: true }));
+      renameSync(tmp, this.path);
+      this.written = next;
+      const dir = await open(join(this.path, '..'), 'r').catch(() => undefined);
+      await dir?.sync().catch(() => undefined); // some filesystems refuse fsync on a directory
+      await dir?.close();
+      this.mark = Math.max(this.mark, next);
+    };
+    write()
+      .catch((err: unknown) => this.logger.warn({ err, path: this.path }, 'background write of the clock mark failed; the next ID past the mark writes it synchronously'))
+      .finally(() => (this.renewing = false));
   }
 }
 

@@ -18,6 +18,36 @@ const fixedClock = (ms: number) => ({ now: () => ms });
 const dir = () => mkdtempSync(join(tmpdir(), 'idmint-mark-'));
 
 describe('LocalTimeMark', () => {
+  it('writes the next mark in the background halfway to it, and raises the mark only once it is on disk', async () => {
+    const dataDir = dir();
+    const clock = { ms: T0, now: () => clock.ms };
+    const mark = await LocalTimeMark.start({ dataDir, key: 'k', workerId: 1, source: 'file', clock, markAheadMs: 1000 });
+    clock.ms = T0 + 600;
+    mark.assertIssuable(T0 + 600); // past halfway: a background write of T0 + 1600 starts
+    expect(mark.markMs).toBe(T0 + 1000); // not raised before the write is durable
+    for (let i = 0; i < 100 && mark.markMs === T0 + 1000; i++) await new Promise((r) => setTimeout(r, 5));
+    expect(mark.markMs).toBe(T0 + 1600);
+    expect(readLocalMark(mark.path)?.markMs).toBe(T0 + 1600);
+  });
+
+  it('never lets the file go below an approved timestamp, however background and synchronous writes interleave', async () => {
+    const dataDir = dir();
+    const clock = { ms: T0, now: () => clock.ms };
+    const mark = await LocalTimeMark.start({ dataDir, key: 'k', workerId: 1, source: 'file', clock, markAheadMs: 100 });
+    let approved = 0;
+    for (let step = 0; step < 400; step++) {
+      // Time moves by random amounts, sometimes back a little; the issuer sometimes outruns the mark.
+      clock.ms += Math.floor(Math.random() * 60) - (step % 37 === 0 ? 30 : 0);
+      const ts = Math.max(clock.ms, approved);
+      mark.assertIssuable(ts);
+      approved = Math.max(approved, ts);
+      expect(readLocalMark(mark.path)!.markMs).toBeGreaterThanOrEqual(approved);
+      expect(mark.markMs).toBeGreaterThanOrEqual(approved);
+      if (step % 3 === 0) await new Promise((r) => setImmediate(r));
+      expect(readLocalMark(mark.path)!.markMs).toBeGreaterThanOrEqual(mark.markMs);
+    }
+  });
+
   it('persists the worker id and a mark ahead of now', async () => {
     const dataDir = dir();
     const mark = await LocalTimeMark.start({ dataDir, key: 'k', workerId: 7, source: 'file', clock: fixedClock(T0), markAheadMs: 1000 });
