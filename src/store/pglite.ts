@@ -15,12 +15,19 @@ export interface PgliteDatabaseOptions {
  * transaction at a time, so concurrent callers queue; `int8` comes back as `bigint`.
  * Inside `transaction(fn)` use only `tx`: a `db.query` there would wait for the transaction forever.
  */
+/**
+ * Memory settings of the embedded database. idmint's tables are a few rows per tag and a ledger
+ * row per segment: 16 MB of shared buffers hold them many times over, where PGlite's default
+ * 128 MB (grown into the WASM heap, which never shrinks) was most of the embedded server's RSS.
+ */
+const EMBEDDED_SETTINGS = ['shared_buffers = 16MB', 'wal_buffers = 1MB', 'work_mem = 1MB', 'maintenance_work_mem = 16MB', 'temp_buffers = 1MB'];
+
 export async function createPgliteDatabase(options: PgliteDatabaseOptions = {}): Promise<Database> {
   const log = (options.logger ?? silentLogger).child({ component: 'pglite' });
   const parsers = { [types.INT8]: (v: string) => BigInt(v) };
   let db: PGlite;
   try {
-    db = await PGlite.create({ ...(options.dataDir === undefined ? {} : { dataDir: options.dataDir }), parsers });
+    db = await PGlite.create({ ...(options.dataDir === undefined ? {} : { dataDir: options.dataDir }), parsers, postgresqlconf: EMBEDDED_SETTINGS });
   } catch (err) {
     throw new IdmintError('NOT_READY', `PGlite could not open ${options.dataDir ?? 'an in-memory database'}: ${String(err)}`, { cause: err });
   }
