@@ -1,0 +1,128 @@
+import type { Topology, RoleName } from './topology.js';
+
+/**
+ * The faults, each a function that injects it and returns once the topology is whole again.
+ * Not injected (said so in the report): Redis restarted from an older snapshot (the private
+ * Redis keeps no snapshot) and a stepped Snowflake clock (no clock hook in a serving process yet).
+ */
+export interface Fault {
+  readonly kind: string;
+  readonly what: string;
+  inject(t: Topology, rng: () => number): Promise<void>;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const pick = <T>(list: readonly T[], rng: () => number): T => list[Math.floor(rng() * list.length)]!;
+
+function killRole(kind: 'api' | 'responder' | 'refill'): Fault {
+  return {
+    kind: `kill-${kind}`,
+    what: `SIGKILL one ${kind} process, start it again a second later`,
+    async inject(t, rng) {
+      const role = pick([`${kind}-1`, `${kind}-2`] as RoleName[], rng);
+      await t.killRole(role);
+      await sleep(1000);
+      await t.startRole(role);
+    },
+  };
+}
+
+export const FAULTS: readonly Fault[] = [
+  killRole('api'),
+  killRole('responder'),
+  killRole('refill'),
+  {
+    kind: 'kill-several',
+    what: 'SIGKILL an api, a responder and a refill worker at once, start them again',
+    async inject(t, rng) {
+      const roles = (['api', 'responder', 'refill'] as const).map((k) => pick([`${k}-1`, `${k}-2`] as RoleName[], rng));
+      await Promise.all(roles.map((r) => t.killRole(r)));
+      await sleep(1000);
+      await Promise.all(roles.map((r) => t.startRole(r)));
+    },
+  },
+  {
+    kind: 'redis-kill',
+    what: 'SIGKILL Redis and start it empty (every pool and queue lost)',
+    async inject(t) {
+      await t.server('redis').kill();
+      await sleep(1000);
+      await t.server('redis').start();
+    },
+  },
+  {
+    kind: 'redis-pause',
+    what: 'SIGSTOP Redis for 5 s (a hung server: the port stays open)',
+    async inject(t) {
+      await t.server('redis').pause();
+      await sleep(5000);
+      await t.server('redis').resume();
+    },
+  },
+  {
+    kind: 'postgres-restart',
+    what: 'restart Postgres',
+    async inject(t) {
+      await t.server('postgres').restart();
+    },
+  },
+  {
+    kind: 'postgres-down',
+    what: 'stop Postgres for 10 s',
+    async inject(t) {
+      await t.server('postgres').stop();
+      await sleep(10_000);
+      await t.server('postgres').start();
+    },
+  },
+  {
+    kind: 'zookeeper-down',
+    what: 'stop ZooKeeper, restart an api process while it is down (cached worker id), start ZooKeeper',
+    async inject(t, rng) {
+      const role = pick(['api-1', 'api-2'] as RoleName[], rng);
+      await t.server('zookeeper').stop();
+      await t.killRole(role);
+      await t.startRole(role);
+      await sleep(2000);
+      await t.server('zookeeper').start();
+    },
+  },
+  {
+    kind: 'kafka-restart',
+    what: 'restart the Kafka broker',
+    async inject(t) {
+      await t.server('kafka').restart();
+    },
+  },
+  {
+    kind: 'kafka-kill',
+    what: 'SIGKILL the Kafka broker, start it again',
+    async inject(t) {
+      await t.server('kafka').kill();
+      await sleep(1000);
+      await t.server('kafka').start();
+    },
+  },
+];
+
+/** A small seeded generator (mulberry32): the same seed gives the same schedule. */
+export function seeded(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** Every kind once in a seeded order, then seeded picks: the first round covers every fault. */
+export function schedule(rng: () => number): () => Fault {
+  const firstRound = [...FAULTS];
+  for (let i = firstRound.length - 1; i > 0; i--) {
+    const j = Math.floor(rng() * (i + 1));
+    [firstRound[i], firstRound[j]] = [firstRound[j]!, firstRound[i]!];
+  }
+  return () => firstRound.shift() ?? pick(FAULTS, rng);
+}

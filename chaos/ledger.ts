@@ -1,0 +1,132 @@
+/**
+ * Every ID the chaos run was handed, per tag, as ranges (a single ID is the range [id, id]),
+ * with counts per path and source, a per-second timeline per path, latencies and errors per
+ * phase. `duplicates()` sorts each tag's ranges and reports every overlap.
+ */
+
+class Ranges {
+  starts: BigInt64Array = new BigInt64Array(1 << 16);
+  ends: BigInt64Array = new BigInt64Array(1 << 16);
+  /** Who handed each range out (an index into Ledger.origins): a duplicate names both. */
+  origins: Uint16Array = new Uint16Array(1 << 16);
+  length = 0;
+
+  push(start: bigint, end: bigint, origin: number): void {
+    if (this.length === this.starts.length) {
+      const grow = (a: BigInt64Array): BigInt64Array => {
+        const b = new BigInt64Array(a.length * 2);
+        b.set(a);
+        return b;
+      };
+      this.starts = grow(this.starts);
+      this.ends = grow(this.ends);
+      const origins = new Uint16Array(this.origins.length * 2);
+      origins.set(this.origins);
+      this.origins = origins;
+    }
+    this.origins[this.length] = origin;
+    this.starts[this.length] = start;
+    this.ends[this.length] = end;
+    this.length++;
+  }
+
+  /** Overlapping ranges, at most `limit` of them. */
+  overlaps(limit: number, originName: (i: number) => string): string[] {
+    const order = new Uint32Array(this.length);
+    for (let i = 0; i < this.length; i++) order[i] = i;
+    const starts = this.starts;
+    order.sort((a, b) => (starts[a]! < starts[b]! ? -1 : starts[a]! > starts[b]! ? 1 : 0));
+    const found: string[] = [];
+    let maxEnd = -1n;
+    let maxAt = -1;
+    for (const i of order) {
+      if (maxAt >= 0 && starts[i]! <= maxEnd) {
+        found.push(`[${starts[i]}, ${this.ends[i]}] from ${originName(this.origins[i]!)} overlaps [${starts[maxAt]}, ${this.ends[maxAt]}] from ${originName(this.origins[maxAt]!)}`);
+        if (found.length >= limit) break;
+      }
+      if (this.ends[i]! > maxEnd) {
+        maxEnd = this.ends[i]!;
+        maxAt = i;
+      }
+    }
+    return found;
+  }
+}
+
+export interface PhaseStats {
+  latencies: Map<string, number[]>;
+  ids: Map<string, number>;
+  errors: Map<string, number>;
+  startedAt: number;
+}
+
+export class Ledger {
+  readonly startedAt = Date.now();
+  private readonly tags = new Map<string, Ranges>();
+  /** `path source` → IDs. */
+  readonly bySource = new Map<string, number>();
+  /** path → IDs per second since the start. */
+  readonly timeline = new Map<string, number[]>();
+  /** `path code` → count. */
+  readonly errors = new Map<string, number>();
+  readonly phases: PhaseStats[] = [];
+  private readonly origins: string[] = [];
+  private readonly originIndex = new Map<string, number>();
+  total = 0;
+
+  constructor() {
+    this.newPhase();
+  }
+
+  newPhase(): void {
+    this.phases.push({ latencies: new Map(), ids: new Map(), errors: new Map(), startedAt: Date.now() });
+  }
+
+  private get phase(): PhaseStats {
+    return this.phases[this.phases.length - 1]!;
+  }
+
+  private add(map: Map<string, number>, key: string, n: number): void {
+    map.set(key, (map.get(key) ?? 0) + n);
+  }
+
+  /** One answer: ranges handed out on `path` for `bizTag` from `source`, and how long it took. */
+  record(path: string, bizTag: string, source: string, ranges: Array<[bigint, bigint]>, latencyMs: number, server = ''): void {
+    let tag = this.tags.get(bizTag);
+    if (!tag) this.tags.set(bizTag, (tag = new Ranges()));
+    const key = `${path} ${source}${server ? ` via ${server}` : ''} (phase ${this.phases.length - 1})`;
+    let origin = this.originIndex.get(key);
+    if (origin === undefined) {
+      origin = this.origins.push(key) - 1;
+      this.originIndex.set(key, origin);
+    }
+    let n = 0;
+    for (const [start, end] of ranges) {
+      tag.push(start, end, origin);
+      n += Number(end - start + 1n);
+    }
+    this.total += n;
+    this.add(this.bySource, `${path}\t${source}`, n);
+    this.add(this.phase.ids, path, n);
+    const second = Math.floor((Date.now() - this.startedAt) / 1000);
+    let line = this.timeline.get(path);
+    if (!line) this.timeline.set(path, (line = []));
+    while (line.length <= second) line.push(0);
+    line[second]! += n;
+    let samples = this.phase.latencies.get(path);
+    if (!samples) this.phase.latencies.set(path, (samples = []));
+    samples.push(latencyMs);
+  }
+
+  error(path: string, code: string): void {
+    this.add(this.errors, `${path}\t${code}`, 1);
+    this.add(this.phase.errors, `${path}\t${code}`, 1);
+  }
+
+  /** Every overlap across all tags (empty: no ID was handed out twice). */
+  duplicates(limit = 100): string[] {
+    const out: string[] = [];
+    for (const [tag, ranges] of this.tags) for (const o of ranges.overlaps(limit - out.length, (i) => this.origins[i] ?? '?')) out.push(`${tag}: ${o}`);
+    return out;
+  }
+}

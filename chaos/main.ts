@@ -1,0 +1,111 @@
+/**
+ * `npm run chaos [-- --minutes N] [--seed S] [--out DIR]`: the whole topology as processes on
+ * private servers, load through every path at once, faults on a seeded schedule (every kind at
+ * least once, then seeded picks until N minutes have passed), then a report with a chart and
+ * `duplicates: 0` — or the list and exit 1.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createKafka } from '../src/kafka/kafka.js';
+import { chartSvg } from './chart.js';
+import { FAULTS, schedule, seeded } from './faults.js';
+import { Ledger } from './ledger.js';
+import { Load, TAGS } from './load.js';
+import { reportMarkdown, type ChaosSummary, type FaultRecord } from './report.js';
+import { Topology } from './topology.js';
+
+export interface ChaosOptions {
+  minutes: number;
+  seed: number;
+  outDir: string;
+  /** Seconds between faults. Default 3 for runs under 5 minutes, else a seeded 5–20. */
+  gapSeconds?: number;
+  log?: (line: string) => void;
+  command?: string;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export async function runChaos(options: ChaosOptions): Promise<ChaosSummary> {
+  const log = options.log ?? ((line: string) => process.stderr.write(`[chaos] ${line}\n`));
+  const rng = seeded(options.seed);
+  const next = schedule(rng);
+  const topology = await Topology.start(log);
+  const faults: FaultRecord[] = [];
+  let ledger: Ledger | undefined;
+  let load: Load | undefined;
+  const kafka = createKafka({ brokers: topology.env.KAFKA_BROKERS!, clientId: 'idmint-chaos' });
+  try {
+    const [api] = topology.apiUrls();
+    for (const tag of TAGS) {
+      const response = await fetch(`${api}/v1/biz`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(tag) });
+      if (response.status !== 201) throw new Error(`creating ${tag.bizTag}: ${response.status} ${await response.text()}`);
+    }
+    await sleep(1500); // every process sees new tags within a second
+    ledger = new Ledger();
+    load = new Load(ledger, topology.apiUrls(), kafka);
+    const paths = await load.start();
+    log(`load running on ${paths.length} paths`);
+    await sleep(5000);
+    const deadline = ledger.startedAt + options.minutes * 60_000;
+    const long = options.minutes >= 5;
+    while (faults.length < FAULTS.length || Date.now() < deadline) {
+      const fault = next();
+      ledger.newPhase();
+      const startedAt = Date.now();
+      let result = 'recovered';
+      try {
+        await Promise.race([fault.inject(topology, rng), sleep(240_000).then(() => Promise.reject(new Error('did not recover within 240 s')))]);
+      } catch (err) {
+        result = `FAILED: ${(err as Error).message.split('\n')[0]}`;
+      }
+      faults.push({ kind: fault.kind, what: fault.what, startSecond: Math.round((startedAt - ledger.startedAt) / 1000), seconds: (Date.now() - startedAt) / 1000, result });
+      log(`fault ${faults.length}: ${fault.kind} — ${result} in ${((Date.now() - startedAt) / 1000).toFixed(1)} s; ${ledger.total} IDs so far`);
+      if (result !== 'recovered') break;
+      await sleep(1000 * (options.gapSeconds ?? (long ? 5 + Math.floor(rng() * 16) : 3)));
+    }
+    ledger.newPhase();
+    await sleep(10_000); // service after the last fault
+    await load.stop();
+    load = undefined;
+    const seconds = (Date.now() - ledger.startedAt) / 1000;
+    log(`checking ${ledger.total} IDs for duplicates`);
+    const summary: ChaosSummary = { seed: options.seed, seconds, total: ledger.total, faults, duplicates: ledger.duplicates(), paths };
+    mkdirSync(options.outDir, { recursive: true });
+    const command = options.command ?? `npm run chaos -- --minutes ${options.minutes} --seed ${options.seed}`;
+    writeFileSync(join(options.outDir, 'report.md'), reportMarkdown(summary, ledger, command));
+    writeFileSync(join(options.outDir, 'chart.svg'), chartSvg(ledger.timeline, faults.map((f) => ({ atSecond: f.startSecond, label: f.kind })), `idmint chaos run, seed ${options.seed}: IDs/s per path, faults in red`));
+    writeFileSync(join(options.outDir, 'summary.json'), JSON.stringify({ ...summary, errors: Object.fromEntries(ledger.errors) }, null, 2));
+    log(`report: ${join(options.outDir, 'report.md')}; duplicates: ${summary.duplicates.length}`);
+    return summary;
+  } finally {
+    await load?.stop().catch(() => undefined);
+    await topology.close();
+  }
+}
+
+async function main(): Promise<void> {
+  const args = process.argv.slice(2);
+  const flag = (name: string, fallback: string): string => {
+    const i = args.indexOf(`--${name}`);
+    return i >= 0 && args[i + 1] !== undefined ? args[i + 1]! : fallback;
+  };
+  const minutes = Number(flag('minutes', '2'));
+  const seed = Number(flag('seed', String(Date.now() % 100_000)));
+  if (!(minutes > 0) || !Number.isInteger(seed)) {
+    process.stderr.write('usage: npm run chaos -- [--minutes N] [--seed S] [--out DIR]  (N > 0 minutes, S an integer)\n');
+    process.exit(2);
+  }
+  const outDir = resolve(flag('out', `chaos-report/seed-${seed}`));
+  const summary = await runChaos({ minutes, seed, outDir });
+  process.stdout.write(`duplicates: ${summary.duplicates.length} in ${summary.total} IDs, ${summary.faults.length} faults; report in ${outDir}\n`);
+  process.exit(summary.duplicates.length === 0 && summary.faults.every((f) => f.result === 'recovered') ? 0 : 1);
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === resolve(process.argv[1])) {
+  main().catch((err: unknown) => {
+    process.stderr.write(`chaos: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.exit(1);
+  });
+}

@@ -1,0 +1,96 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { freePort, spawnServer, type SpawnedServer } from '../test/helpers/spawn-server.js';
+import { startPrivateServer, type PrivateServer, type ServerName } from '../test/setup/private-infra.js';
+
+/**
+ * The chaos topology on this machine: private Kafka, ZooKeeper, Redis and Postgres (their own
+ * ports and directories, started by scripts/infra.sh, so faults never touch other servers), and
+ * idmint as separate processes: 2 api, 2 responders, 2 refill workers. Each role keeps its
+ * port and data directory across restarts, so it keeps its identity and worker id.
+ */
+
+export type RoleName = 'api-1' | 'api-2' | 'responder-1' | 'responder-2' | 'refill-1' | 'refill-2';
+export const ROLES: readonly RoleName[] = ['api-1', 'api-2', 'responder-1', 'responder-2', 'refill-1', 'refill-2'];
+
+export interface Role {
+  readonly name: RoleName;
+  readonly port: number;
+  readonly dataDir: string;
+  server: SpawnedServer | undefined;
+}
+
+export class Topology {
+  readonly servers = new Map<ServerName, PrivateServer>();
+  readonly roles = new Map<RoleName, Role>();
+  readonly env: Record<string, string> = {};
+
+  static async start(log: (line: string) => void): Promise<Topology> {
+    const t = new Topology();
+    try {
+      // Kafka's JVM takes longest: start it with the others, in parallel.
+      const names: ServerName[] = ['redis', 'postgres', 'zookeeper', 'kafka'];
+      const started = await Promise.all(names.map((n) => startPrivateServer(n)));
+      names.forEach((n, i) => t.servers.set(n, started[i]!));
+      log(`servers up: ${names.map((n) => `${n} ${t.servers.get(n)!.url}`).join(', ')}`);
+      Object.assign(t.env, {
+        REDIS_URL: t.server('redis').url,
+        DATABASE_URL: t.server('postgres').url,
+        ZK_CONNECT: t.server('zookeeper').url,
+        KAFKA_BROKERS: t.server('kafka').url,
+        IDMINT_REFILL_EVERY_MS: '2000',
+        IDMINT_POOL_SECONDS: '5',
+        IDMINT_KAFKA_SESSION_TIMEOUT_MS: '6000',
+        IDMINT_KAFKA_PARTITIONS: '4',
+        LOG_LEVEL: 'warn',
+      });
+      for (const name of ROLES) t.roles.set(name, { name, port: await freePort(), dataDir: mkdtempSync(join(tmpdir(), `idmint-chaos-${name}-`)), server: undefined });
+      // The API first: it migrates the schema the others use.
+      await t.startRole('api-1');
+      await Promise.all(ROLES.filter((r) => r !== 'api-1').map((r) => t.startRole(r)));
+      log(`roles up: ${ROLES.map((r) => `${r} :${t.roles.get(r)!.port}`).join(', ')}`);
+      return t;
+    } catch (err) {
+      await t.close();
+      throw err;
+    }
+  }
+
+  server(name: ServerName): PrivateServer {
+    return this.servers.get(name)!;
+  }
+
+  apiUrls(): string[] {
+    return (['api-1', 'api-2'] as const).map((r) => `http://127.0.0.1:${this.roles.get(r)!.port}`);
+  }
+
+  /** Starts a role (again) and waits until it answers; retries while its servers are down. */
+  async startRole(name: RoleName, deadlineMs = 120_000): Promise<void> {
+    const role = this.roles.get(name)!;
+    const kind = name.split('-')[0]!;
+    const deadline = Date.now() + deadlineMs;
+    for (;;) {
+      try {
+        role.server = await spawnServer({ ...this.env, IDMINT_ROLES: kind, IDMINT_PORT: String(role.port), IDMINT_DATA_DIR: role.dataDir }, { timeoutMs: 60_000 });
+        return;
+      } catch (err) {
+        if (Date.now() > deadline) throw err;
+        await new Promise((r) => setTimeout(r, 1000));
+      }
+    }
+  }
+
+  /** SIGKILL, and wait for the exit. */
+  async killRole(name: RoleName): Promise<void> {
+    const role = this.roles.get(name)!;
+    await role.server?.stop('SIGKILL');
+    role.server = undefined;
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.roles.values()].map((r) => r.server?.stop('SIGTERM').catch(() => undefined)));
+    await Promise.all([...this.servers.values()].map((s) => s.close().catch(() => undefined)));
+    for (const r of this.roles.values()) rmSync(r.dataDir, { recursive: true, force: true });
+  }
+}
