@@ -1,6 +1,7 @@
 import type { Kafka } from 'kafkajs';
 import { createIdmintClient, kafkaPoolTransport, type IdmintClient } from '../src/client/index.js';
 import { createKafkaClient, type IdmintKafkaClient } from '../src/kafka/client.js';
+import { ERROR_CODES } from '../src/core/errors.js';
 import type { Ledger } from './ledger.js';
 
 /**
@@ -41,7 +42,7 @@ async function errorCode(response: Response): Promise<string> {
 function thrownCode(err: unknown): string {
   const e = err as { code?: string; name?: string };
   if (e.name === 'TimeoutError' || e.name === 'AbortError') return 'CLIENT_TIMEOUT';
-  if (typeof e.code === 'string' && /^[A-Z_]+$/.test(e.code)) return e.code;
+  if (typeof e.code === 'string' && e.code in ERROR_CODES) return e.code;
   return 'CONNECTION';
 }
 

@@ -1,3 +1,5 @@
+import { IdmintError } from './errors.js';
+
 /**
  * A block: the contiguous IDs `start..end`, both included. The unit that travels where IDs are
  * contiguous (segments, counter pools), so a million IDs cost two numbers, not a million strings.
@@ -35,6 +37,8 @@ export function blocksOf(ids: readonly string[]): Block[] {
   const blocks: Block[] = [];
   for (const id of ids) {
     const n = Number(id);
+    // Past 2^53 a number rounds: two IDs would become one. Never a block of those.
+    if (!Number.isSafeInteger(n)) throw new IdmintError('BAD_REQUEST', `ID ${id} is above 2^53 - 1 and cannot travel in a block; ask for a list of IDs`);
     appendRange(blocks, n, n);
   }
   return blocks;

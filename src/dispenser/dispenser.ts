@@ -302,9 +302,16 @@ export class Dispenser implements IdDispenser {
    * Postgres cannot serve either and the tag's fallback is `snowflake`. A pool that is merely
    * catching up is therefore never answered with Snowflake IDs while Postgres is healthy.
    */
-  private async fallBack<T>(tag: BizTag, cause: IdmintError | undefined, take: (source: IdSource) => Promise<T>): Promise<{ source: IdSourceName; value: T }> {
+  private async fallBack<T>(
+    tag: BizTag,
+    cause: IdmintError | undefined,
+    take: (source: IdSource) => Promise<T>,
+    withSnowflake = true,
+  ): Promise<{ source: IdSourceName; value: T }> {
     const { segment, snowflake } = this.options;
-    const ladder = [tag.fallback !== 'error' ? segment : undefined, tag.fallback === 'snowflake' ? snowflake : undefined].filter((s): s is IdSource => s !== undefined);
+    const ladder = [tag.fallback !== 'error' ? segment : undefined, tag.fallback === 'snowflake' && withSnowflake ? snowflake : undefined].filter(
+      (s): s is IdSource => s !== undefined,
+    );
     let last = cause;
     for (const source of ladder) {
       try {
@@ -348,7 +355,9 @@ export class Dispenser implements IdDispenser {
     const got = blocksSize(blocks);
     let source: IdSourceName = pool.name;
     if (got < count) {
-      const rest = await this.fallBack(tag, poolError, (fallback) => takeBlocks(fallback, count - got));
+      // No Snowflake rung for blocks: its IDs exceed 2^53, and a block is two safe integers. With
+      // the pool and Postgres both down, blocks answer NOT_READY while /v1/ids serves Snowflake.
+      const rest = await this.fallBack(tag, poolError, (fallback) => takeBlocks(fallback, count - got), false);
       blocks = blocks.concat(rest.value);
       source = rest.source;
     }

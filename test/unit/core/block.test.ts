@@ -72,3 +72,10 @@ describe('blocks', () => {
     );
   });
 });
+
+describe('blocksOf refuses IDs a number cannot hold', () => {
+  it('throws for an ID above 2^53 - 1 instead of rounding it (two IDs would become one)', () => {
+    expect(blocksOf(['9007199254740991'])).toEqual([{ start: 9007199254740991, end: 9007199254740991 }]);
+    expect(() => blocksOf(['2124792667136082001', '2124792667136082002'])).toThrow(/above 2\^53 - 1/);
+  });
+});

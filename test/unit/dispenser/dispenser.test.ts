@@ -109,6 +109,18 @@ describe('Dispenser', () => {
     expect(result.ids.every((id) => BigInt(id) >= 1n << 53n)).toBe(true);
   });
 
+  it('blocks never come from Snowflake: with the pool and Postgres down they answer NOT_READY, while lists still serve Snowflake (found by the chaos run: rounded 63-bit blocks repeated IDs)', async () => {
+    const { dispenser, pool, segment, snowflake } = setup([tag('order', { fallback: 'snowflake' })]);
+    snowflake.next = 2124792667136082001n; // a real Snowflake ID: above 2^53, where numbers round
+    pool.failWith = notReady('redis', new Error('ECONNREFUSED'));
+    segment.failWith = notReady('postgres', new Error('ECONNREFUSED'));
+    await expect(dispenser.getBlocks('order', 4)).rejects.toMatchObject({ code: 'NOT_READY' });
+    const listed = await dispenser.get('order', 4);
+    expect(listed.source).toBe('snowflake');
+    expect(new Set(listed.ids).size).toBe(4);
+    expect(listed.ids[0]).toBe('2124792667136082001');
+  });
+
   it('a pool merely short goes to a segment, not to Snowflake, while Postgres serves', async () => {
     const { dispenser, pool } = setup([tag('order', { fallback: 'snowflake' })]);
     pool.limit = 3;
