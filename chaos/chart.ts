@@ -7,7 +7,7 @@ export interface ChartFault {
   label: string;
 }
 
-const COLORS = ['#1f77b4', '#ff7f0e', '#2ca02c', '#9467bd', '#8c564b', '#e377c2', '#17becf', '#bcbd22'];
+const COLORS = ['#1f77b4', '#ff7f0e', '#2ca02c', '#9467bd', '#8c564b', '#e377c2', '#17becf', '#bcbd22', '#7f7f7f', '#000000'];
 
 export function chartSvg(timeline: Map<string, number[]>, faults: ChartFault[], title: string): string {
   const width = 1200;

@@ -1,9 +1,10 @@
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
 import type { Topology, RoleName } from './topology.js';
 
 /**
  * The faults, each a function that injects it and returns once the topology is whole again.
- * Not injected (said so in the report): Redis restarted from an older snapshot (the private
- * Redis keeps no snapshot) and a stepped Snowflake clock (no clock hook in a serving process yet).
  */
 export interface Fault {
   readonly kind: string;
@@ -48,6 +49,45 @@ export const FAULTS: readonly Fault[] = [
       await t.server('redis').kill();
       await sleep(1000);
       await t.server('redis').start();
+    },
+  },
+  {
+    kind: 'redis-old-snapshot',
+    what: 'snapshot Redis (SAVE), serve 5 s more, SIGKILL it and restart it from that older snapshot (pools hold IDs already handed out)',
+    async inject(t) {
+      const server = t.server('redis');
+      const client = new Redis(server.url, { lazyConnect: true, maxRetriesPerRequest: 1 });
+      try {
+        await client.connect();
+        await client.save();
+      } finally {
+        client.disconnect();
+      }
+      await sleep(5000);
+      await server.kill();
+      await server.start(); // loads dump.rdb from its directory
+      // Later "restarted empty" faults must find no snapshot.
+      rmSync(join(server.dir, 'redis', 'dump.rdb'), { force: true });
+    },
+  },
+  {
+    kind: 'clock-back-3ms',
+    what: "step an api process's clock back 3 ms for 3 s (waited out, invariant 6)",
+    async inject(t, rng) {
+      const role = pick(['api-1', 'api-2'] as RoleName[], rng);
+      t.setClockOffset(role, -3);
+      await sleep(3000);
+      t.setClockOffset(role, 0);
+    },
+  },
+  {
+    kind: 'clock-back-2s',
+    what: "step an api process's clock back 2 s for 4 s (CLOCK_BACKWARDS for its Snowflake IDs until it catches up)",
+    async inject(t, rng) {
+      const role = pick(['api-1', 'api-2'] as RoleName[], rng);
+      t.setClockOffset(role, -2000);
+      await sleep(4000);
+      t.setClockOffset(role, 0);
     },
   },
   {

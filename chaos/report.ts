@@ -27,8 +27,7 @@ const row = (cells: Array<string | number>): string => `| ${cells.join(' | ')} |
 const table = (headers: string[], rows: Array<Array<string | number>>): string => [row(headers), row(headers.map(() => '---')), ...rows.map(row)].join('\n');
 
 export const NOT_INJECTED = [
-  'Redis restarted from an older snapshot: the private Redis keeps no snapshot (the Redis data-loss case is covered by `redis-kill`, which restarts it empty).',
-  "A Snowflake worker's clock stepped back 3 ms and 2 s: serving processes have no test clock hook yet; the generator's clock handling is proven by unit tests (test/unit/core/snowflake*.test.ts) and the clock-mark tests.",
+  "A clock step of the whole machine: the clock faults step one process's clock through its test hook (IDMINT_TEST_CLOCK_FILE), never the machine's.",
 ];
 
 export function reportMarkdown(s: ChaosSummary, ledger: Ledger, command: string): string {

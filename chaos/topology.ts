@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort, spawnServer, type SpawnedServer } from '../test/helpers/spawn-server.js';
@@ -72,13 +72,26 @@ export class Topology {
     const deadline = Date.now() + deadlineMs;
     for (;;) {
       try {
-        role.server = await spawnServer({ ...this.env, IDMINT_ROLES: kind, IDMINT_PORT: String(role.port), IDMINT_DATA_DIR: role.dataDir }, { timeoutMs: 60_000 });
+        role.server = await spawnServer(
+          { ...this.env, IDMINT_ROLES: kind, IDMINT_PORT: String(role.port), IDMINT_DATA_DIR: role.dataDir, IDMINT_TEST_CLOCK_FILE: this.clockFile(name) },
+          { timeoutMs: 60_000 },
+        );
         return;
       } catch (err) {
         if (Date.now() > deadline) throw err;
         await new Promise((r) => setTimeout(r, 1000));
       }
     }
+  }
+
+  /** The role's test clock hook: milliseconds added to its clock (IDMINT_TEST_CLOCK_FILE). */
+  clockFile(name: RoleName): string {
+    return join(this.roles.get(name)!.dataDir, 'test-clock-offset-ms');
+  }
+
+  /** Steps a role's clock by `offsetMs` from real time (0: back to real time). */
+  setClockOffset(name: RoleName, offsetMs: number): void {
+    writeFileSync(this.clockFile(name), `${offsetMs}\n`);
   }
 
   /** SIGKILL, and wait for the exit. */

@@ -176,6 +176,9 @@ export const envSchema = z.object({
   /** Responder group session timeout, ms: how soon a crashed responder's partitions move. Default 30000 (broker minimum 6000). */
   IDMINT_KAFKA_SESSION_TIMEOUT_MS: int(1000, 3_600_000).default(30_000),
 
+  /** Test hook: milliseconds added to this process's clock, read from this file (chaos runs step a worker's clock with it). Never in production. */
+  IDMINT_TEST_CLOCK_FILE: z.string().trim().min(1).optional(),
+
   // Secured connections (README, "Secured connections"). Postgres takes its TLS settings in DATABASE_URL.
   /** CA certificate (PEM file) that signed Redis's certificate, for `rediss://` URLs. Default: the system's CAs. */
   IDMINT_REDIS_TLS_CA: pemFile,

@@ -15,6 +15,7 @@ import { PostgresWorkerIdProvider } from '../worker-id/postgres-provider.js';
 import type { Closers } from './closers.js';
 import type { Config } from './config.js';
 import type { RedisPools } from './pools.js';
+import { fileClock } from './test-clock.js';
 import { createSnowflakeSourceFromConfig } from './worker-id.js';
 import { DEFAULT_REDIS_POOL } from '../core/pool-kind.js';
 import { TagFormats } from './formats.js';
@@ -38,7 +39,8 @@ export async function buildDispenser(
   const memory = new MemoryPool({ allocator: store, logger });
   closers.add('memory pool', () => memory.close());
   const pools: PoolSources = { memory, ...(redis ? { 'redis-list': redis.list, 'redis-counter': redis.counter } : {}) };
-  const snowflake = await createSnowflakeSourceFromConfig(config, { logger, db, ...(redis ? { redis: redis.connection.patient } : {}) });
+  const clock = config.IDMINT_TEST_CLOCK_FILE ? fileClock(config.IDMINT_TEST_CLOCK_FILE) : undefined;
+  const snowflake = await createSnowflakeSourceFromConfig(config, { logger, db, ...(redis ? { redis: redis.connection.patient } : {}), ...(clock ? { clock } : {}) });
   closers.add('snowflake', () => snowflake.close());
   const uid = new UidSource({ provider: new PostgresWorkerIdProvider({ db, host: hostname(), port: `${config.IDMINT_PORT}-${process.pid}`, logger }), logger });
   closers.add('uid', () => uid.close());
