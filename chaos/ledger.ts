@@ -32,8 +32,8 @@ class Ranges {
 
   /** Overlapping ranges, at most `limit` of them. */
   overlaps(limit: number, originName: (i: number) => string): string[] {
-    const order = new Uint32Array(this.length);
-    for (let i = 0; i < this.length; i++) order[i] = i;
+    // A plain array: typed arrays refuse a custom comparator when huge (V8).
+    const order = Array.from({ length: this.length }, (_, i) => i);
     const starts = this.starts;
     order.sort((a, b) => (starts[a]! < starts[b]! ? -1 : starts[a]! > starts[b]! ? 1 : 0));
     const found: string[] = [];

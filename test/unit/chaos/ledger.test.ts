@@ -1,0 +1,24 @@
+import { describe, expect, it } from 'vitest';
+import { Ledger } from '../../../chaos/ledger.js';
+
+describe('chaos ledger', () => {
+  it('finds overlapping ranges within a tag, names both origins, and ignores other tags', () => {
+    const ledger = new Ledger();
+    ledger.record('http-blocks', 'a', 'pool', [[1n, 100n]], 1);
+    ledger.record('http-ids', 'a', 'segment', [[101n, 101n], [150n, 150n]], 1);
+    ledger.record('http-ids', 'b', 'segment', [[50n, 50n]], 1);
+    expect(ledger.duplicates()).toEqual([]);
+    ledger.record('kafka-request', 'a', 'pool', [[100n, 100n]], 1);
+    const found = ledger.duplicates();
+    expect(found).toHaveLength(1);
+    expect(found[0]).toMatch(/^a: .*kafka-request.*http-blocks|^a: .*http-blocks.*kafka-request/);
+  });
+
+  it('checks millions of ranges (the 30-minute run holds this many)', () => {
+    const ledger = new Ledger();
+    const ranges: Array<[bigint, bigint]> = [];
+    for (let i = 0; i < 3_000_000; i++) ranges.push([BigInt(i * 2), BigInt(i * 2)]);
+    ledger.record('http-ids', 't', 'pool', ranges.reverse(), 1);
+    expect(ledger.duplicates()).toEqual([]);
+  });
+});
