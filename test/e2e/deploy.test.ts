@@ -84,6 +84,8 @@ describe('deployable artifacts', () => {
       child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
       child.stderr?.on('data', (d: Buffer) => (out += d.toString()));
       child.on('exit', (code) => resolve({ code, out }));
+      // A missing promtool is an error, not a wait (scripts/ensure-tools.sh installs it).
+      child.on('error', (err) => resolve({ code: -1, out: `${err.message}: run scripts/ensure-tools.sh` }));
     });
     child.stdin?.end(metrics);
     const { code, out } = await result;
