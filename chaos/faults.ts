@@ -28,6 +28,19 @@ function killRole(kind: 'api' | 'responder' | 'refill'): Fault {
   };
 }
 
+function clockBack(stepMs: number, holdMs: number, what: string): Fault {
+  return {
+    kind: `clock-back-${stepMs >= 1000 ? `${stepMs / 1000}s` : `${stepMs}ms`}`,
+    what,
+    async inject(t, rng) {
+      const role = pick(['api-1', 'api-2'] as RoleName[], rng);
+      t.setClockOffset(role, -stepMs);
+      await sleep(holdMs);
+      t.setClockOffset(role, 0);
+    },
+  };
+}
+
 export const FAULTS: readonly Fault[] = [
   killRole('api'),
   killRole('responder'),
@@ -70,26 +83,8 @@ export const FAULTS: readonly Fault[] = [
       rmSync(join(server.dir, 'redis', 'dump.rdb'), { force: true });
     },
   },
-  {
-    kind: 'clock-back-3ms',
-    what: "step an api process's clock back 3 ms for 3 s (waited out, invariant 6)",
-    async inject(t, rng) {
-      const role = pick(['api-1', 'api-2'] as RoleName[], rng);
-      t.setClockOffset(role, -3);
-      await sleep(3000);
-      t.setClockOffset(role, 0);
-    },
-  },
-  {
-    kind: 'clock-back-2s',
-    what: "step an api process's clock back 2 s for 4 s (CLOCK_BACKWARDS for its Snowflake IDs until it catches up)",
-    async inject(t, rng) {
-      const role = pick(['api-1', 'api-2'] as RoleName[], rng);
-      t.setClockOffset(role, -2000);
-      await sleep(4000);
-      t.setClockOffset(role, 0);
-    },
-  },
+  clockBack(3, 3000, "step an api process's clock back 3 ms for 3 s (waited out, invariant 6)"),
+  clockBack(2000, 4000, "step an api process's clock back 2 s for 4 s (CLOCK_BACKWARDS for its Snowflake IDs until it catches up)"),
   {
     kind: 'redis-pause',
     what: 'SIGSTOP Redis for 5 s (a hung server: the port stays open)',

@@ -1,5 +1,6 @@
 import { Redis } from 'ioredis';
 import { IdmintError } from '../core/errors.js';
+import { redactUrl } from '../core/redact.js';
 import { silentLogger, type Logger } from '../core/logger.js';
 import { sqlState } from '../store/errors.js';
 import type { Config } from './config.js';
@@ -18,16 +19,6 @@ export async function checkCredentials(config: Config, logger: Logger): Promise<
 const DEADLINE_MS = 3000;
 const TLS_FAILURE = /certificate|self[- ]signed|unable to verify|altname|ERR_TLS|SSL routines|wrong version number/i;
 
-/** A URL safe to print: the password replaced. */
-export function redactUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = '***';
-    return u.toString();
-  } catch {
-    return '(unparsable URL)';
-  }
-}
 
 function describe(err: unknown): string {
   const e = err as { message?: string; code?: string };

@@ -1,4 +1,4 @@
-import { loadConfig } from '../app/config.js';
+import { loadConfig, type Config } from '../app/config.js';
 import { kafkaFor } from '../app/connections.js';
 import { createLogger } from '../app/log.js';
 import { IdmintError } from '../core/errors.js';
@@ -11,8 +11,7 @@ const print = (line: string): void => void process.stdout.write(`${line}\n`);
 
 /** The CLI's Kafka: quiet (a person reads one line, not KafkaJS's retries) and quick to give up. */
 function cliKafka() {
-  brokersFromEnv();
-  return kafkaFor(loadConfig(), 'idmint-cli', createLogger({ level: 'silent' }), { retry: { retries: 2, initialRetryTime: 100, maxRetryTime: 500 }, connectionTimeout: 2000 });
+  return kafkaFor(configWithBrokers(), 'idmint-cli', createLogger({ level: 'silent' }), { retry: { retries: 2, initialRetryTime: 100, maxRetryTime: 500 }, connectionTimeout: 2000 });
 }
 
 /** A broker that cannot be reached is one line that says what to check. */
@@ -29,10 +28,11 @@ async function reachable<T>(fn: () => Promise<T>): Promise<T> {
   }
 }
 
-function brokersFromEnv(): string {
+/** The config, refusing with what to do when KAFKA_BROKERS is not set. */
+function configWithBrokers(): Config {
   const config = loadConfig();
   if (!config.KAFKA_BROKERS) throw new IdmintError('BAD_REQUEST', 'KAFKA_BROKERS is not set (host:port[,host:port]); `npm run infra:up` writes it to .infra/env');
-  return config.KAFKA_BROKERS;
+  return config;
 }
 
 export async function kafkaInit(o: { partitions?: number; poolTags?: string[]; poolPartitions?: number }): Promise<void> {

@@ -2,6 +2,7 @@ import { BadRequestError, IdmintError } from '../core/errors.js';
 import { leafKeyToBizTag } from '../core/leaf-key.js';
 import { MAX_SEGMENT_ID } from '../core/ports.js';
 import { call, type ServerTarget } from './http-client.js';
+import { redactUrl } from '../core/redact.js';
 
 /** One row of Leaf's `leaf_alloc`. */
 export interface LeafRow {
@@ -80,13 +81,4 @@ export async function readLeafAlloc(mysqlUrl: string, table: string): Promise<Le
   }
 }
 
-/** The URL without its password, for messages. */
-function redact(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = '***';
-    return u.toString();
-  } catch {
-    return 'the --mysql URL';
-  }
-}
+const redact = (url: string): string => redactUrl(url, 'the --mysql URL');
