@@ -30,6 +30,21 @@ describe('FeistelPermutation', () => {
     expect(seen.size).toBe(n);
   });
 
+  it.each([15, 17])('is a bijection on every %i-bit input (unbalanced halves, no walk), exhaustively', (bits) => {
+    const n = 1 << bits;
+    const p = new FeistelPermutation(BigInt(n), keys(bits));
+    const seen = new Uint8Array(n);
+    const wrong: number[] = [];
+    for (let x = 0; x < n; x++) {
+      const y = p.forwardNumber(x);
+      if (!(y >= 0 && y < n) || seen[y] === 1 || p.inverseNumber(y) !== x) wrong.push(x);
+      else seen[y] = 1;
+      if (x % 997 === 0 && p.forward(BigInt(x)) !== BigInt(y)) wrong.push(x);
+    }
+    expect(wrong).toEqual([]);
+    expect(seen.reduce((a, b) => a + b, 0)).toBe(n);
+  });
+
   it.each([32, 53, 63])('round-trips and stays inside %i bits (fast-check)', (bits) => {
     const domain = 1n << BigInt(bits);
     const p = new FeistelPermutation(domain, keys(bits));
@@ -39,6 +54,20 @@ describe('FeistelPermutation', () => {
         expect(y >= 0n && y < domain).toBe(true);
         expect(p.inverse(y)).toBe(x);
         if (bits <= 53) expect(p.forwardNumber(Number(x))).toBe(Number(y));
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('keeps a segment ID below 2^53 - 1 (the domain of a 53-bit tag) and matches bigint and number walks', () => {
+    const domain = (1n << 53n) - 1n;
+    const p = new FeistelPermutation(domain, keys(9));
+    fc.assert(
+      fc.property(fc.bigInt({ min: 0n, max: domain - 1n }), (x) => {
+        const y = p.forwardNumber(Number(x));
+        expect(y).toBeLessThan(Number(domain));
+        expect(BigInt(y)).toBe(p.forward(x));
+        expect(p.inverseNumber(y)).toBe(Number(x));
       }),
       { numRuns: 2000 },
     );
