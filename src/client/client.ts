@@ -52,6 +52,8 @@ export class IdmintClient {
   private readonly logger: Logger;
   private readonly clock: Clock;
   private readonly buffers = new Map<string, TagBuffer>();
+  // Reused by the one-ID string takes, so they allocate no array.
+  private readonly oneText: string[] = [];
   private closing: Promise<void> | undefined;
 
   constructor(options: IdmintClientOptions) {
@@ -74,6 +76,32 @@ export class IdmintClient {
     if (ready !== undefined) return ready;
     const [id] = await this.collect(bizTag, 1, false);
     return id as bigint;
+  }
+
+  /**
+   * One ID as the string the server hands it out as: decimal for most tags, the tag's form for a
+   * formatted one (`base62`, `sqids`, `obfuscated+base62`...), which `next()` refuses.
+   */
+  async nextString(bizTag: string): Promise<string> {
+    const ready = this.buffer(bizTag).takeTexts(1, this.oneText);
+    if (ready === 1) return this.oneText.pop() as string;
+    const [id] = await this.collectTexts(bizTag, 1);
+    return id as string;
+  }
+
+  /** `n` IDs as strings (see nextString), in the order handed out. */
+  async nextStrings(bizTag: string, n: number): Promise<string[]> {
+    if (!Number.isSafeInteger(n) || n < 0) throw new BadRequestError(`n must be a non-negative integer, got ${n}`, 'n');
+    if (n === 0) {
+      this.buffer(bizTag);
+      return [];
+    }
+    return this.collectTexts(bizTag, n);
+  }
+
+  /** `nextString` if an ID is buffered, else undefined (and a fetch starts): never waits. */
+  tryNextString(bizTag: string): string | undefined {
+    return this.buffer(bizTag).takeTexts(1, this.oneText) === 1 ? (this.oneText.pop() as string) : undefined;
   }
 
   /** `n` IDs, in the order handed out; not necessarily contiguous. */
@@ -124,6 +152,8 @@ export class IdmintClient {
       nextNumber: () => this.nextNumber(bizTag),
       tryNext: () => buffer.takeOne(),
       tryNextNumber: () => buffer.takeNumber(),
+      nextString: () => this.nextString(bizTag),
+      tryNextString: () => this.tryNextString(bizTag),
     });
   }
 
@@ -141,19 +171,30 @@ export class IdmintClient {
     return this.closing;
   }
 
-  private async collect(bizTag: string, n: number, asNumber: boolean): Promise<bigint[]> {
-    const buffer = this.buffer(bizTag);
-    const deadline = this.clock.now() + this.settings.timeoutMs;
-    const ids: bigint[] = [];
-    for (;;) {
-      this.assertOpen();
+  private collect(bizTag: string, n: number, asNumber: boolean): Promise<bigint[]> {
+    return this.gather<bigint>(bizTag, n, (buffer, want, ids) => {
       if (asNumber) {
         const head = buffer.peek();
         if (head !== undefined && head > MAX_NUMBER_ID) {
           throw new BadRequestError(`ID ${head} of "${bizTag}" exceeds 2^53-1 and cannot be a JS number; use next() for a bigint`, 'bizTag');
         }
       }
-      buffer.take(n - ids.length, ids);
+      buffer.take(want, ids);
+    });
+  }
+
+  private collectTexts(bizTag: string, n: number): Promise<string[]> {
+    return this.gather<string>(bizTag, n, (buffer, want, ids) => buffer.takeTexts(want, ids));
+  }
+
+  /** Takes until `n` IDs are in hand, waiting for fetches up to the client's timeout. */
+  private async gather<T>(bizTag: string, n: number, take: (buffer: TagBuffer, want: number, into: T[]) => void): Promise<T[]> {
+    const buffer = this.buffer(bizTag);
+    const deadline = this.clock.now() + this.settings.timeoutMs;
+    const ids: T[] = [];
+    for (;;) {
+      this.assertOpen();
+      take(buffer, n - ids.length, ids);
       if (ids.length === n) return ids;
       // Partly served: the IDs taken so far are this caller's and stay so across the wait.
       try {
@@ -201,6 +242,8 @@ export interface TagHandle {
   nextNumber(): Promise<number>;
   tryNext(): bigint | undefined;
   tryNextNumber(): number | undefined;
+  nextString(): Promise<string>;
+  tryNextString(): string | undefined;
 }
 
 export function createIdmintClient(options: IdmintClientOptions): IdmintClient {

@@ -112,11 +112,11 @@ function decode(status: number, text: string, origin: string): TransportBatch {
     if (code) throw new IdmintError(code, message, { details: { status } });
     throw new IdmintError('NOT_READY', `idmint at ${origin} answered ${status}: ${message}`, { retriable: status >= 500, details: { status } });
   }
-  const { ids, blocks, source } = (body ?? {}) as { ids?: unknown; blocks?: unknown; source?: unknown };
+  const { ids, blocks, source, format } = (body ?? {}) as { ids?: unknown; blocks?: unknown; source?: unknown; format?: unknown };
   const from = typeof source === 'string' && SOURCES.has(source) ? (source as IdSourceName) : 'unknown';
   if (Array.isArray(blocks)) return { ids: [], blocks: parseBlocks(blocks, origin), source: from };
   if (!Array.isArray(ids)) throw new IdmintError('NOT_READY', `idmint at ${origin} answered without an ids array`, { retriable: false });
-  return { ids: ids as string[], source: from };
+  return { ids: ids as string[], source: from, ...(typeof format === 'string' ? { format } : {}) };
 }
 
 const SEGMENT_ID = /^[1-9][0-9]{0,15}$/;

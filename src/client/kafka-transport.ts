@@ -17,8 +17,10 @@ export interface KafkaTransportOptions {
 export function kafkaTransport(client: IdmintKafkaClient, options: KafkaTransportOptions = {}): IdTransport {
   const getOptions = options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs };
   return {
-    // The reply's source is not surfaced by the rpc client.
-    fetch: async (bizTag, count) => ({ ids: await client.getIds(bizTag, count, getOptions), source: 'unknown' }),
+    fetch: async (bizTag, count) => {
+      const reply = await client.get(bizTag, count, getOptions);
+      return { ids: reply.ids, source: reply.source, ...(reply.format === undefined ? {} : { format: reply.format }) };
+    },
     close: async () => {
       if (options.closeClient) await client.close();
     },

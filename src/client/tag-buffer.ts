@@ -1,4 +1,4 @@
-import { IdmintError, isIdmintError, notReady } from '../core/errors.js';
+import { BadRequestError, IdmintError, isIdmintError, notReady } from '../core/errors.js';
 import type { Clock } from '../core/ports.js';
 import type { Logger } from '../core/logger.js';
 import type { IdTransport, TransportBatch } from './transport.js';
@@ -21,6 +21,8 @@ export interface TagBufferSettings {
  */
 interface Batch {
   readonly ids: bigint[] | undefined;
+  /** A formatted tag's IDs as served (`base62`, `sqids`...): handed out as strings only. */
+  readonly texts: string[] | undefined;
   pos: number;
   next: number;
   readonly end: number;
@@ -32,7 +34,7 @@ interface Batch {
   startedAt: number | undefined;
 }
 
-const left = (b: Batch): number => (b.ids ? b.ids.length - b.pos : b.end - b.next + 1);
+const left = (b: Batch): number => (b.ids ? b.ids.length - b.pos : b.texts ? b.texts.length - b.pos : b.end - b.next + 1);
 const sizeOf = (b: Batch): number => b.total;
 
 export interface TagBufferStats {
@@ -47,8 +49,14 @@ export interface TagBufferStats {
 }
 
 const MAX_ID = (1n << 63n) - 1n;
+/** Past a block's prefetch mark, the synchronous take checks on the prefetch this often. */
+const RETRY_EVERY = 4096;
 const MAX_NUMBER = BigInt(Number.MAX_SAFE_INTEGER);
 const DECIMAL_ID = /^[1-9][0-9]{0,18}$/;
+// A formatted ID (base62, Sqids): letters and digits, as the Kafka contract allows.
+const FORMATTED_ID = /^[0-9A-Za-z]{1,32}$/;
+// Formats whose IDs are still decimal numbers: `next()` hands them out as bigints.
+const DECIMAL_FORMATS: ReadonlySet<string | undefined> = new Set([undefined, 'decimal', 'obfuscated']);
 
 /**
  * The double buffer of one tag: the batch being handed out plus at most one batch fetched
@@ -65,6 +73,13 @@ export class TagBuffer {
   private closed = false;
   // Whether this tag's IDs come as blocks; false once the server said they are not contiguous.
   private blocks: boolean;
+  // The block takeNumber hands out from, with its cursor held here while it does: the synchronous
+  // take is then one compare and one store on this object. `settle()` writes the cursor back
+  // before anything else reads or takes from the batches.
+  private active: Batch | undefined;
+  private activeNext = 0;
+  /** Exclusive: the slow path runs when the cursor reaches it (the prefetch mark, a retry point, the end). */
+  private activeStop = 0;
 
   constructor(
     bizTag: string,
@@ -79,6 +94,7 @@ export class TagBuffer {
   }
 
   get buffered(): number {
+    this.settle();
     let n = 0;
     for (const b of this.batches) n += left(b);
     return n;
@@ -99,6 +115,7 @@ export class TagBuffer {
   peek(): bigint | undefined {
     const b = this.head();
     if (!b) return undefined;
+    if (b.texts) throw this.formatted();
     return b.ids ? b.ids[b.pos] : BigInt(b.next);
   }
 
@@ -107,11 +124,31 @@ export class TagBuffer {
    * tags (blocks are plain counters). An ID above 2^53 - 1 is refused and stays buffered.
    */
   takeNumber(): number | undefined {
-    const b = this.batches[0];
-    if (b && b.ids === undefined && b.next <= b.end) {
+    const id = this.activeNext;
+    if (id < this.activeStop) {
+      this.activeNext = id + 1;
+      return id;
+    }
+    return this.takeNumberSlow();
+  }
+
+  /** takeNumber past the fast path: activates the head block, prefetches, or takes from a list. */
+  private takeNumberSlow(): number | undefined {
+    const b = this.head(); // settles the active block and retires a used-up one
+    if (b && b.ids === undefined && b.texts === undefined) {
       b.startedAt ??= this.clock.now();
       const id = b.next++;
-      if (id >= b.mark) this.afterTake();
+      let stop = b.mark;
+      if (id >= b.mark) {
+        this.maybePrefetch();
+        // Past the mark with the next batch on its way: come back every few thousand takes, so a
+        // failed prefetch is retried. Not yet due (or closed): check again at the next take.
+        const coming = this.inflight !== undefined || this.batches.length > 1;
+        stop = coming ? Math.min(b.end + 1, id + 1 + RETRY_EVERY) : id + 1;
+      }
+      this.active = b;
+      this.activeNext = b.next;
+      this.activeStop = Math.min(stop, b.end + 1);
       return id;
     }
     const head = this.peek();
@@ -123,9 +160,14 @@ export class TagBuffer {
     return Number(this.takeOne());
   }
 
-  private afterTake(): void {
-    this.head();
-    this.maybePrefetch();
+  /** Writes the fast path's cursor back to its block. Every path but takeNumber's fast one starts here. */
+  private settle(): void {
+    const b = this.active;
+    if (b === undefined) return;
+    b.next = this.activeNext;
+    this.active = undefined;
+    this.activeNext = 0;
+    this.activeStop = 0;
   }
 
   /** One buffered ID, or undefined when empty: the hot path of `next()`. Never awaits. */
@@ -133,6 +175,7 @@ export class TagBuffer {
     const b = this.head();
     let id: bigint | undefined;
     if (b) {
+      if (b.texts) throw this.formatted();
       b.startedAt ??= this.clock.now();
       if (b.ids) id = b.ids[b.pos++];
       else {
@@ -152,11 +195,37 @@ export class TagBuffer {
     while (taken < n) {
       const b = this.head();
       if (!b) break;
+      if (b.texts) throw this.formatted();
       b.startedAt ??= this.clock.now();
       const k = Math.min(n - taken, left(b));
       if (b.ids) for (let i = 0; i < k; i++) into.push(b.ids[b.pos + i] as bigint);
       else {
         for (let i = 0; i < k; i++) into.push(BigInt(b.next + i));
+        b.next += k;
+      }
+      b.pos += k;
+      taken += k;
+    }
+    this.head();
+    this.maybePrefetch();
+    return taken;
+  }
+
+  /**
+   * Moves up to `n` buffered IDs into `into` as the strings the server formats them as (a
+   * decimal tag's as decimal strings); returns how many. Never awaits.
+   */
+  takeTexts(n: number, into: string[]): number {
+    let taken = 0;
+    while (taken < n) {
+      const b = this.head();
+      if (!b) break;
+      b.startedAt ??= this.clock.now();
+      const k = Math.min(n - taken, left(b));
+      if (b.texts) for (let i = 0; i < k; i++) into.push(b.texts[b.pos + i] as string);
+      else if (b.ids) for (let i = 0; i < k; i++) into.push(String(b.ids[b.pos + i]));
+      else {
+        for (let i = 0; i < k; i++) into.push(String(b.next + i));
         b.next += k;
       }
       b.pos += k;
@@ -184,12 +253,14 @@ export class TagBuffer {
 
   /** Drops what is buffered: those IDs become gaps, never repeats. */
   close(): void {
+    this.settle();
     this.closed = true;
     this.batches.length = 0;
   }
 
   /** The batch to take from, after retiring (and measuring) any used-up one. */
   private head(): Batch | undefined {
+    this.settle();
     for (;;) {
       const b = this.batches[0];
       if (!b || left(b) > 0) return b;
@@ -199,6 +270,7 @@ export class TagBuffer {
   }
 
   private maybePrefetch(): void {
+    this.settle();
     if (this.closed || this.inflight || this.batches.length > 1) return;
     const b = this.batches[0];
     if (b && left(b) >= this.settings.prefetchAt * sizeOf(b)) return;
@@ -214,9 +286,9 @@ export class TagBuffer {
         const batches: Batch[] = answer.blocks
           ? answer.blocks.map((b) => {
               const total = b.end - b.start + 1;
-              return { ids: undefined, pos: 0, next: b.start, end: b.end, total, mark: b.end - Math.floor(this.settings.prefetchAt * total), startedAt: undefined };
+              return { ids: undefined, texts: undefined, pos: 0, next: b.start, end: b.end, total, mark: b.end - Math.floor(this.settings.prefetchAt * total), startedAt: undefined };
             })
-          : [listBatch(parseIds(this.bizTag, answer.ids))];
+          : [DECIMAL_FORMATS.has(answer.format) ? listBatch(parseIds(this.bizTag, answer.ids)) : textBatch(this.bizTag, answer.ids, answer.format!)];
         if (batches.length === 0) throw new IdmintError('POOL_EMPTY', `the dispenser returned no IDs for "${this.bizTag}"`);
         // Closed while fetching: the IDs are dropped (gaps), never kept for a later client.
         if (!this.closed) this.batches.push(...batches);
@@ -247,6 +319,10 @@ export class TagBuffer {
     return this.transport.fetch(this.bizTag, count);
   }
 
+  private formatted(): IdmintError {
+    return new BadRequestError(`"${this.bizTag}" hands out formatted IDs (not decimal numbers): use nextString() or tryNextString()`, 'bizTag');
+  }
+
   /** Leaf's step rule applied to the client: keep a batch lasting about `batchLifeMs`. */
   private adapt(b: Batch): void {
     if (b.startedAt === undefined) return;
@@ -270,6 +346,17 @@ function parseIds(bizTag: string, raw: unknown): bigint[] {
   });
 }
 
+function textBatch(bizTag: string, raw: unknown, format: string): Batch {
+  if (!Array.isArray(raw) || raw.length === 0) throw new IdmintError('POOL_EMPTY', `the dispenser returned no IDs for "${bizTag}"`);
+  for (const id of raw as unknown[]) {
+    if (typeof id !== 'string' || !FORMATTED_ID.test(id)) {
+      throw new IdmintError('NOT_READY', `the dispenser returned a malformed ${format} ID for "${bizTag}": ${JSON.stringify(id)}`, { retriable: false });
+    }
+  }
+  const texts = raw as string[];
+  return { ids: undefined, texts, pos: 0, next: 0, end: -1, total: texts.length, mark: 0, startedAt: undefined };
+}
+
 function listBatch(ids: bigint[]): Batch {
-  return { ids, pos: 0, next: 0, end: -1, total: ids.length, mark: 0, startedAt: undefined };
+  return { ids, texts: undefined, pos: 0, next: 0, end: -1, total: ids.length, mark: 0, startedAt: undefined };
 }

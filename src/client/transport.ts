@@ -7,8 +7,10 @@ export interface TransportBatch {
   readonly ids: string[];
   /** From `fetchBlocks`: the IDs as contiguous ranges instead (then `ids` is empty). */
   readonly blocks?: readonly Block[];
-  /** `unknown` when the wire does not say (the Kafka request/reply client drops it). */
+  /** `unknown` when the wire does not say (a Kafka pool topic). */
   readonly source: IdSourceName | 'unknown';
+  /** A formatted tag's format (`base62`, `sqids`...), as the server said; absent for decimal IDs. */
+  readonly format?: string;
 }
 
 /**

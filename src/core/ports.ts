@@ -138,9 +138,11 @@ export interface IdSource {
 
 export interface DispenseResult {
   readonly bizTag: string;
-  /** Decimal strings (invariant 7). */
+  /** Decimal strings (invariant 7); a formatted tag's IDs in its format. */
   readonly ids: string[];
   readonly source: IdSourceName;
+  /** Set only for a formatted tag (`obfuscated`, `base62`, `sqids`...): the form of `ids`. Absent means decimal. */
+  readonly format?: string;
 }
 
 /** `count` IDs as contiguous blocks (segment tags): what `GET /v1/blocks` and Kafka `"as":"blocks"` answer. */

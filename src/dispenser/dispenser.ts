@@ -129,7 +129,7 @@ export class Dispenser implements IdDispenser {
       const served = await this.serve(tag, count, context);
       this.options.metrics?.recordIssued(bizTag, served.source, served.ids.length);
       const codec = this.options.formats?.codecFor(tag);
-      const result = codec ? { ...served, ids: served.ids.map(codec.encode) } : served;
+      const result = codec ? { ...served, ids: served.ids.map(codec.encode), format: codec.format } : served;
       for (const plugin of this.options.plugins ?? []) {
         try {
           await plugin.after?.(request, result);

@@ -24,7 +24,7 @@ export async function idRoutes(app: FastifyInstance, options: IdRoutesOptions): 
     response: {
       200: {
         type: 'object',
-        properties: { bizTag: { type: 'string' }, ids: { type: 'array', items: { type: 'string' } }, source: { type: 'string' } },
+        properties: { bizTag: { type: 'string' }, ids: { type: 'array', items: { type: 'string' } }, source: { type: 'string' }, format: { type: 'string' } },
         required: ['bizTag', 'ids', 'source'],
       },
     },

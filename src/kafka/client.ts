@@ -199,7 +199,7 @@ export class IdmintKafkaClient {
     }
     if ('error' in reply) waiter.reject(new IdmintError(reply.error.code, reply.error.message, { details: { requestId: reply.id } }));
     else if ('blocks' in reply) waiter.resolve({ bizTag: waiter.bizTag, blocks: reply.blocks.map((b) => ({ start: Number(b.start), end: Number(b.end) })), source: reply.source });
-    else waiter.resolve({ bizTag: waiter.bizTag, ids: reply.ids, source: reply.source });
+    else waiter.resolve({ bizTag: waiter.bizTag, ids: reply.ids, source: reply.source, ...(reply.format === undefined ? {} : { format: reply.format }) });
   }
 
   /** Removes and returns the caller waiting on `id`: whoever settles first wins. */

@@ -4,6 +4,7 @@ import type { IdSourceName } from '../core/ports.js';
 import { BadRequestError, ERROR_CODES } from '../core/errors.js';
 import type { ErrorCode } from '../core/errors.js';
 import type { Block } from '../core/block.js';
+import { ID_FORMATS, type IdFormat } from '../core/format/format.js';
 
 /**
  * The Kafka wire contract (DESIGN.md, "Contracts: Kafka"): JSON values with `"v":1`.
@@ -42,6 +43,7 @@ export const replySchema = z.union([
     // Checked element by element in decodeReply: a per-element schema costs double on 10,000-ID replies.
     ids: z.array(z.string()),
     source: z.enum(['pool', 'segment', 'snowflake']),
+    format: z.enum(ID_FORMATS).optional(),
   }),
   z.object({
     v: z.literal(WIRE_VERSION),
@@ -146,8 +148,9 @@ export function encodeRequest(request: Omit<IdRequest, 'v'>): Buffer {
   return Buffer.from(JSON.stringify({ v: WIRE_VERSION, ...request }));
 }
 
-export function encodeIdsReply(id: string, ids: readonly string[], source: IdSourceName): Buffer {
-  return Buffer.from(JSON.stringify({ v: WIRE_VERSION, id, ids, source }));
+export function encodeIdsReply(id: string, ids: readonly string[], source: IdSourceName, format?: string): Buffer {
+  // `format` only for a formatted tag (additive), so a decimal tag's reply is byte-for-byte as before.
+  return Buffer.from(JSON.stringify(format === undefined ? { v: WIRE_VERSION, id, ids, source } : { v: WIRE_VERSION, id, ids, source, format }));
 }
 
 export function encodeBlocksReply(id: string, blocks: readonly Block[], source: IdSourceName): Buffer {
@@ -181,7 +184,8 @@ export function decodeReply(value: Buffer | null): IdReply | null {
   }
   if (typeof r.source !== 'string' || !SOURCES.includes(r.source)) return null;
   for (const id of r.ids as unknown[]) if (typeof id !== 'string' || !ID_TEXT.test(id)) return null;
-  return { v: WIRE_VERSION, id: r.id, ids: r.ids as string[], source: r.source as IdSourceName };
+  if (r.format !== undefined && (typeof r.format !== 'string' || !(ID_FORMATS as readonly string[]).includes(r.format))) return null;
+  return { v: WIRE_VERSION, id: r.id, ids: r.ids as string[], source: r.source as IdSourceName, ...(r.format === undefined ? {} : { format: r.format as IdFormat }) };
 }
 
 export function encodePoolBlock(bizTag: string, start: number | bigint, end: number | bigint): Buffer {

@@ -209,7 +209,7 @@ class KafkaResponder implements Responder {
       }
       const result = await this.options.dispenser.get(bizTag, count, { deadline });
       this.metrics.ids.inc(result.ids.length);
-      return { topic: replyTo, message: { key: id, value: encodeIdsReply(id, result.ids, result.source) }, outcome: 'ok', receivedAt };
+      return { topic: replyTo, message: { key: id, value: encodeIdsReply(id, result.ids, result.source, result.format) }, outcome: 'ok', receivedAt };
     } catch (err) {
       return this.errorReply(replyTo, id, err, receivedAt);
     }

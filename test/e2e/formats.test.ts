@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createIdmintClient } from '../../src/client/index.js';
 import { spawnServer, type SpawnedServer } from '../helpers/spawn-server.js';
 
 // ID formats on a real server: each format round-trips through /v1/ids and /v1/decode (which
@@ -48,6 +49,33 @@ describe('ID formats (real embedded server)', () => {
       const bad = await fetch(`${server.url}/v1/decode/${encodeURIComponent('!!nope!!')}?bizTag=f${i}`);
       expect(bad.status).toBe(400);
       expect(((await bad.json()) as { error: { message: string } }).error.message).toContain(`format ${format}`);
+    }
+  });
+
+  it.each(FORMATS.map((f, i) => [f, i] as const))('%s: the SDK hands out the formatted IDs with nextString, which decode to distinct raw IDs', async (format, i) => {
+    const { format: said } = (await (await fetch(`${server.url}/v1/ids/f${i}?count=1`)).json()) as { format?: string };
+    expect(said).toBe(format === 'decimal' ? undefined : format);
+    const client = createIdmintClient({ url: server.url, batchSize: 100 });
+    try {
+      const ids = [...(await client.nextStrings(`f${i}`, 250)), await client.nextString(`f${i}`)];
+      for (let k = 0; k < 50; k++) ids.push(client.tryNextString(`f${i}`) ?? (await client.nextString(`f${i}`)));
+      expect(new Set(ids).size).toBe(ids.length);
+      const raws = new Set<string>();
+      for (const id of ids.slice(0, 40)) {
+        const decoded = (await (await fetch(`${server.url}/v1/decode/${encodeURIComponent(id)}?bizTag=f${i}`)).json()) as { id: string; raw?: string };
+        raws.add(decoded.raw ?? decoded.id);
+      }
+      expect(raws.size).toBe(40);
+      if (format === 'decimal' || format === 'obfuscated') {
+        // Still decimal numbers: next() hands them out as bigints.
+        expect(typeof (await client.next(`f${i}`))).toBe('bigint');
+      } else {
+        await expect(client.next(`f${i}`)).rejects.toMatchObject({ code: 'BAD_REQUEST', message: expect.stringContaining('nextString') });
+        // The refused ID stays buffered for nextString: nothing is lost.
+        expect(typeof (await client.nextString(`f${i}`))).toBe('string');
+      }
+    } finally {
+      await client.close();
     }
   });
 

@@ -1,6 +1,7 @@
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TagFormats } from '../../../src/app/formats.js';
+import { createIdmintClient, kafkaTransport } from '../../../src/client/index.js';
 import { Dispenser } from '../../../src/dispenser/dispenser.js';
 import { MemoryPool } from '../../../src/dispenser/sources/memory.js';
 import { createKafkaClient, type IdmintKafkaClient } from '../../../src/kafka/client.js';
@@ -47,5 +48,20 @@ describe('ID formats over Kafka (real broker)', () => {
     expect(raws).toEqual(Array.from({ length: 20 }, (_, i) => raws[0]! + i));
     expect(ids).not.toEqual(raws.map(String));
     await expect(client.getBlocks(bizTag, 10)).rejects.toMatchObject({ code: 'BAD_REQUEST' });
+  });
+
+  it.each(['obfuscated', 'sqids', 'obfuscated+base62'])('%s: the reply names the format, and the SDK over Kafka hands the IDs out with nextString', async (format) => {
+    const bizTag = `k-${format.replace('+', '-')}`;
+    expect((await client.get(bizTag, 3)).format).toBe(format);
+    const codec = formats.codecFor((await ts.store.getBiz(bizTag))!)!;
+    const sdk = createIdmintClient({ transport: kafkaTransport(client), batchSize: 50 });
+    try {
+      const ids = await sdk.nextStrings(bizTag, 120);
+      expect(new Set(ids.map((id) => codec.decode(id))).size).toBe(120);
+      if (format === 'obfuscated') expect(typeof (await sdk.next(bizTag))).toBe('bigint');
+      else await expect(sdk.next(bizTag)).rejects.toMatchObject({ code: 'BAD_REQUEST' });
+    } finally {
+      await sdk.close();
+    }
   });
 });

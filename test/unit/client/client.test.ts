@@ -300,3 +300,125 @@ describe('client: interleavings', () => {
     );
   });
 });
+
+describe('client: blocks and the synchronous take', () => {
+  it('never hands one ID twice when tryNextNumber, tryNext, next, nextMany and nextStrings interleave on blocks', async () => {
+    const op = fc.oneof(
+      fc.record({ kind: fc.constant('tryNumber' as const), n: fc.integer({ min: 1, max: 60 }) }),
+      fc.record({ kind: fc.constant('try' as const), n: fc.integer({ min: 1, max: 5 }) }),
+      fc.record({ kind: fc.constant('next' as const), n: fc.constant(1) }),
+      fc.record({ kind: fc.constant('many' as const), n: fc.integer({ min: 0, max: 40 }) }),
+      fc.record({ kind: fc.constant('strings' as const), n: fc.integer({ min: 0, max: 40 }) }),
+      fc.record({ kind: fc.constant('number' as const), n: fc.constant(1) }),
+      fc.record({ kind: fc.constant('stats' as const), n: fc.constant(0) }),
+    );
+    await fc.assert(
+      fc.asyncProperty(
+        fc.scheduler(),
+        fc.array(op, { minLength: 1, maxLength: 40 }),
+        fc.integer({ min: 1, max: 50 }),
+        fc.double({ min: 0, max: 0.9, noNaN: true }),
+        fc.array(fc.boolean(), { maxLength: 30 }),
+        fc.integer({ min: 1, max: 4 }),
+        async (s, ops, batchSize, prefetchAt, failPattern, pieces) => {
+          let next = 1;
+          const issued = new Set<bigint>();
+          const transport: IdTransport = {
+            fetch: () => Promise.reject(new Error('lists are not used for this tag')),
+            // `count` IDs as up to `pieces` blocks, with a gap between blocks (as a pool's ranges have).
+            fetchBlocks: (_tag, count) =>
+              s.schedule(Promise.resolve(), 'fetchBlocks').then(() => {
+                if (failPattern.shift()) throw new IdmintError('NOT_READY', 'down');
+                const blocks = [];
+                let left = count;
+                for (let p = 0; p < pieces && left > 0; p++) {
+                  const size = p === pieces - 1 ? left : Math.max(1, Math.floor(left / 2));
+                  blocks.push({ start: next, end: next + size - 1 });
+                  for (let i = 0; i < size; i++) issued.add(BigInt(next + i));
+                  next += size + 3;
+                  left -= size;
+                }
+                return { ids: [], blocks, source: 'pool' as const };
+              }),
+            close: async () => undefined,
+          };
+          const c = createIdmintClient({ transport, batchSize, maxBatchSize: batchSize * 4, prefetchAt });
+          const tag = c.tag('blk');
+          const run = async (o: { kind: string; n: number }): Promise<bigint[]> => {
+            const out: bigint[] = [];
+            switch (o.kind) {
+              case 'tryNumber':
+                for (let i = 0; i < o.n; i++) {
+                  const id = tag.tryNextNumber();
+                  if (id !== undefined) out.push(BigInt(id));
+                }
+                return out;
+              case 'try':
+                for (let i = 0; i < o.n; i++) {
+                  const id = tag.tryNext();
+                  if (id !== undefined) out.push(id);
+                }
+                return out;
+              case 'next':
+                return [await tag.next()];
+              case 'many':
+                return c.nextMany('blk', o.n);
+              case 'strings':
+                return (await c.nextStrings('blk', o.n)).map(BigInt);
+              case 'number':
+                return [BigInt(await tag.nextNumber())];
+              default:
+                c.stats();
+                return out;
+            }
+          };
+          const calls = ops.map((o) =>
+            s
+              .schedule(Promise.resolve(), o.kind)
+              .then(() => run(o))
+              .catch((err: unknown) => {
+                if (!(err instanceof IdmintError) || err.code !== 'NOT_READY') throw err;
+                return [];
+              }),
+          );
+          const handed = (await s.waitFor(Promise.all(calls))).flat();
+          await c.close();
+          expect(duplicates(handed)).toEqual([]);
+          for (const id of handed) expect(issued.has(id)).toBe(true);
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it('tryNextNumber hands out a block in order, prefetches the next at the mark, and moves on to it', async () => {
+    let next = 1;
+    const asks: number[] = [];
+    const transport: IdTransport = {
+      fetch: () => Promise.reject(new Error('unused')),
+      fetchBlocks: async (_tag, count) => {
+        asks.push(count);
+        const block = { start: next, end: next + count - 1 };
+        next += count + 100;
+        return { ids: [], blocks: [block], source: 'segment' as const };
+      },
+      close: async () => undefined,
+    };
+    const c = createIdmintClient({ transport, batchSize: 10_000, maxBatchSize: 10_000, prefetchAt: 0.2 });
+    expect(c.tryNextNumber('t')).toBeUndefined();
+    await settle();
+    const got: number[] = [];
+    for (let i = 0; i < 8_000; i++) got.push(c.tryNextNumber('t')!);
+    expect(got).toEqual(Array.from({ length: 8_000 }, (_, i) => i + 1));
+    expect(asks).toHaveLength(1);
+    got.length = 0;
+    for (let i = 0; i < 1_000; i++) got.push(c.tryNextNumber('t')!); // past the mark: the prefetch starts
+    await settle();
+    expect(asks).toHaveLength(2);
+    expect(c.stats()[0]!.buffered).toBe(1_000 + 10_000);
+    for (let i = 0; i < 1_001; i++) got.push(c.tryNextNumber('t')!);
+    expect(got.at(-1)).toBe(10_101); // the first ID of the second block
+    expect(new Set(got).size).toBe(got.length);
+    await c.close();
+  });
+});
