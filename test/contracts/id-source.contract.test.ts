@@ -118,6 +118,26 @@ describe.each(Object.keys(subjects))('IdSource contract: %s', (name) => {
     expect(new Set(seen).size).toBe(seen.length);
   });
 
+  it('takeBlocks, where a source has it, hands out disjoint non-empty blocks of at most count IDs, distinct from its lists', async () => {
+    const takeBlocks = s.source.takeBlocks?.bind(s.source);
+    if (!takeBlocks) return;
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.integer({ min: 1, max: 400 }), { minLength: 1, maxLength: 12 }), async (counts) => {
+        await s.feed?.(counts.reduce((a, b) => a + b, 0));
+        const answers = await Promise.all(counts.map((n) => takeBlocks(s.tag, n)));
+        answers.forEach((blocks, i) => {
+          const size = blocks.reduce((n, b) => n + b.end - b.start + 1, 0);
+          for (const b of blocks) expect(b.start >= 1 && b.start <= b.end && Number.isSafeInteger(b.end)).toBe(true);
+          if (s.fills) expect(size).toBe(counts[i]);
+          else expect(size).toBeLessThanOrEqual(counts[i]!);
+          for (const b of blocks) for (let id = b.start; id <= b.end; id++) seen.push(String(id));
+        });
+      }),
+      { numRuns: 10 },
+    );
+    expect(new Set(seen).size).toBe(seen.length);
+  });
+
   it('never hands out again what forget() dropped', async () => {
     await s.feed?.(2000);
     const before = await s.source.take(s.tag, 100);

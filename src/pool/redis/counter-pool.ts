@@ -1,7 +1,8 @@
-import type { Segment } from '../../core/ports.js';
-import { RedisPoolBase, type RedisPoolOptions } from './pool-base.js';
+import { appendRange, type Block } from '../../core/block.js';
+import type { BizTag, Segment, TakeContext } from '../../core/ports.js';
+import { RedisPoolBase, type RedisPoolOptions, type Taken } from './pool-base.js';
 import type { PoolKeys } from './keys.js';
-import { parseTakeReply, redisFailure, runScript, type TakeReply } from './scripts.js';
+import { parseTakeReply, redisFailure, runScript } from './scripts.js';
 
 /**
  * The seed design, without per-ID memory: a hash `{cur, last, queued}` plus a list of queued
@@ -15,17 +16,18 @@ export class RedisCounterPool extends RedisPoolBase {
     super(options, 'redis-counter-pool');
   }
 
-  protected async takeFrom(keys: PoolKeys, count: number): Promise<{ ids: string[]; reply: TakeReply }> {
+  protected async takeFrom(keys: PoolKeys, count: number): Promise<Taken> {
     const { bucketSeconds, slots, fence } = this.settings;
     const raw = await runScript(this.redis, 'idmintCounterTake', [keys.counter, keys.ranges, keys.meta, count, bucketSeconds, slots, fence ? '1' : '0']);
     const reply = parseTakeReply('counter-take.lua', raw, count);
-    const ids: string[] = [];
-    for (let i = 0; i + 1 < reply.values.length; i += 2) {
-      const start = Number(reply.values[i]);
-      const end = Number(reply.values[i + 1]);
-      for (let id = start; id <= end; id++) ids.push(String(id));
-    }
-    return { ids, reply };
+    const blocks: Block[] = [];
+    for (let i = 0; i + 1 < reply.values.length; i += 2) appendRange(blocks, Number(reply.values[i]), Number(reply.values[i + 1]));
+    return { blocks, reply };
+  }
+
+  /** The pool's ranges as they are: a `GET /v1/blocks` answer costs no per-ID work. */
+  async takeBlocks(tag: BizTag, count: number, context: TakeContext = {}): Promise<Block[]> {
+    return (await this.takeTaken(tag, count, context)).blocks ?? [];
   }
 
   async depth(bizTag: string, shard: number): Promise<number> {

@@ -1,7 +1,7 @@
 import type { Segment } from '../../core/ports.js';
-import { RedisPoolBase, type RedisPoolOptions } from './pool-base.js';
+import { RedisPoolBase, type RedisPoolOptions, type Taken } from './pool-base.js';
 import type { PoolKeys } from './keys.js';
-import { parseTakeReply, redisFailure, runScript, type TakeReply } from './scripts.js';
+import { parseTakeReply, redisFailure, runScript } from './scripts.js';
 
 /**
  * A tag's IDs minted ahead into a Redis list (`idmint:{tag}:ids`). A take is one LPOP with a
@@ -15,7 +15,7 @@ export class RedisListPool extends RedisPoolBase {
     super(options, 'redis-list-pool');
   }
 
-  protected async takeFrom(keys: PoolKeys, count: number): Promise<{ ids: string[]; reply: TakeReply }> {
+  protected async takeFrom(keys: PoolKeys, count: number): Promise<Taken> {
     const { bucketSeconds, slots, fence } = this.settings;
     const raw = await runScript(this.redis, 'idmintListTake', [keys.ids, keys.meta, count, bucketSeconds, slots, fence ? '1' : '0']);
     const reply = parseTakeReply('list-take.lua', raw, count);

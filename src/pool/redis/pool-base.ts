@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { Registry } from 'prom-client';
+import { blocksSize, idsOf, type Block } from '../../core/block.js';
 import { IdmintError, notReady } from '../../core/errors.js';
 import type { BizTag, IdSource, PoolSink, Segment, TakeContext } from '../../core/ports.js';
 import { silentLogger, type Logger } from '../../core/logger.js';
@@ -71,6 +72,9 @@ function validate(o: Settings): void {
   if (!Number.isInteger(o.pushChunk) || o.pushChunk < 1 || o.pushChunk > 100_000) throw bad('pushChunk must be an integer in [1, 100000]');
 }
 
+/** What a take script gave: a list pool's IDs, or a counter pool's ranges as blocks. */
+export type Taken = { ids: string[]; blocks?: undefined; reply: TakeReply } | { ids?: undefined; blocks: Block[]; reply: TakeReply };
+
 /**
  * What list and counter pools share: the take path (one script call, then a refill request when
  * the pool runs low), Redis failures as NOT_READY, metrics, and removal.
@@ -102,31 +106,38 @@ export abstract class RedisPoolBase implements IdSource, PoolSink {
     return poolKeys(this.settings.keyPrefix, bizTag, shard);
   }
 
-  /** Runs the kind's take script; returns the IDs and the script's view of the pool. */
-  protected abstract takeFrom(keys: PoolKeys, count: number): Promise<{ ids: string[]; reply: TakeReply }>;
+  /** Runs the kind's take script; returns the IDs (a list, or ranges as blocks) and the script's view of the pool. */
+  protected abstract takeFrom(keys: PoolKeys, count: number): Promise<Taken>;
   abstract depth(bizTag: string, shard: number): Promise<number>;
   abstract push(segment: Segment): Promise<void>;
 
   async take(tag: BizTag, count: number, context: TakeContext = {}): Promise<string[]> {
+    const taken = await this.takeTaken(tag, count, context);
+    return taken.ids ?? idsOf(taken.blocks);
+  }
+
+  /** One take script call, with its metrics and refill request; what callers of take and takeBlocks share. */
+  protected async takeTaken(tag: BizTag, count: number, context: TakeContext): Promise<Taken> {
     const shard = context.shard ?? (tag.shards > 1 ? Math.floor(Math.random() * tag.shards) : 0);
     this.assertConnected(`${this.kind} pool`);
-    let result: { ids: string[]; reply: TakeReply };
+    let result: Taken;
     try {
       result = await this.takeFrom(this.keys(tag.bizTag, shard), count);
     } catch (err) {
       throw redisFailure(`Redis (${this.kind} pool of "${tag.bizTag}")`, err);
     }
-    const { ids, reply } = result;
+    const { reply } = result;
+    const got = result.ids ? result.ids.length : blocksSize(result.blocks);
     if (reply.code === 1) {
       this.logger.warn({ bizTag: tag.bizTag, shard }, 'dropped a pool written by another Redis run (restart from snapshot or failover); it will be refilled');
     }
-    this.metrics?.taken.inc({ biz_tag: tag.bizTag, kind: this.kind }, ids.length);
+    this.metrics?.taken.inc({ biz_tag: tag.bizTag, kind: this.kind }, got);
     this.metrics?.depth.set({ biz_tag: tag.bizTag, shard: String(shard), kind: this.kind }, reply.remaining);
     const target = reply.target > 0 ? reply.target : this.settings.minDepth;
-    if (ids.length < count || reply.remaining < target * this.settings.thresholdRatio) {
+    if (got < count || reply.remaining < target * this.settings.thresholdRatio) {
       this.requestRefill(tag.bizTag, shard);
     }
-    return ids;
+    return result;
   }
 
   /** The IdSource side of `remove`: a tag whose counters moved drops its pooled IDs (gaps, never reused). */
