@@ -105,6 +105,8 @@ export const envSchema = z.object({
   IDMINT_MAX_COUNT: int(1, 100_000).default(10_000),
   /** Largest `count` of a blocks request (`/v1/blocks`, Kafka `"as":"blocks"`); its answer stays small. Default 10000000. */
   IDMINT_MAX_BLOCK_COUNT: int(1, 1_000_000_000_000).default(10_000_000),
+  /** IDs an api process keeps in memory from the Redis counter pool beyond a small ask (0: a round trip per request). Default 0. */
+  IDMINT_LOCAL_BUFFER: int(0, 1_000_000).default(0),
   /** IDs being served at once across requests, at most; beyond it a request gets a retriable NOT_READY. Default 1000000. */
   IDMINT_MAX_IDS_IN_FLIGHT: int(1, 100_000_000).default(1_000_000),
   /** Roles `idmint serve` runs, comma-separated from api,refill,responder. Default all that the config allows. */

@@ -5,6 +5,7 @@ import type { Logger } from '../core/logger.js';
 import type { BizStore } from '../core/ports.js';
 import { Dispenser, type PoolSources } from '../dispenser/dispenser.js';
 import type { DispenserMetrics } from '../dispenser/metrics.js';
+import { LocalBlockBuffer } from '../dispenser/sources/local-buffer.js';
 import { MemoryPool } from '../dispenser/sources/memory.js';
 import { DirectSegmentSource } from '../dispenser/sources/segment.js';
 import { ShardedSource } from '../dispenser/sources/sharded.js';
@@ -38,7 +39,8 @@ export async function buildDispenser(
   const { db, store, redis, metrics, logger, closers } = deps;
   const memory = new MemoryPool({ allocator: store, logger });
   closers.add('memory pool', () => memory.close());
-  const pools: PoolSources = { memory, ...(redis ? { 'redis-list': redis.list, 'redis-counter': redis.counter } : {}) };
+  const counter = redis && config.IDMINT_LOCAL_BUFFER > 0 ? new LocalBlockBuffer(redis.counter, config.IDMINT_LOCAL_BUFFER) : redis?.counter;
+  const pools: PoolSources = { memory, ...(redis && counter ? { 'redis-list': redis.list, 'redis-counter': counter } : {}) };
   const clock = config.IDMINT_TEST_CLOCK_FILE ? fileClock(config.IDMINT_TEST_CLOCK_FILE) : undefined;
   const snowflake = await createSnowflakeSourceFromConfig(config, { logger, db, ...(redis ? { redis: redis.connection.patient } : {}), ...(clock ? { clock } : {}) });
   closers.add('snowflake', () => snowflake.close());

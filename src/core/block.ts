@@ -50,3 +50,26 @@ export function idsOf(blocks: readonly Block[]): string[] {
   for (const { start, end } of blocks) for (let id = start; id <= end; id++) ids.push(String(id));
   return ids;
 }
+
+/**
+ * Moves the first `n` IDs of `queue` (blocks in order) into `into`, splitting a block when `n`
+ * ends inside it; the queue keeps the rest. Returns how many moved (fewer when the queue runs out).
+ */
+export function takeFromBlocks(queue: Block[], n: number, into: Block[]): number {
+  let moved = 0;
+  while (moved < n && queue.length > 0) {
+    const head = queue[0]!;
+    const want = n - moved;
+    const size = blockSize(head);
+    if (size <= want) {
+      into.push(head);
+      queue.shift();
+      moved += size;
+    } else {
+      into.push({ start: head.start, end: head.start + want - 1 });
+      queue[0] = { start: head.start + want, end: head.end };
+      moved += want;
+    }
+  }
+  return moved;
+}

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isIdmintError } from '../../src/core/errors.js';
 import type { BizTag, IdSource } from '../../src/core/ports.js';
 import { SHARDED_LAYOUT } from '../../src/core/sharded.js';
+import { LocalBlockBuffer } from '../../src/dispenser/sources/local-buffer.js';
 import { MemoryPool } from '../../src/dispenser/sources/memory.js';
 import { DirectSegmentSource } from '../../src/dispenser/sources/segment.js';
 import { ShardedSource } from '../../src/dispenser/sources/sharded.js';
@@ -58,6 +59,11 @@ const subjects: Record<string, () => Promise<Subject>> = {
   segment: async () => ({ source: new DirectSegmentSource(ts.store), tag: await segmentTag(), fills: true, close: async () => undefined }),
   'redis-list': async () => redisSubject(RedisListPool),
   'redis-counter': async () => redisSubject(RedisCounterPool),
+  // An api process's local buffer in front of the counter pool (IDMINT_LOCAL_BUFFER).
+  'redis-counter + local buffer': async () => {
+    const subject = await redisSubject(RedisCounterPool);
+    return { ...subject, source: new LocalBlockBuffer(subject.source as RedisCounterPool, 64) };
+  },
   snowflake: async () => {
     const source = await createSnowflakeSource({ provider: new StaticWorkerIdProvider(7) });
     return { source, tag: tag('flake', { mode: 'snowflake' }), fills: true, close: () => source.close() };

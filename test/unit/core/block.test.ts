@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { appendRange, blocksOf, blocksSize, idsOf, type Block } from '../../../src/core/block.js';
+import { appendRange, blocksOf, blocksSize, idsOf, takeFromBlocks, type Block } from '../../../src/core/block.js';
 import { SegmentBuffer } from '../../../src/core/segment-buffer.js';
 import type { Segment } from '../../../src/core/ports.js';
 
@@ -77,5 +77,36 @@ describe('blocksOf refuses IDs a number cannot hold', () => {
   it('throws for an ID above 2^53 - 1 instead of rounding it (two IDs would become one)', () => {
     expect(blocksOf(['9007199254740991'])).toEqual([{ start: 9007199254740991, end: 9007199254740991 }]);
     expect(() => blocksOf(['2124792667136082001', '2124792667136082002'])).toThrow(/above 2\^53 - 1/);
+  });
+});
+
+describe('takeFromBlocks', () => {
+  it('moves exactly the first n IDs in order, splitting a block, and the queue keeps the rest (fast-check)', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.tuple(fc.integer({ min: 0, max: 50 }), fc.integer({ min: 1, max: 40 })), { maxLength: 8 }),
+        fc.array(fc.integer({ min: 0, max: 120 }), { minLength: 1, maxLength: 6 }),
+        (shape, asks) => {
+          let next = 1;
+          const queue: Block[] = shape.map(([gap, size]) => {
+            const start = next + gap;
+            next = start + size;
+            return { start, end: start + size - 1 };
+          });
+          const all = idsOf(queue);
+          const handed: string[] = [];
+          for (const n of asks) {
+            const into: Block[] = [];
+            const before = blocksSize(queue);
+            const moved = takeFromBlocks(queue, n, into);
+            expect(moved).toBe(Math.min(n, before));
+            expect(blocksSize(into)).toBe(moved);
+            for (const b of into) expect(b.start <= b.end).toBe(true);
+            handed.push(...idsOf(into));
+          }
+          expect([...handed, ...idsOf(queue)]).toEqual(all);
+        },
+      ),
+    );
   });
 });
