@@ -77,12 +77,15 @@ async function snowflakeServer<T>(fn: (url: string) => Promise<T>): Promise<T> {
 
 export async function run(): Promise<Section> {
   const rows: Array<Array<string | number>> = [];
-  const add = (what: string, r: Load, idsPerRequest: number): void => {
+  const add = (what: string, r: Load, idsPerRequest: number): Load => {
     rows.push([what, perSecond(r.requestsPerSecond), perSecond(r.requestsPerSecond * idsPerRequest), r.p50, r.p99, r.errors + r.non2xx]);
+    return r;
   };
+  let embeddedOne = 0;
+  const redisTargets: string[] = [];
 
   await withServer({}, async (server) => {
-    add('embedded `GET /v1/ids/demo?count=1`', await load(`${server.url}/v1/ids/demo?count=1`), 1);
+    embeddedOne = add('embedded `GET /v1/ids/demo?count=1`', await load(`${server.url}/v1/ids/demo?count=1`), 1).requestsPerSecond;
     add('embedded `GET /v1/ids/demo?count=1000`', await load(`${server.url}/v1/ids/demo?count=1000`), 1000);
     add('embedded Leaf `GET /api/segment/get/demo`', await load(`${server.url}/api/segment/get/demo`), 1);
     add('embedded Leaf `GET /api/snowflake/get/demo`', await load(`${server.url}/api/snowflake/get/demo`), 1);
@@ -90,11 +93,34 @@ export async function run(): Promise<Section> {
 
   const redisUrl = infraRedis();
   if (redisUrl) {
-    const prefix = `bench${process.pid}:`;
-    await withServer({ REDIS_URL: redisUrl, IDMINT_POOL_KEY_PREFIX: prefix, IDMINT_REFILL_QUEUE: `bench-${process.pid}`, IDMINT_POOL_MIN_DEPTH: '200000' }, async (server) => {
-      add('Redis pools `GET /v1/ids/demo?count=1`', await load(`${server.url}/v1/ids/demo?count=1`), 1);
-      add('Redis pools `GET /v1/ids/demo?count=1000`', await load(`${server.url}/v1/ids/demo?count=1000`), 1000);
+    const redisEnv = (tag: string): Record<string, string> => ({
+      REDIS_URL: redisUrl,
+      IDMINT_POOL_KEY_PREFIX: `bench${process.pid}${tag}:`,
+      IDMINT_REFILL_QUEUE: `bench-${process.pid}${tag}`,
+      IDMINT_POOL_MIN_DEPTH: '200000',
     });
+    // The default Redis pool of a segment tag: the counter pool, whose IDs leave Redis as ranges.
+    let oneRound = 0;
+    let thousand = 0;
+    await withServer(redisEnv('c'), async (server) => {
+      oneRound = add('Redis counter pool `GET /v1/ids/demo?count=1` (a Redis round trip per request)', await load(`${server.url}/v1/ids/demo?count=1`), 1).requestsPerSecond;
+      thousand = add('Redis counter pool `GET /v1/ids/demo?count=1000`', await load(`${server.url}/v1/ids/demo?count=1000`), 1000).requestsPerSecond * 1000;
+    });
+    let buffered = 0;
+    await withServer({ ...redisEnv('b'), IDMINT_LOCAL_BUFFER: '1000' }, async (server) => {
+      buffered = add('Redis counter pool `GET /v1/ids/demo?count=1`, `IDMINT_LOCAL_BUFFER=1000`', await load(`${server.url}/v1/ids/demo?count=1`), 1).requestsPerSecond;
+    });
+    await withServer(redisEnv('l'), async (server) => {
+      const created = await fetch(`${server.url}/v1/biz`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"bizTag":"list","pool":"redis-list"}' });
+      if (created.status !== 201) throw new Error(`creating the list-pool tag: ${created.status} ${await created.text()}`);
+      await autocannon({ url: `${server.url}/v1/ids/list?count=1000`, connections: 8, duration: 2 });
+      add('Redis list pool `GET /v1/ids/list?count=1000` (strings in Redis)', await load(`${server.url}/v1/ids/list?count=1000`), 1000);
+    });
+    const within = (r: number): string => `${((r / embeddedOne) * 100).toFixed(0)} % of embedded`;
+    redisTargets.push(
+      `Redis pools, \`count=1\` within 10 % of the embedded server's rate: with \`IDMINT_LOCAL_BUFFER=1000\` ${within(buffered)} — **${buffered >= 0.9 * embeddedOne ? 'met' : 'not met'}**; without it ${within(oneRound)} (a Redis round trip per request).`,
+      `Redis counter pool, \`count=1000\` ≥ 5 M IDs/s: ${perSecond(thousand)} — **${thousand >= 5e6 ? 'met' : 'not met'}**.`,
+    );
   }
 
   await snowflakeServer(async (url) => {
@@ -108,6 +134,7 @@ export async function run(): Promise<Section> {
       redisUrl ? `Redis pools use ${redisUrl.replace(/\/\/.*@/, '//')} (from REDIS_URL or .infra/env), with the refill worker in the server process.` : 'Redis rows skipped: no REDIS_URL and no .infra/env (run `npm run infra:up`).',
       '',
       table(['Route', 'requests/s', 'IDs/s', 'p50 ms', 'p99 ms', 'errors'], rows),
+      ...(redisTargets.length > 0 ? ['', ...redisTargets] : []),
     ].join('\n'),
   };
 }

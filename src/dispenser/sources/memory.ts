@@ -38,6 +38,11 @@ export class MemoryPool implements IdSource {
 
   async take(tag: BizTag, count: number, context: TakeContext = {}): Promise<string[]> {
     const buffer = this.bufferFor(tag, context.shard ?? 0);
+    if (count === 1) {
+      // The single-ID hot path (Leaf routes): no batch array, no wait when an ID is buffered.
+      const id = buffer.tryNext();
+      if (id !== undefined) return [String(id)];
+    }
     const ids = await buffer.nextBatch(count);
     return ids.map(String);
   }
