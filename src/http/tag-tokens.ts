@@ -18,7 +18,7 @@ export function presentedToken(request: FastifyRequest): string | undefined {
 /**
  * Checks tag tokens on the routes that hand out IDs. A tag's token hashes are cached for a second,
  * so a token created or revoked on any process takes effect everywhere within a second, and the hot
- * path costs one SHA-256 of the presented token.
+ * path costs one SHA-256 of the presented token. While Postgres is down the last hashes stay in force.
  */
 export class TokenGate {
   private readonly cache = new Map<string, { at: number; hashes: ReadonlySet<string> }>();
@@ -43,7 +43,15 @@ export class TokenGate {
     const now = Date.now();
     const cached = this.cache.get(bizTag);
     if (cached && now - cached.at < CACHE_MS) return cached.hashes;
-    const hashes = new Set(await this.store.hashes(bizTag));
+    let hashes: ReadonlySet<string>;
+    try {
+      hashes = new Set(await this.store.hashes(bizTag));
+    } catch (err) {
+      // Postgres down: keep checking against the last hashes this process saw, as the tag cache
+      // keeps the last settings, so the pools go on serving. A tag never seen here cannot be checked.
+      if (!cached) throw err;
+      return cached.hashes;
+    }
     if (this.cache.size >= MAX_CACHED) this.cache.clear();
     this.cache.set(bizTag, { at: now, hashes });
     return hashes;
