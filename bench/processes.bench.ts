@@ -32,9 +32,14 @@ function rssMb(pid: number): number {
   return Math.round(kb / 1024);
 }
 
+/** prom-client samples the loop every 10 ms and its histogram holds whole intervals: a loop that never stalls reads 10 ms. */
+const SAMPLING_MS = 10;
+
+/** The event loop's p99 delay beyond the sampling interval (0 = never late), ms. */
 async function eventLoopP99Ms(server: SpawnedServer): Promise<number> {
   const text = await (await fetch(`${server.url}/metrics`)).text();
-  return Number(/^idmint_nodejs_eventloop_lag_p99_seconds (\S+)$/m.exec(text)?.[1] ?? Number.NaN) * 1000;
+  const p99 = Number(/^idmint_nodejs_eventloop_lag_p99_seconds (\S+)$/m.exec(text)?.[1] ?? Number.NaN) * 1000;
+  return Math.max(0, p99 - SAMPLING_MS);
 }
 
 async function firstId(url: string): Promise<void> {
@@ -128,9 +133,9 @@ export async function run(): Promise<Section> {
       '',
       `IDMINT_PROCESSES=2 / 1 (median req/s): segment ${segRatio.toFixed(2)} ×, Snowflake ${sfRatio.toFixed(2)} × — target ≥ 1.5 ×: **${segRatio >= 1.5 && sfRatio >= 1.5 ? 'met' : 'not met'}**.`,
       '',
-      'Every round (p99/p50 target ≤ 10 on a loaded machine; event-loop delay p99 from `idmint_nodejs_eventloop_lag_p99_seconds`, read after the round):',
+      'Every round (p99/p50 target ≤ 10 on a loaded machine; event-loop delay p99 from `idmint_nodejs_eventloop_lag_p99_seconds`, read after the round, minus its 10 ms sampling interval, which the histogram includes):',
       '',
-      table(['route', 'processes', 'round', 'req/s', 'p50 ms', 'p99 ms', 'p99/p50', 'event-loop p99 ms'], perRound),
+      table(['route', 'processes', 'round', 'req/s', 'p50 ms', 'p99 ms', 'p99/p50', 'event-loop delay p99 ms'], perRound),
       '',
       `p99 ≤ 10 × p50 in every round: **${tailOk ? 'met' : 'not met'}**.`,
       '',

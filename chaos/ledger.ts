@@ -30,26 +30,48 @@ class Ranges {
     this.length++;
   }
 
-  /** Overlapping ranges, at most `limit` of them. */
+  /**
+   * Overlapping ranges, at most `limit` of them. A sweep over the starts and the ends sorted
+   * apart (native typed-array sorts: no JS array of a hundred million indices, which V8 cannot
+   * hold): an ID covered by two ranges is where more than one range is open. Closed ranges, so at
+   * one value a start is taken before an end. Each place found is then matched back to the
+   * ranges that cover it, in one pass, to name their origins.
+   */
   overlaps(limit: number, originName: (i: number) => string): string[] {
-    // A plain array: typed arrays refuse a custom comparator when huge (V8).
-    const order = Array.from({ length: this.length }, (_, i) => i);
-    const starts = this.starts;
-    order.sort((a, b) => (starts[a]! < starts[b]! ? -1 : starts[a]! > starts[b]! ? 1 : 0));
-    const found: string[] = [];
-    let maxEnd = -1n;
-    let maxAt = -1;
-    for (const i of order) {
-      if (maxAt >= 0 && starts[i]! <= maxEnd) {
-        found.push(`[${starts[i]}, ${this.ends[i]}] from ${originName(this.origins[i]!)} overlaps [${starts[maxAt]}, ${this.ends[maxAt]}] from ${originName(this.origins[maxAt]!)}`);
-        if (found.length >= limit) break;
-      }
-      if (this.ends[i]! > maxEnd) {
-        maxEnd = this.ends[i]!;
-        maxAt = i;
+    const n = this.length;
+    const starts = this.starts.slice(0, n).sort();
+    const ends = this.ends.slice(0, n).sort();
+    const places: bigint[] = [];
+    let open = 0;
+    for (let i = 0, j = 0; i < n && places.length < limit; ) {
+      if (starts[i]! <= ends[j]!) {
+        open++;
+        if (open === 2) places.push(starts[i]!);
+        i++;
+      } else {
+        open--;
+        j++;
       }
     }
-    return found;
+    if (places.length === 0) return [];
+    // Who covers each place: one pass over the ranges, a binary search among the places each.
+    const covering = places.map(() => [] as number[]);
+    for (let k = 0; k < n; k++) {
+      const from = this.starts[k]!;
+      const to = this.ends[k]!;
+      let lo = 0;
+      let hi = places.length;
+      while (lo < hi) {
+        const mid = (lo + hi) >> 1;
+        if (places[mid]! < from) lo = mid + 1;
+        else hi = mid;
+      }
+      for (let p = lo; p < places.length && places[p]! <= to; p++) covering[p]!.push(k);
+    }
+    return places.map((place, p) => {
+      const who = covering[p]!.slice(0, 4).map((k) => `[${this.starts[k]}, ${this.ends[k]}] from ${originName(this.origins[k]!)}`);
+      return `ID ${place} is in ${covering[p]!.length} ranges: ${who.join(' and ')}`;
+    });
   }
 }
 
