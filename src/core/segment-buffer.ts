@@ -182,19 +182,14 @@ export class SegmentBuffer {
           got += take;
           continue;
         }
-        const take = Math.min(n - got, this.end - this.cur + 1);
+        const take = this.advance(n - got);
         if (take > 0) {
-          appendRange(blocks, this.cur, this.cur + take - 1);
-          this.cur += take;
+          appendRange(blocks, this.cur - take, this.cur - 1);
           got += take;
-          if (this.cur - 1 >= this.loadMark) this.loadInBackground();
           continue;
         }
-        if (this.ready) {
-          this.install(this.ready);
-          continue;
-        }
-        await this.waitForLoad(deadline);
+        const loading = this.refresh(deadline);
+        if (loading) await loading;
       }
     } catch (err) {
       throw this.giveBack(err, blocks);
@@ -227,20 +222,33 @@ export class SegmentBuffer {
         continue;
       }
       if (this.closed) throw this.closedError();
-      const take = Math.min(n - out.length, this.end - this.cur + 1);
+      const take = this.advance(n - out.length);
       if (take > 0) {
-        const from = this.cur;
-        this.cur += take;
-        for (let i = 0; i < take; i++) out.push(from + i);
-        if (this.cur - 1 >= this.loadMark) this.loadInBackground();
+        for (let i = this.cur - take; i < this.cur; i++) out.push(i);
         continue;
       }
-      if (this.ready) {
-        this.install(this.ready);
-        continue;
-      }
-      await this.waitForLoad(deadline);
+      const loading = this.refresh(deadline);
+      if (loading) await loading;
     }
+  }
+
+  /** Takes up to `max` IDs of the current segment (they end at `cur - 1`); returns how many, 0 when it is used up. */
+  private advance(max: number): number {
+    const take = Math.min(max, this.end - this.cur + 1);
+    if (take <= 0) return 0;
+    this.cur += take;
+    if (this.cur - 1 >= this.loadMark) this.loadInBackground();
+    return take;
+  }
+
+  /**
+   * The current segment is used up: install the loaded one at once (no await, so a caller keeps
+   * its turn), or return the bounded wait for its load.
+   */
+  private refresh(deadline: number): Promise<void> | undefined {
+    if (!this.ready) return this.waitForLoad(deadline);
+    this.install(this.ready);
+    return undefined;
   }
 
   /** Stops serving: buffered IDs are dropped and waiting callers get NOT_READY. */
