@@ -12,6 +12,13 @@ class Ranges {
   length = 0;
 
   push(start: bigint, end: bigint, origin: number): void {
+    // The same origin continuing its last range (an SDK handing out a block one ID at a time, a
+    // list of consecutive IDs): extend it. The set of IDs is the same, so is every overlap.
+    const last = this.length - 1;
+    if (last >= 0 && this.origins[last] === origin && start === this.ends[last]! + 1n && end >= start) {
+      this.ends[last] = end;
+      return;
+    }
     if (this.length === this.starts.length) {
       const grow = (a: BigInt64Array): BigInt64Array => {
         const b = new BigInt64Array(a.length * 2);

@@ -40,3 +40,16 @@ describe('chaos ledger at the size of a long run', () => {
     expect(found[0]).toContain('kafka-request');
   }, 300_000);
 });
+
+describe('chaos ledger: consecutive IDs', () => {
+  it('keeps one range for one origin counting up, and still finds an ID handed out twice in a row', () => {
+    const ledger = new Ledger();
+    const one = Array.from({ length: 100_000 }, (_, i) => [BigInt(i + 1), BigInt(i + 1)] as [bigint, bigint]);
+    ledger.record('sdk-http (2 servers)', 's', 'sdk', one, 1);
+    const ranges = (ledger as unknown as { tags: Map<string, { length: number }> }).tags.get('s')!;
+    expect(ranges.length).toBe(1);
+    expect(ledger.duplicates()).toEqual([]);
+    ledger.record('sdk-http (2 servers)', 's', 'sdk', [[100_001n, 100_001n], [100_001n, 100_001n]], 1);
+    expect(ledger.duplicates()).toHaveLength(1);
+  });
+});
