@@ -107,8 +107,11 @@ export async function run(): Promise<Section> {
       thousand = add('Redis counter pool `GET /v1/ids/demo?count=1000`', await load(`${server.url}/v1/ids/demo?count=1000`), 1000).requestsPerSecond * 1000;
     });
     let buffered = 0;
-    await withServer({ ...redisEnv('b'), IDMINT_LOCAL_BUFFER: '1000' }, async (server) => {
-      buffered = add('Redis counter pool `GET /v1/ids/demo?count=1`, `IDMINT_LOCAL_BUFFER=1000`', await load(`${server.url}/v1/ids/demo?count=1`), 1).requestsPerSecond;
+    let bufferedThousand = 0;
+    await withServer({ ...redisEnv('b'), IDMINT_LOCAL_BUFFER: '10000' }, async (server) => {
+      buffered = add('Redis counter pool `GET /v1/ids/demo?count=1`, `IDMINT_LOCAL_BUFFER=10000`', await load(`${server.url}/v1/ids/demo?count=1`), 1).requestsPerSecond;
+      bufferedThousand =
+        add('Redis counter pool `GET /v1/ids/demo?count=1000`, `IDMINT_LOCAL_BUFFER=10000`', await load(`${server.url}/v1/ids/demo?count=1000`), 1000).requestsPerSecond * 1000;
     });
     await withServer(redisEnv('l'), async (server) => {
       const created = await fetch(`${server.url}/v1/biz`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"bizTag":"list","pool":"redis-list"}' });
@@ -118,8 +121,8 @@ export async function run(): Promise<Section> {
     });
     const within = (r: number): string => `${((r / embeddedOne) * 100).toFixed(0)} % of embedded`;
     redisTargets.push(
-      `Redis pools, \`count=1\` within 10 % of the embedded server's rate: with \`IDMINT_LOCAL_BUFFER=1000\` ${within(buffered)} — **${buffered >= 0.9 * embeddedOne ? 'met' : 'not met'}**; without it ${within(oneRound)} (a Redis round trip per request).`,
-      `Redis counter pool, \`count=1000\` ≥ 5 M IDs/s: ${perSecond(thousand)} — **${thousand >= 5e6 ? 'met' : 'not met'}**.`,
+      `Redis pools, \`count=1\` within 10 % of the embedded server's rate: with \`IDMINT_LOCAL_BUFFER=10000\` ${within(buffered)} — **${buffered >= 0.9 * embeddedOne ? 'met' : 'not met'}**; without it ${within(oneRound)} (a Redis round trip per request).`,
+      `Redis counter pool, \`count=1000\` ≥ 5 M IDs/s: with \`IDMINT_LOCAL_BUFFER=10000\` ${perSecond(bufferedThousand)} — **${bufferedThousand >= 5e6 ? 'met' : 'not met'}**; without it ${perSecond(thousand)} — ${thousand >= 5e6 ? 'met' : 'not met'} (a Redis round trip and 1,000 strings per request).`,
     );
   }
 
