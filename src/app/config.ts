@@ -159,6 +159,8 @@ export const envSchema = z.object({
   IDMINT_POOL_MIN_DEPTH: int(1, 100_000_000).default(1000),
   /** Largest pool target depth. Default 1,000,000. */
   IDMINT_POOL_MAX_DEPTH: int(1, 100_000_000).default(1_000_000),
+  /** Largest target depth of a Redis counter pool (ranges: no memory per ID, only the gap a flush leaves). Default 50,000,000. */
+  IDMINT_POOL_MAX_RANGE_DEPTH: int(1, 1_000_000_000).default(50_000_000),
   /** Refill jobs one worker runs at once. Default 2. */
   IDMINT_REFILL_CONCURRENCY: int(1, 64).default(2),
   /** Job lock: a worker silent this long is presumed dead and its job retried. Default 30000. */

@@ -41,6 +41,11 @@ export interface RefillProcessorOptions {
   minDepth?: number;
   /** Largest target depth. Default 1,000,000. */
   maxDepth?: number;
+  /**
+   * Largest target depth of a pool that holds ranges (the counter pool): its depth costs Redis no
+   * memory, only the gap a flush leaves, so a fast tag may hold more. Default: maxDepth.
+   */
+  maxRangeDepth?: number;
   /** Refill when depth < thresholdRatio × target. Default 0.2 (same as the pools'). */
   thresholdRatio?: number;
   /** Largest segment taken in one allocation: a crash loses at most this many IDs. Default 100,000. */
@@ -83,13 +88,14 @@ export interface RefillProcessor {
   sweep(): Promise<SweepOutcome>;
 }
 
-type Settings = typeof REFILL_PROCESSOR_DEFAULTS;
+type Settings = typeof REFILL_PROCESSOR_DEFAULTS & { maxRangeDepth?: number };
 
 function validate(s: Settings): void {
   const bad = (what: string) => new IdmintError('BAD_REQUEST', `invalid refill option: ${what}`);
   const posInt = (v: number) => Number.isInteger(v) && v >= 1;
   if (!(s.poolSeconds > 0)) throw bad('poolSeconds must be > 0');
   if (!posInt(s.minDepth) || !posInt(s.maxDepth) || s.minDepth > s.maxDepth) throw bad('minDepth and maxDepth must be integers with 1 <= minDepth <= maxDepth');
+  if (s.maxRangeDepth !== undefined && (!posInt(s.maxRangeDepth) || s.minDepth > s.maxRangeDepth)) throw bad('maxRangeDepth must be an integer >= minDepth');
   if (!(s.thresholdRatio > 0 && s.thresholdRatio <= 1)) throw bad('thresholdRatio must be in (0, 1]');
   if (!posInt(s.maxSegment)) throw bad('maxSegment must be an integer >= 1');
   if (!(s.pauseAfterAllocateMs >= 0)) throw bad('pauseAfterAllocateMs must be >= 0');
@@ -116,8 +122,9 @@ export function createRefillProcessor(options: RefillProcessorOptions): RefillPr
     return kind === 'memory' ? undefined : sinks[kind];
   };
 
+  const rangeRule = { ...settings, maxDepth: settings.maxRangeDepth ?? settings.maxDepth };
   const targetFor = async (tag: BizTag, shard: number): Promise<number> =>
-    targetDepth(await meta.rate(tag.bizTag, shard), tag.step, settings);
+    targetDepth(await meta.rate(tag.bizTag, shard), tag.step, poolKindOf(tag, settings.autoKind) === 'redis-counter' ? rangeRule : settings);
 
   async function refill(bizTag: string, shard: number, reason: RefillReason): Promise<RefillOutcome> {
     const started = performance.now();

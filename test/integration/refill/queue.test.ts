@@ -100,6 +100,23 @@ describe('refill triggers: threshold and cron (real Redis, Postgres, BullMQ)', (
     expect(metrics).toContain('idmint_refill_duration_seconds_bucket');
   });
 
+  it('a counter pool (ranges) may grow past maxDepth up to maxRangeDepth; a list pool stays at maxDepth', async () => {
+    for (const kind of ['redis-list', 'redis-counter'] as const) {
+      store = await freshStore();
+      const tag = await store.store.createBiz({ bizTag: `range-${uid()}`, step: 100, pool: kind });
+      harness = await startHarness({ redisUrl: REDIS_URL, store: store.store, kind, processor: { minDepth: 1000, maxDepth: 10_000, maxRangeDepth: 100_000, poolSeconds: 60 } });
+      // At least 2,000/s of demand: a 60 s target of 120,000+ before the caps.
+      await runTakers({ source: harness.pool, tag, total: 20_000, takers: 4, batch: 100 });
+      const outcome = await harness.processor.refill(tag.bizTag, 0, 'manual');
+      expect(outcome.status).toBe('pushed');
+      expect(outcome.status === 'pushed' ? outcome.target : -1).toBe(kind === 'redis-counter' ? 100_000 : 10_000);
+      await harness.close();
+      await store.close();
+      harness = undefined;
+      store = undefined;
+    }
+  });
+
   it('demand recorded from outside Redis scripts (Kafka pools) counts toward the rate', async () => {
     store = await freshStore();
     harness = await startHarness({ redisUrl: REDIS_URL, store: store.store, worker: false });
