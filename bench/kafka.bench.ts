@@ -83,22 +83,29 @@ async function latencyAt(client: IdmintKafkaClient, rate: number, seconds: numbe
   return { p50: percentile(latencies, 0.5), p99: percentile(latencies, 0.99), max: latencies.at(-1) ?? NaN, n: latencies.length, errors };
 }
 
-/** `"as":"blocks"` replies: `count` IDs as ranges, `inFlight` requests at once, closed loop. */
-async function blocksPerSecond(client: IdmintKafkaClient, count: number, seconds: number, inFlight: number, into: Block[]): Promise<{ rate: number; requests: number }> {
+/** A closed loop: `inFlight` callers each repeating `once` (which asks for `count` IDs) for `seconds`. */
+async function closedLoop(count: number, seconds: number, inFlight: number, once: () => Promise<void>): Promise<{ rate: number; requests: number }> {
   let requests = 0;
   const end = performance.now() + seconds * 1000;
   const t0 = performance.now();
   await Promise.all(
     Array.from({ length: inFlight }, async () => {
       while (performance.now() < end) {
-        const got = await client.getBlocks('bench', count, { timeoutMs: 10_000 });
-        if (blocksSize(got.blocks) !== count) throw new Error(`asked ${count} as blocks, got ${blocksSize(got.blocks)}`);
-        into.push(...got.blocks);
+        await once();
         requests++;
       }
     }),
   );
   return { rate: (requests * count) / ((performance.now() - t0) / 1000), requests };
+}
+
+/** `"as":"blocks"` replies: `count` IDs as ranges. */
+function blocksPerSecond(client: IdmintKafkaClient, count: number, seconds: number, inFlight: number, into: Block[]): Promise<{ rate: number; requests: number }> {
+  return closedLoop(count, seconds, inFlight, async () => {
+    const got = await client.getBlocks('bench', count, { timeoutMs: 10_000 });
+    if (blocksSize(got.blocks) !== count) throw new Error(`asked ${count} as blocks, got ${blocksSize(got.blocks)}`);
+    into.push(...got.blocks);
+  });
 }
 
 /** Overlaps among the blocks, and list IDs that fall inside a block: both must be 0. */
@@ -123,21 +130,12 @@ function repeats(blocks: Block[], ids: Float64Array): number {
   return bad;
 }
 
-async function idsPerSecond(client: IdmintKafkaClient, count: number, seconds: number, inFlight: number, ids: IdLog): Promise<{ rate: number; requests: number }> {
-  let requests = 0;
-  const end = performance.now() + seconds * 1000;
-  const t0 = performance.now();
-  await Promise.all(
-    Array.from({ length: inFlight }, async () => {
-      while (performance.now() < end) {
-        const got = await client.getIds('bench', count, { timeoutMs: 10_000 });
-        if (got.length !== count) throw new Error(`asked ${count}, got ${got.length}`);
-        ids.add(got);
-        requests++;
-      }
-    }),
-  );
-  return { rate: (requests * count) / ((performance.now() - t0) / 1000), requests };
+function idsPerSecond(client: IdmintKafkaClient, count: number, seconds: number, inFlight: number, ids: IdLog): Promise<{ rate: number; requests: number }> {
+  return closedLoop(count, seconds, inFlight, async () => {
+    const got = await client.getIds('bench', count, { timeoutMs: 10_000 });
+    if (got.length !== count) throw new Error(`asked ${count}, got ${got.length}`);
+    ids.add(got);
+  });
 }
 
 function startResponder(env: NodeJS.ProcessEnv): Promise<ChildProcess> {

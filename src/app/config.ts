@@ -211,6 +211,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (config.IDMINT_POOL_MIN_DEPTH > config.IDMINT_POOL_MAX_DEPTH) {
     throw new IdmintError('BAD_REQUEST', 'invalid configuration: IDMINT_POOL_MIN_DEPTH must not exceed IDMINT_POOL_MAX_DEPTH');
   }
+  if (config.IDMINT_POOL_MIN_DEPTH > config.IDMINT_POOL_MAX_RANGE_DEPTH) {
+    throw new IdmintError('BAD_REQUEST', 'invalid configuration: IDMINT_POOL_MIN_DEPTH must not exceed IDMINT_POOL_MAX_RANGE_DEPTH');
+  }
   if (config.IDMINT_PROCESSES > 1 && !config.DATABASE_URL) {
     throw new IdmintError('BAD_REQUEST', 'invalid configuration: IDMINT_PROCESSES > 1 needs DATABASE_URL (the embedded database has one owner; run one process, or use Postgres)');
   }

@@ -83,8 +83,8 @@ export class IdmintClient {
    * formatted one (`base62`, `sqids`, `obfuscated+base62`...), which `next()` refuses.
    */
   async nextString(bizTag: string): Promise<string> {
-    const ready = this.buffer(bizTag).takeTexts(1, this.oneText);
-    if (ready === 1) return this.oneText.pop() as string;
+    const ready = this.tryNextString(bizTag);
+    if (ready !== undefined) return ready;
     const [id] = await this.collectTexts(bizTag, 1);
     return id as string;
   }

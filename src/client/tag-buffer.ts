@@ -191,24 +191,11 @@ export class TagBuffer {
 
   /** Moves up to `n` buffered IDs into `into`; returns how many. Never awaits. */
   take(n: number, into: bigint[]): number {
-    let taken = 0;
-    while (taken < n) {
-      const b = this.head();
-      if (!b) break;
+    return this.drain(n, (b, k) => {
       if (b.texts) throw this.formatted();
-      b.startedAt ??= this.clock.now();
-      const k = Math.min(n - taken, left(b));
       if (b.ids) for (let i = 0; i < k; i++) into.push(b.ids[b.pos + i] as bigint);
-      else {
-        for (let i = 0; i < k; i++) into.push(BigInt(b.next + i));
-        b.next += k;
-      }
-      b.pos += k;
-      taken += k;
-    }
-    this.head();
-    this.maybePrefetch();
-    return taken;
+      else for (let i = 0; i < k; i++) into.push(BigInt(b.next + i));
+    });
   }
 
   /**
@@ -216,18 +203,23 @@ export class TagBuffer {
    * decimal tag's as decimal strings); returns how many. Never awaits.
    */
   takeTexts(n: number, into: string[]): number {
+    return this.drain(n, (b, k) => {
+      if (b.texts) for (let i = 0; i < k; i++) into.push(b.texts[b.pos + i] as string);
+      else if (b.ids) for (let i = 0; i < k; i++) into.push(String(b.ids[b.pos + i]));
+      else for (let i = 0; i < k; i++) into.push(String(b.next + i));
+    });
+  }
+
+  /** Up to `n` IDs batch by batch: `copy` hands out the `k` at each batch's cursor, then the cursor moves. */
+  private drain(n: number, copy: (b: Batch, k: number) => void): number {
     let taken = 0;
     while (taken < n) {
       const b = this.head();
       if (!b) break;
-      b.startedAt ??= this.clock.now();
       const k = Math.min(n - taken, left(b));
-      if (b.texts) for (let i = 0; i < k; i++) into.push(b.texts[b.pos + i] as string);
-      else if (b.ids) for (let i = 0; i < k; i++) into.push(String(b.ids[b.pos + i]));
-      else {
-        for (let i = 0; i < k; i++) into.push(String(b.next + i));
-        b.next += k;
-      }
+      copy(b, k);
+      b.startedAt ??= this.clock.now();
+      if (!b.ids && !b.texts) b.next += k;
       b.pos += k;
       taken += k;
     }

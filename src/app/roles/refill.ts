@@ -43,7 +43,7 @@ export async function startRefillRole(options: RefillRoleOptions): Promise<Refil
     poolSeconds: config.IDMINT_POOL_SECONDS,
     minDepth: config.IDMINT_POOL_MIN_DEPTH,
     maxDepth: config.IDMINT_POOL_MAX_DEPTH,
-    maxRangeDepth: Math.max(config.IDMINT_POOL_MAX_RANGE_DEPTH, config.IDMINT_POOL_MIN_DEPTH),
+    maxRangeDepth: config.IDMINT_POOL_MAX_RANGE_DEPTH,
     pauseAfterAllocateMs: config.IDMINT_REFILL_PAUSE_AFTER_ALLOCATE_MS,
     logger,
     ...(registry ? { registry } : {}),

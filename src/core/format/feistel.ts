@@ -87,12 +87,12 @@ export class FeistelPermutation {
     const br = this.boundRight;
     let l = Math.floor(x / size);
     let r = x - l * size;
+    const keys = this.roundKeys;
+    const lm = this.leftMask;
+    const rm = this.rightMask;
     // The rounds inline (no arrays, no calls per round): this is the hot path of every obfuscated ID.
     do {
       if (!backwards) {
-        const keys = this.roundKeys;
-        const lm = this.leftMask;
-        const rm = this.rightMask;
         for (let i = 0; i < FEISTEL_ROUNDS; i += 2) {
           // Even round: the left half (⌊w/2⌋ bits) takes the right's mix cut to its width;
           // odd round: the right half takes the new left's. Each half keeps its width.
@@ -102,9 +102,6 @@ export class FeistelPermutation {
           r = b;
         }
       } else {
-        const keys = this.roundKeys;
-        const lm = this.leftMask;
-        const rm = this.rightMask;
         for (let i = FEISTEL_ROUNDS - 2; i >= 0; i -= 2) {
           const b = (r ^ (mix(l, keys[i + 1]!) & rm)) >>> 0;
           const a = (l ^ (mix(b, keys[i]!) & lm)) >>> 0;

@@ -1,7 +1,9 @@
-import { blocksSize, idsOf, takeFromBlocks, type Block } from '../../core/block.js';
+import { idsOf, takeFromBlocks, type Block } from '../../core/block.js';
 import type { BizTag, IdSource, TakeContext } from '../../core/ports.js';
 
 type BlockSource = IdSource & Required<Pick<IdSource, 'takeBlocks'>>;
+
+const noop = (): void => undefined;
 
 /**
  * A small buffer of blocks in this process, in front of a pool that hands out ranges (the Redis
@@ -38,38 +40,27 @@ export class LocalBlockBuffer implements IdSource {
     let got = takeFromBlocks(queue.blocks, count, out);
     // One refill at a time per tag: later callers wait for it, then take what it left.
     while (got < count && queue.filling) {
-      await queue.filling.catch(() => undefined);
+      await queue.filling;
       got += takeFromBlocks(queue.blocks, count - got, out);
     }
     if (got < count) {
       const fill = this.pool.takeBlocks(tag, count - got + this.chunk, context);
-      const q = queue;
-      q.filling = fill.then(
-        () => undefined,
-        () => undefined,
-      );
+      queue.filling = fill.then(noop, noop);
+      let taken: Block[];
       try {
-        let taken: Block[];
-        try {
-          taken = await fill;
-        } catch (err) {
-          // The buffered part is this caller's: return it short (the dispenser's ladder serves the rest).
-          if (got > 0) return out;
-          throw err;
-        }
-        got += takeFromBlocks(taken, count - got, out);
-        // What this caller did not need is kept, unless the tag was forgotten meanwhile (gaps).
-        if (this.queues.get(tag.bizTag) === q) q.blocks.push(...taken);
+        taken = await fill;
+      } catch (err) {
+        // The buffered part is this caller's: return it short (the dispenser's ladder serves the rest).
+        if (got > 0) return out;
+        throw err;
       } finally {
-        q.filling = undefined;
+        queue.filling = undefined;
       }
+      got += takeFromBlocks(taken, count - got, out);
+      // What this caller did not need is kept, unless the tag was forgotten meanwhile (gaps).
+      if (this.queues.get(tag.bizTag) === queue) queue.blocks.push(...taken);
     }
     return out;
-  }
-
-  /** IDs held here per tag, for stats. */
-  held(bizTag: string): number {
-    return blocksSize(this.queues.get(bizTag)?.blocks ?? []);
   }
 
   async forget(bizTag: string): Promise<void> {

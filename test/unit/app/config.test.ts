@@ -48,6 +48,12 @@ describe('loadConfig is strict (hardening #11)', () => {
     expect(() => loadConfig({ IDMINT_GATE_PASS: '   ' })).toThrow(/IDMINT_GATE_PASS/);
   });
 
+  it('refuses a pool floor above either pool ceiling, naming both variables', () => {
+    expect(() => loadConfig({ IDMINT_POOL_MIN_DEPTH: '2000000' })).toThrow(/IDMINT_POOL_MIN_DEPTH must not exceed IDMINT_POOL_MAX_DEPTH/);
+    expect(() => loadConfig({ IDMINT_POOL_MIN_DEPTH: '5000', IDMINT_POOL_MAX_RANGE_DEPTH: '4000' })).toThrow(/IDMINT_POOL_MIN_DEPTH must not exceed IDMINT_POOL_MAX_RANGE_DEPTH/);
+    expect(loadConfig({ IDMINT_POOL_MAX_RANGE_DEPTH: '100000000' }).IDMINT_POOL_MAX_RANGE_DEPTH).toBe(100_000_000);
+  });
+
   it('caps IDMINT_MAX_COUNT at 100000', () => {
     expect(() => loadConfig({ IDMINT_MAX_COUNT: '1000000' })).toThrow(/IDMINT_MAX_COUNT: expected an integer from 1 to 100000/);
   });

@@ -1,12 +1,38 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createIdmintClient, IdmintError } from '../../../src/client/index.js';
-import type { IdTransport } from '../../../src/client/index.js';
+import type { IdmintClient, IdTransport } from '../../../src/client/index.js';
 import { duplicates, FakeTransport, settle } from './fake-transport.js';
 import { rejection } from '../../helpers/assertions.js';
 
 const range = (from: number, to: number): bigint[] => Array.from({ length: to - from + 1 }, (_, i) => BigInt(from + i));
 
+
+/**
+ * Runs each op when the scheduler says, as concurrent callers of one client; NOT_READY (a failed
+ * fetch) is an allowed answer. Then: no ID handed out twice, and every ID one the transport issued.
+ */
+async function expectNoRepeats<O extends { kind: string }>(
+  s: fc.Scheduler,
+  c: IdmintClient,
+  issued: ReadonlySet<bigint>,
+  ops: readonly O[],
+  run: (op: O) => Promise<bigint[]>,
+): Promise<void> {
+  const calls = ops.map((o) =>
+    s
+      .schedule(Promise.resolve(), o.kind)
+      .then(() => run(o))
+      .catch((err: unknown) => {
+        if (!(err instanceof IdmintError) || err.code !== 'NOT_READY') throw err;
+        return [];
+      }),
+  );
+  const handed = (await s.waitFor(Promise.all(calls))).flat();
+  await c.close();
+  expect(duplicates(handed)).toEqual([]);
+  for (const id of handed) expect(issued.has(id)).toBe(true);
+}
 
 describe('client double buffer: prefetch', () => {
   it('fetches the next batch in the background once less than prefetchAt of the current one remains', async () => {
@@ -281,19 +307,9 @@ describe('client: interleavings', () => {
             close: async () => undefined,
           };
           const c = createIdmintClient({ transport, batchSize, maxBatchSize: batchSize * 4, prefetchAt });
-          const calls = ops.map((o) =>
-            s
-              .schedule(Promise.resolve(), o.kind)
-              .then(async () => (o.kind === 'many' ? c.nextMany(o.tag, o.n) : o.kind === 'next' ? [await c.next(o.tag)] : [BigInt(await c.nextNumber(o.tag))]))
-              .catch((err: unknown) => {
-                if (!(err instanceof IdmintError) || err.code !== 'NOT_READY') throw err;
-                return [];
-              }),
+          await expectNoRepeats(s, c, issued, ops, async (o) =>
+            o.kind === 'many' ? c.nextMany(o.tag, o.n) : o.kind === 'next' ? [await c.next(o.tag)] : [BigInt(await c.nextNumber(o.tag))],
           );
-          const handed = (await s.waitFor(Promise.all(calls))).flat();
-          await c.close();
-          expect(duplicates(handed)).toEqual([]);
-          for (const id of handed) expect(issued.has(id)).toBe(true);
         },
       ),
       { numRuns: 300 },
@@ -372,19 +388,7 @@ describe('client: blocks and the synchronous take', () => {
                 return out;
             }
           };
-          const calls = ops.map((o) =>
-            s
-              .schedule(Promise.resolve(), o.kind)
-              .then(() => run(o))
-              .catch((err: unknown) => {
-                if (!(err instanceof IdmintError) || err.code !== 'NOT_READY') throw err;
-                return [];
-              }),
-          );
-          const handed = (await s.waitFor(Promise.all(calls))).flat();
-          await c.close();
-          expect(duplicates(handed)).toEqual([]);
-          for (const id of handed) expect(issued.has(id)).toBe(true);
+          await expectNoRepeats(s, c, issued, ops, run);
         },
       ),
       { numRuns: 300 },
