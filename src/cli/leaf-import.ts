@@ -1,6 +1,6 @@
 import { BadRequestError, IdmintError } from '../core/errors.js';
 import { leafKeyToBizTag } from '../core/leaf-key.js';
-import { MAX_SEGMENT_ID } from '../core/ports.js';
+import { MAX_SEGMENT_ID, MAX_STEP } from '../core/ports.js';
 import { call, type ServerTarget } from './http-client.js';
 import { redactUrl } from '../core/redact.js';
 
@@ -20,8 +20,6 @@ export interface LeafImportStep {
   startAfter: number;
   reason?: string;
 }
-
-const MAX_STEP = 2_147_483_647;
 
 /**
  * What an import does, tag by tag, before anything changes: create the tags idmint lacks, advance

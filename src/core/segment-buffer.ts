@@ -5,7 +5,7 @@
 import { appendRange, blockSize, blocksSize, type Block } from './block.js';
 import { IdmintError, SegmentExhaustedError, TimeoutError } from './errors.js';
 import type { Clock, Segment } from './ports.js';
-import { MAX_SEGMENT_ID, systemClock } from './ports.js';
+import { MAX_SEGMENT_ID, MAX_STEP, systemClock } from './ports.js';
 import { silentLogger, type Logger } from './logger.js';
 import { definedOnly } from './options.js';
 
@@ -188,7 +188,7 @@ export class SegmentBuffer {
           got += take;
           continue;
         }
-        const loading = this.refresh(deadline);
+        const loading = this.refresh(deadline, n - got);
         if (loading) await loading;
       }
     } catch (err) {
@@ -227,7 +227,7 @@ export class SegmentBuffer {
         for (let i = this.cur - take; i < this.cur; i++) out.push(i);
         continue;
       }
-      const loading = this.refresh(deadline);
+      const loading = this.refresh(deadline, n - out.length);
       if (loading) await loading;
     }
   }
@@ -237,7 +237,8 @@ export class SegmentBuffer {
     const take = Math.min(max, this.end - this.cur + 1);
     if (take <= 0) return 0;
     this.cur += take;
-    if (this.cur - 1 >= this.loadMark) this.loadInBackground();
+    // A request this segment cannot finish loads its own (sized) segment next: no background load.
+    if (take === max && this.cur - 1 >= this.loadMark) this.loadInBackground();
     return take;
   }
 
@@ -245,8 +246,8 @@ export class SegmentBuffer {
    * The current segment is used up: install the loaded one at once (no await, so a caller keeps
    * its turn), or return the bounded wait for its load.
    */
-  private refresh(deadline: number): Promise<void> | undefined {
-    if (!this.ready) return this.waitForLoad(deadline);
+  private refresh(deadline: number, want: number): Promise<void> | undefined {
+    if (!this.ready) return this.waitForLoad(deadline, want);
     this.install(this.ready);
     return undefined;
   }
@@ -299,17 +300,23 @@ export class SegmentBuffer {
     this.load().catch(() => undefined);
   }
 
-  private load(): Promise<void> {
+  /**
+   * Allocates the next segment (one at a time, so segments arrive in order). `want`: IDs a waiting
+   * request still needs; a request larger than the step (a big block) gets one segment sized to
+   * it instead of a round trip per step.
+   */
+  private load(want = 0): Promise<void> {
     if (this.loading) return this.loading;
     const { clock, allocate, bizTag } = this.options;
     const now = clock.now();
-    const step = this.adaptStep(now);
+    const adapted = this.adaptStep(now);
+    const step = Math.max(adapted, Math.min(want, MAX_STEP));
     const loading = (async () => {
       try {
         const segment = await allocate(bizTag, step);
         this.check(segment);
-        // Only successful allocations count for the step: failed retries must not inflate it.
-        this.currentStep = step;
+        // Only successful allocations count for the step, and a big request's size does not.
+        this.currentStep = adapted;
         this.lastAllocAt = now;
         if (this.closed) return;
         this.highWater = segment.end;
@@ -351,12 +358,12 @@ export class SegmentBuffer {
     }
   }
 
-  private async waitForLoad(deadline: number): Promise<void> {
+  private async waitForLoad(deadline: number, want: number): Promise<void> {
     const remaining = deadline - Date.now();
     const { waitTimeoutMs, bizTag } = this.options;
     const what = `allocating a segment of ${this.adaptStep(this.options.clock.now())} IDs for biz tag "${bizTag}" (both halves of its buffer are empty)`;
     if (remaining <= 0) throw new TimeoutError(what, waitTimeoutMs);
-    const loading = this.load();
+    const loading = this.load(want);
     let timer: NodeJS.Timeout | undefined;
     let rejectWaiter: ((err: Error) => void) | undefined;
     try {

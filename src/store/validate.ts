@@ -3,6 +3,7 @@ import { ID_FORMATS, type IdFormat } from '../core/format/format.js';
 import {
   BIZ_TAG_PATTERN,
   MAX_SEGMENT_ID,
+  MAX_STEP,
   type BizMode,
   type BizTagInput,
   type BizTagPatch,
@@ -14,9 +15,8 @@ export const BIZ_MODES = Object.freeze(['segment', 'snowflake', 'uid', 'sharded'
 export const FALLBACK_POLICIES = Object.freeze(['segment', 'snowflake', 'error'] as const satisfies readonly FallbackPolicy[]);
 export const POOL_KINDS = Object.freeze(['auto', 'memory', 'redis-list', 'redis-counter', 'kafka'] as const satisfies readonly PoolKind[]);
 
-/** Largest step (segment size): steps live in an `int4` column. */
-export const MAX_STEP = 2_147_483_647;
 /** Most shards a tag may have: the `sharded` layout has 6 shard bits. */
+export { MAX_STEP };
 export const MAX_SHARDS = 64;
 export const MAX_DESCRIPTION_LENGTH = 1024;
 

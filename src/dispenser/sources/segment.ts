@@ -1,5 +1,5 @@
 import { appendRange, idsOf, type Block } from '../../core/block.js';
-import type { BizTag, IdSource, SegmentAllocator, TakeContext } from '../../core/ports.js';
+import { MAX_STEP, type BizTag, type IdSource, type SegmentAllocator, type TakeContext } from '../../core/ports.js';
 
 /**
  * Fallback `segment`: takes a segment of exactly the missing size straight from the store.
@@ -22,7 +22,7 @@ export class DirectSegmentSource implements IdSource {
     let got = 0;
     // A segment near max_limit may come back short; keep taking until filled or exhausted (which throws).
     while (got < count) {
-      const segment = await this.allocator.allocate(tag.bizTag, count - got, {
+      const segment = await this.allocator.allocate(tag.bizTag, Math.min(count - got, MAX_STEP), {
         shard: context.shard ?? 0,
         ...(this.by === undefined ? {} : { by: this.by }),
       });

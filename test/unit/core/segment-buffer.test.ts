@@ -55,6 +55,20 @@ describe('SegmentBuffer', () => {
     await expect(buf.nextBatch(-1)).rejects.toMatchObject({ code: 'BAD_REQUEST' });
   });
 
+  it("gives a request larger than the step one segment sized to what it still needs; the step keeps Leaf's rule", async () => {
+    const alloc = counterAllocator();
+    const buf = buffer({ baseStep: 100, maxStep: 1000, allocate: alloc.allocate });
+    expect(await buf.next()).toBe(1); // the first segment: 100 IDs
+    const blocks = await buf.nextBlocks(5_000_000);
+    // The first segment's 99 left, then one allocation of the other 4,999,901 (not 5,000 of the step).
+    expect(blocks).toEqual([{ start: 2, end: 5_000_001 }]);
+    expect(alloc.steps.slice(0, 2)).toEqual([100, 4_999_901]);
+    // The step keeps Leaf's rule (doubling, capped at maxStep), not the big request's size.
+    expect(await buf.nextBatch(3)).toEqual([5_000_002, 5_000_003, 5_000_004]);
+    expect(Math.max(...alloc.steps.slice(2))).toBeLessThanOrEqual(1000);
+    expect(buf.step).toBeLessThanOrEqual(1000);
+  });
+
   it('loads the next segment in the background once 10 % of the current one is used', async () => {
     const alloc = counterAllocator();
     const buf = buffer({ baseStep: 100, maxStep: 100, allocate: alloc.allocate });
