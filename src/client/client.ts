@@ -141,6 +141,20 @@ export class IdmintClient {
   }
 
   /**
+   * Fills `into` (from `offset`, up to `count` IDs, by default to its end) with buffered IDs as
+   * numbers; returns how many it wrote, 0 when nothing is buffered (a fetch then starts). Never
+   * waits. For segment tags a counter loop over the buffered blocks: the fastest synchronous take.
+   */
+  tryNextNumbers(bizTag: string, into: Float64Array | number[], offset = 0, count = into.length - offset): number {
+    if (!Number.isSafeInteger(offset) || offset < 0) throw new BadRequestError(`offset must be a non-negative integer, got ${offset}`, 'offset');
+    if (!Number.isSafeInteger(count) || count < 0) throw new BadRequestError(`count must be a non-negative integer, got ${count}`, 'count');
+    if (into instanceof Float64Array && offset + count > into.length) {
+      throw new BadRequestError(`offset + count (${offset + count}) exceeds the array's length ${into.length}`, 'count');
+    }
+    return this.buffer(bizTag).takeNumbers(into, offset, count);
+  }
+
+  /**
    * The calls of one tag without a lookup per call: for hot loops. The handle stays valid until
    * the client closes.
    */
@@ -152,6 +166,7 @@ export class IdmintClient {
       nextNumber: () => this.nextNumber(bizTag),
       tryNext: () => buffer.takeOne(),
       tryNextNumber: () => buffer.takeNumber(),
+      tryNextNumbers: (into: Float64Array | number[], offset?: number, count?: number) => this.tryNextNumbers(bizTag, into, offset, count),
       nextString: () => this.nextString(bizTag),
       tryNextString: () => this.tryNextString(bizTag),
     });
@@ -242,6 +257,8 @@ export interface TagHandle {
   nextNumber(): Promise<number>;
   tryNext(): bigint | undefined;
   tryNextNumber(): number | undefined;
+  /** See IdmintClient.tryNextNumbers. */
+  tryNextNumbers(into: Float64Array | number[], offset?: number, count?: number): number;
   nextString(): Promise<string>;
   tryNextString(): string | undefined;
 }

@@ -4,6 +4,7 @@ import { createIdmintClient, IdmintError } from '../../../src/client/index.js';
 import type { IdmintClient, IdTransport } from '../../../src/client/index.js';
 import { duplicates, FakeTransport, settle } from './fake-transport.js';
 import { rejection } from '../../helpers/assertions.js';
+import { codeOf } from '../core/helpers.js';
 
 const range = (from: number, to: number): bigint[] => Array.from({ length: to - from + 1 }, (_, i) => BigInt(from + i));
 
@@ -318,9 +319,10 @@ describe('client: interleavings', () => {
 });
 
 describe('client: blocks and the synchronous take', () => {
-  it('never hands one ID twice when tryNextNumber, tryNext, next, nextMany and nextStrings interleave on blocks', async () => {
+  it('never hands one ID twice when tryNextNumber, tryNextNumbers, tryNext, next, nextMany and nextStrings interleave on blocks', async () => {
     const op = fc.oneof(
       fc.record({ kind: fc.constant('tryNumber' as const), n: fc.integer({ min: 1, max: 60 }) }),
+      fc.record({ kind: fc.constant('tryNumbers' as const), n: fc.integer({ min: 0, max: 80 }) }),
       fc.record({ kind: fc.constant('try' as const), n: fc.integer({ min: 1, max: 5 }) }),
       fc.record({ kind: fc.constant('next' as const), n: fc.constant(1) }),
       fc.record({ kind: fc.constant('many' as const), n: fc.integer({ min: 0, max: 40 }) }),
@@ -369,6 +371,14 @@ describe('client: blocks and the synchronous take', () => {
                   if (id !== undefined) out.push(BigInt(id));
                 }
                 return out;
+              case 'tryNumbers': {
+                // Into the middle of a typed array: the slots around the written ones stay untouched.
+                const into = new Float64Array(o.n + 2).fill(-1);
+                const k = tag.tryNextNumbers(into, 1, o.n);
+                expect(into[0]).toBe(-1);
+                expect(into[k + 1]).toBe(-1);
+                return Array.from(into.subarray(1, k + 1), (id) => BigInt(id));
+              }
               case 'try':
                 for (let i = 0; i < o.n; i++) {
                   const id = tag.tryNext();
@@ -423,6 +433,40 @@ describe('client: blocks and the synchronous take', () => {
     for (let i = 0; i < 1_001; i++) got.push(c.tryNextNumber('t')!);
     expect(got.at(-1)).toBe(10_101); // the first ID of the second block
     expect(new Set(got).size).toBe(got.length);
+    await c.close();
+  });
+
+  it('tryNextNumbers fills an array across blocks, says how many, and refuses what cannot be numbers', async () => {
+    let next = 1;
+    const transport: IdTransport = {
+      fetch: async () => ({ ids: ['9007199254740993'], source: 'snowflake' as const }),
+      fetchBlocks: async (tag, count) => {
+        if (tag === 'flake') throw new IdmintError('BAD_REQUEST', 'not contiguous');
+        const block = { start: next, end: next + count - 1 };
+        next += count + 10;
+        return { ids: [], blocks: [block], source: 'pool' as const };
+      },
+      close: async () => undefined,
+    };
+    const c = createIdmintClient({ transport, batchSize: 100, maxBatchSize: 100, prefetchAt: 0.5 });
+    const ids = new Float64Array(150);
+    expect(c.tryNextNumbers('t', ids)).toBe(0); // empty: a fetch starts
+    await settle();
+    expect(c.tryNextNumbers('t', ids)).toBe(100); // the block buffered; emptying it starts the next fetch
+    await settle();
+    expect(c.tryNextNumbers('t', ids, 100)).toBe(50); // the next block, from where the array was left
+    expect(Array.from(ids.subarray(0, 101))).toEqual([...Array.from({ length: 100 }, (_, i) => i + 1), 111]);
+    expect(new Set(ids).size).toBe(150);
+    const plain: number[] = [];
+    expect(c.tag('t').tryNextNumbers(plain, 0, 10)).toBe(10);
+    expect(plain[0]).toBe(ids[149]! + 1);
+    expect(codeOf(() => c.tryNextNumbers('t', ids, 100, 51))).toBe('BAD_REQUEST');
+    expect(codeOf(() => c.tryNextNumbers('t', ids, -1))).toBe('BAD_REQUEST');
+    // A Snowflake ID above 2^53 - 1 is refused and stays buffered for next().
+    c.tryNextNumbers('flake', ids);
+    await settle();
+    expect(codeOf(() => c.tryNextNumbers('flake', ids))).toBe('BAD_REQUEST');
+    expect(await c.next('flake')).toBe(9007199254740993n);
     await c.close();
   });
 });
