@@ -63,6 +63,9 @@ export interface DispenserOptions {
   logger?: Logger;
 }
 
+/** The context of a request that names no shard: shared, so the hot path allocates none. */
+const NO_CONTEXT: TakeContext = Object.freeze({});
+
 /** Unknown tag names remembered at most (each for tagCacheMs). */
 export const MAX_REMEMBERED_MISSES = 10_000;
 
@@ -92,6 +95,7 @@ export class Dispenser implements IdDispenser {
   private readonly misses = new Map<string, number>();
   private readonly loading = new Map<string, Promise<BizTag | null>>();
   private inFlight = 0;
+  private readonly plugins: readonly DispenserPlugin[];
   private readonly poolOutage: Episode;
   private readonly segmentOutage: Episode;
 
@@ -100,6 +104,7 @@ export class Dispenser implements IdDispenser {
     if (!Number.isInteger(merged.maxCount) || merged.maxCount < 1) throw new RangeError(`maxCount must be a positive integer, got ${merged.maxCount}`);
     if (!merged.pools.memory && !merged.defaultPool) throw new RangeError('a memory pool or a defaultPool is required');
     this.options = Object.freeze(merged);
+    this.plugins = merged.plugins ?? [];
     this.logger = (options.logger ?? silentLogger).child({ component: 'dispenser' });
     this.poolOutage = new Episode(this.logger, 'pool unavailable; serving by fallback');
     this.segmentOutage = new Episode(this.logger, 'Postgres cannot serve segments either; serving Snowflake IDs');
@@ -113,7 +118,7 @@ export class Dispenser implements IdDispenser {
     return this.options.maxBlockCount;
   }
 
-  async get(bizTag: string, count: number, context: TakeContext = {}): Promise<DispenseResult> {
+  async get(bizTag: string, count: number, context: TakeContext = NO_CONTEXT): Promise<DispenseResult> {
     const request: DispenseRequest = { bizTag, count, context };
     let admitted = 0;
     try {
@@ -125,12 +130,12 @@ export class Dispenser implements IdDispenser {
       this.inFlight += count;
       const tag = await this.tag(bizTag);
       if (!tag) throw new UnknownBizTagError(bizTag);
-      for (const plugin of this.options.plugins ?? []) await plugin.before?.(request, tag);
+      for (const plugin of this.plugins) await plugin.before?.(request, tag);
       const served = await this.serve(tag, count, context);
       this.options.metrics?.recordIssued(bizTag, served.source, served.ids.length);
       const codec = this.options.formats?.codecFor(tag);
       const result = codec ? { ...served, ids: served.ids.map(codec.encode), format: codec.format } : served;
-      for (const plugin of this.options.plugins ?? []) {
+      for (const plugin of this.plugins) {
         try {
           await plugin.after?.(request, result);
         } catch (err) {
@@ -142,7 +147,7 @@ export class Dispenser implements IdDispenser {
       const error = asIdmintError(raw);
       if (error !== raw) this.logger.error({ err: raw, bizTag }, 'unexpected failure while dispensing');
       this.options.metrics?.recordError(error);
-      for (const plugin of this.options.plugins ?? []) {
+      for (const plugin of this.plugins) {
         try {
           await plugin.onError?.(request, error);
         } catch (err) {
@@ -328,7 +333,7 @@ export class Dispenser implements IdDispenser {
   }
 
   /** A segment tag's IDs as contiguous blocks: pool, then the fallback ladder. Other modes have no contiguous IDs. */
-  async getBlocks(bizTag: string, count: number, context: TakeContext = {}): Promise<BlocksResult> {
+  async getBlocks(bizTag: string, count: number, context: TakeContext = NO_CONTEXT): Promise<BlocksResult> {
     validate(bizTag, count, this.options.maxBlockCount);
     const tag = await this.tag(bizTag);
     if (!tag) throw new UnknownBizTagError(bizTag);

@@ -25,12 +25,15 @@ export class DispenserMetrics {
   depthSource: (() => DepthReading[]) | undefined;
   /** IDs per source over the last ten minutes, for the status page. */
   readonly history = new IssueHistory();
+  // Counts not yet in the counters, by tag, then source.
+  private readonly pending = new Map<string, Map<IdSourceName, { ids: number; requests: number }>>();
 
   constructor(registry: Registry = new Registry(), options: { defaultMetrics?: boolean } = {}) {
     this.registry = registry;
     if (options.defaultMetrics) collectProcessMetrics(registry);
-    this.issued = new Counter({ name: 'idmint_ids_issued_total', help: 'IDs handed out, by tag and source', labelNames: ['biz_tag', 'source'], registers: [registry] });
-    this.requests = new Counter({ name: 'idmint_requests_total', help: 'Successful ID requests, by tag and source', labelNames: ['biz_tag', 'source'], registers: [registry] });
+    const flush = (): void => this.flushIssued();
+    this.issued = new Counter({ name: 'idmint_ids_issued_total', help: 'IDs handed out, by tag and source', labelNames: ['biz_tag', 'source'], registers: [registry], collect: flush });
+    this.requests = new Counter({ name: 'idmint_requests_total', help: 'Successful ID requests, by tag and source', labelNames: ['biz_tag', 'source'], registers: [registry], collect: flush });
     this.errors = new Counter({ name: 'idmint_errors_total', help: 'Failed ID requests, by error code', labelNames: ['code'], registers: [registry] });
     this.allocations = new Counter({ name: 'idmint_segment_allocations_total', help: 'Segments taken from the store', labelNames: ['biz_tag'], registers: [registry] });
     this.allocationSeconds = new Histogram({
@@ -53,10 +56,31 @@ export class DispenserMetrics {
     });
   }
 
+  /**
+   * Counts a request's IDs. The hot path adds to plain numbers per tag and source; the counters
+   * take them when read (a scrape, `get()`), as prom-client would hash the labels on every inc().
+   */
   recordIssued(bizTag: string, source: IdSourceName, count: number): void {
-    this.issued.inc({ biz_tag: bizTag, source }, count);
-    this.requests.inc({ biz_tag: bizTag, source });
+    let bySource = this.pending.get(bizTag);
+    if (!bySource) this.pending.set(bizTag, (bySource = new Map()));
+    const counts = bySource.get(source);
+    if (counts) {
+      counts.ids += count;
+      counts.requests++;
+    } else bySource.set(source, { ids: count, requests: 1 });
     this.history.record(source, count);
+  }
+
+  /** Moves the pending counts into the counters. */
+  private flushIssued(): void {
+    for (const [bizTag, bySource] of this.pending) {
+      for (const [source, counts] of bySource) {
+        this.issued.inc({ biz_tag: bizTag, source }, counts.ids);
+        this.requests.inc({ biz_tag: bizTag, source }, counts.requests);
+      }
+    }
+    // Dropped, not zeroed: a tag that stops being asked for leaves nothing behind.
+    this.pending.clear();
   }
 
   recordError(err: unknown): void {

@@ -49,6 +49,9 @@ export function createFastify(options: { logger?: Logger; component: string; bod
     loggerInstance: (options.logger ?? silentLogger).child({ component: options.component }) as unknown as FastifyBaseLogger,
     // Per-request info logs would cost more than serving an ID; failures are logged by the error handler.
     logController: new LogController({ disableRequestLogging: true }),
+    // No child logger per request (pino builds one with its bindings each time): request.log is
+    // the server's logger, and the few lines logged per request carry reqId themselves.
+    childLoggerFactory: (logger) => logger,
     bodyLimit: options.bodyLimit ?? 64 * 1024,
     // Leaf keys run to 128 characters; fastify's default allows 100.
     routerOptions: { maxParamLength: 256 },

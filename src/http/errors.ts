@@ -12,16 +12,16 @@ export function installErrorHandling(app: FastifyInstance): void {
     const error = toIdmintError(raw);
     if (error.status >= 500 && !isIdmintError(raw)) {
       // Not one of ours: a bug or an unexpected fault, with its stack, every time.
-      request.log.error({ err: raw, code: error.code }, 'request failed');
+      request.log.error({ reqId: request.id, err: raw, code: error.code }, 'request failed');
     } else if (error.status >= 500) {
       // Expected outages (POOL_EMPTY, Redis or Postgres down): one warn line per code every 30 s, no stack.
       const seen = lastLogged.get(error.code);
       if (seen && Date.now() - seen.at < 30_000) seen.suppressed++;
       else {
-        request.log.warn({ code: error.code, reason: error.message, alsoSince: seen?.suppressed ?? 0 }, 'request failed');
+        request.log.warn({ reqId: request.id, code: error.code, reason: error.message, alsoSince: seen?.suppressed ?? 0 }, 'request failed');
         lastLogged.set(error.code, { at: Date.now(), suppressed: 0 });
       }
-    } else request.log.debug({ code: error.code, reason: error.message }, 'request refused');
+    } else request.log.debug({ reqId: request.id, code: error.code, reason: error.message }, 'request refused');
     void reply.status(error.status).type('application/json; charset=utf-8').send(error.toJSON());
   });
   const allowedMethods = trackAllowedMethods(app);

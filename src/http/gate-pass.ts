@@ -1,4 +1,4 @@
-import type { FastifyRequest, preHandlerAsyncHookHandler, RouteShorthandOptions } from 'fastify';
+import type { FastifyRequest, preHandlerAsyncHookHandler, preHandlerHookHandler, RouteShorthandOptions } from 'fastify';
 import { sameSecret } from './auth.js';
 import { IdmintError } from '../core/errors.js';
 
@@ -7,7 +7,7 @@ export interface IssuingGuards {
   /** Before the gate pass: rate limits (cheapest, and they protect the rest). */
   before?: readonly preHandlerAsyncHookHandler[];
   /** After it: tag tokens. */
-  after?: readonly preHandlerAsyncHookHandler[];
+  after?: readonly preHandlerHookHandler[];
 }
 
 /**

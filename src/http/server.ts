@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, preHandlerHookHandler } from 'fastify';
 import type { Registry } from 'prom-client';
 import { IdmintError } from '../core/errors.js';
 import type { BizStore, BizTag, TagTokenStore } from '../core/ports.js';
@@ -81,9 +81,14 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
   if (options.opsOnly) return app;
 
   const gate = options.tokens ? new TokenGate(options.tokens) : undefined;
-  const checkTagToken = async (request: FastifyRequest): Promise<void> => {
+  // A callback hook: a tag whose hashes are cached is checked without a promise per request.
+  const checkTagToken: preHandlerHookHandler = (request, _reply, done) => {
     const bizTag = requestedTag(request);
-    if (gate && bizTag !== undefined) await gate.check(bizTag, presentedToken(request));
+    if (!gate || bizTag === undefined) return done();
+    const presented = presentedToken(request);
+    const cached = gate.checkCached(bizTag, presented);
+    if (cached !== undefined) return cached ? done(cached) : done();
+    gate.check(bizTag, presented).then(() => done(), done);
   };
   const guards = { before: options.rateLimits ? await rateLimitHandlers(app, options.rateLimits) : [], after: gate ? [checkTagToken] : [] };
   await app.register(idRoutes, {

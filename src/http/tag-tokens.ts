@@ -28,10 +28,24 @@ export class TokenGate {
   async check(bizTag: string, presented: string | undefined): Promise<void> {
     // A malformed name is the route's 400 to give; an unknown tag has no tokens and gets its 404.
     if (!BIZ_TAG_PATTERN.test(bizTag)) return;
-    const hashes = await this.hashes(bizTag);
-    if (hashes.size === 0) return;
-    if (presented === undefined) throw new IdmintError('UNAUTHORIZED', `tag "${bizTag}" requires a token: add ?token=... or an X-Idmint-Token header`);
-    if (!hashes.has(createHash('sha256').update(presented).digest('hex'))) throw new IdmintError('UNAUTHORIZED', `wrong token for tag "${bizTag}"`);
+    const refusal = this.verdict(bizTag, await this.hashes(bizTag), presented);
+    if (refusal) throw refusal;
+  }
+
+  /**
+   * The hot path: the verdict from the cached hashes, without a promise — `null` to let the
+   * request through, an error to refuse it, `undefined` when the hashes must be (re)loaded first.
+   */
+  checkCached(bizTag: string, presented: string | undefined): IdmintError | null | undefined {
+    const cached = this.cache.get(bizTag);
+    if (!cached || Date.now() - cached.at >= CACHE_MS) return BIZ_TAG_PATTERN.test(bizTag) ? undefined : null;
+    return this.verdict(bizTag, cached.hashes, presented);
+  }
+
+  private verdict(bizTag: string, hashes: ReadonlySet<string>, presented: string | undefined): IdmintError | null {
+    if (hashes.size === 0) return null;
+    if (presented === undefined) return new IdmintError('UNAUTHORIZED', `tag "${bizTag}" requires a token: add ?token=... or an X-Idmint-Token header`);
+    return hashes.has(createHash('sha256').update(presented).digest('hex')) ? null : new IdmintError('UNAUTHORIZED', `wrong token for tag "${bizTag}"`);
   }
 
   /** Drops the cached hashes (after a change in this process). */

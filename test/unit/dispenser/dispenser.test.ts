@@ -212,6 +212,15 @@ describe('Dispenser', () => {
     const text = await metrics.registry.metrics();
     expect(text).toMatch(/idmint_ids_issued_total\{biz_tag="order",source="pool"\} 7/);
     expect(text).toMatch(/idmint_errors_total\{code="UNKNOWN_BIZ_TAG"\} 1/);
+    // Counted between reads, read by scrape and by get(): every count exactly once.
+    await dispenser.get('order', 3);
+    await dispenser.get('order', 1);
+    expect(await metrics.registry.metrics()).toMatch(/idmint_ids_issued_total\{biz_tag="order",source="pool"\} 11/);
+    await dispenser.get('order', 2);
+    const values = (await metrics.issued.get()).values;
+    expect(values.find((v) => v.labels.biz_tag === 'order')?.value).toBe(13);
+    expect((await metrics.requests.get()).values.find((v) => v.labels.biz_tag === 'order')?.value).toBe(4);
+    expect(await metrics.registry.metrics()).toMatch(/idmint_requests_total\{biz_tag="order",source="pool"\} 4/);
   });
 });
 
