@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import type { Registry } from 'prom-client';
 import { IdmintError } from '../core/errors.js';
-import type { BizStore, BizTag, PoolSink, Segment } from '../core/ports.js';
+import { MAX_STEP, type BizStore, type BizTag, type PoolSink, type Segment } from '../core/ports.js';
 import { silentLogger, type Logger } from '../core/logger.js';
 import type { RefillReason, RefillTrigger } from '../pool/redis/pool-base.js';
 import type { RedisPoolMeta } from '../pool/redis/meta.js';
@@ -50,6 +50,11 @@ export interface RefillProcessorOptions {
   thresholdRatio?: number;
   /** Largest segment taken in one allocation: a crash loses at most this many IDs. Default 100,000. */
   maxSegment?: number;
+  /**
+   * The same for a pool that holds ranges (the counter pool), whose targets run to tens of
+   * millions: one allocation of 10 M instead of a hundred of 100 k. Default 10,000,000.
+   */
+  maxRangeSegment?: number;
   /** Test hook for crash tests: wait this long between taking a segment and pushing it. Default 0. */
   pauseAfterAllocateMs?: number;
   /** Recorded as `allocated_by` in the ledger. Default `refill:<hostname>:<pid>`. */
@@ -65,6 +70,7 @@ export const REFILL_PROCESSOR_DEFAULTS = Object.freeze({
   maxDepth: 1_000_000,
   thresholdRatio: 0.2,
   maxSegment: 100_000,
+  maxRangeSegment: 10_000_000,
   pauseAfterAllocateMs: 0,
   owner: `refill:${hostname()}:${process.pid}`,
 });
@@ -98,6 +104,7 @@ function validate(s: Settings): void {
   if (s.maxRangeDepth !== undefined && (!posInt(s.maxRangeDepth) || s.minDepth > s.maxRangeDepth)) throw bad('maxRangeDepth must be an integer >= minDepth');
   if (!(s.thresholdRatio > 0 && s.thresholdRatio <= 1)) throw bad('thresholdRatio must be in (0, 1]');
   if (!posInt(s.maxSegment)) throw bad('maxSegment must be an integer >= 1');
+  if (!posInt(s.maxRangeSegment) || s.maxRangeSegment > MAX_STEP) throw bad(`maxRangeSegment must be an integer in [1, ${MAX_STEP}]`);
   if (!(s.pauseAfterAllocateMs >= 0)) throw bad('pauseAfterAllocateMs must be >= 0');
   if (!['redis-list', 'redis-counter', 'kafka'].includes(s.autoKind)) throw bad('autoKind must be redis-list, redis-counter or kafka');
 }
@@ -149,9 +156,10 @@ export function createRefillProcessor(options: RefillProcessorOptions): RefillPr
     const segments: Segment[] = [];
     let pushed = 0;
     const need = target - depthBefore;
+    const maxSegment = sink.kind === 'redis-counter' ? settings.maxRangeSegment : settings.maxSegment;
     try {
       while (pushed < need) {
-        const size = Math.min(settings.maxSegment, Math.max(tag.step, need - pushed));
+        const size = Math.min(maxSegment, Math.max(tag.step, need - pushed));
         // Every attempt allocates afresh (invariant 3): a retry after a failed push wastes that range, never repeats it.
         const segment = await store.allocate(bizTag, size, { shard, by: settings.owner });
         metrics?.segments.inc({ biz_tag: bizTag, kind: sink.kind });

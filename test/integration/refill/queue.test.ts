@@ -100,16 +100,19 @@ describe('refill triggers: threshold and cron (real Redis, Postgres, BullMQ)', (
     expect(metrics).toContain('idmint_refill_duration_seconds_bucket');
   });
 
-  it('a counter pool (ranges) may grow past maxDepth up to maxRangeDepth; a list pool stays at maxDepth', async () => {
+  it('a counter pool (ranges) may grow past maxDepth up to maxRangeDepth, in segments up to maxRangeSegment; a list pool stays at maxDepth and maxSegment', async () => {
     for (const kind of ['redis-list', 'redis-counter'] as const) {
       store = await freshStore();
       const tag = await store.store.createBiz({ bizTag: `range-${uid()}`, step: 100, pool: kind });
-      harness = await startHarness({ redisUrl: REDIS_URL, store: store.store, kind, processor: { minDepth: 1000, maxDepth: 10_000, maxRangeDepth: 100_000, poolSeconds: 60 } });
+      const processor = { minDepth: 1000, maxDepth: 10_000, maxRangeDepth: 100_000, poolSeconds: 60, maxSegment: 2_000, maxRangeSegment: 50_000 };
+      harness = await startHarness({ redisUrl: REDIS_URL, store: store.store, kind, processor });
       // At least 2,000/s of demand: a 60 s target of 120,000+ before the caps.
       await runTakers({ source: harness.pool, tag, total: 20_000, takers: 4, batch: 100 });
       const outcome = await harness.processor.refill(tag.bizTag, 0, 'manual');
       expect(outcome.status).toBe('pushed');
       expect(outcome.status === 'pushed' ? outcome.target : -1).toBe(kind === 'redis-counter' ? 100_000 : 10_000);
+      const sizes = outcome.status === 'pushed' ? outcome.segments.map((g) => g.end - g.start + 1) : [];
+      expect(Math.max(...sizes)).toBe(kind === 'redis-counter' ? 50_000 : 2_000);
       await harness.close();
       await store.close();
       harness = undefined;
