@@ -27,6 +27,9 @@ export interface RefillWorkerOptions {
   logger?: Logger;
 }
 
+/** How often the refill worker checks that BullMQ's loop is still running. */
+const WATCHDOG_MS = 2000;
+
 export const REFILL_WORKER_DEFAULTS = Object.freeze({
   name: REFILL_QUEUE_DEFAULTS.name,
   prefix: REFILL_QUEUE_DEFAULTS.prefix,
@@ -44,6 +47,7 @@ export class RefillWorker {
   private readonly ownsConnection: Redis | undefined;
   private readonly log: Logger;
   private closing: Promise<void> | undefined;
+  private readonly watchdog: NodeJS.Timeout;
 
   constructor(options: RefillWorkerOptions) {
     const { connection, processor, logger, tls, ...rest } = options;
@@ -80,6 +84,14 @@ export class RefillWorker {
     this.worker.on('failed', (job, err) =>
       this.log.warn({ err, jobId: job?.id, name: job?.name, data: job?.data, attemptsMade: job?.attemptsMade }, 'refill job failed'),
     );
+    // BullMQ's loop can end on a connection error and stay stopped after Redis comes back
+    // (taskforcesh/bullmq#648, #2466): pools would then never be refilled. Start it again.
+    this.watchdog = setInterval(() => {
+      if (this.closing || this.worker.isRunning() || this.worker.isPaused()) return;
+      this.log.warn('the refill worker had stopped taking jobs; starting it again');
+      this.worker.run().catch((err: Error) => outage.fail({}, err.message));
+    }, WATCHDOG_MS);
+    this.watchdog.unref();
   }
 
   /** Resolves once the worker is connected and waiting for jobs. */
@@ -90,6 +102,7 @@ export class RefillWorker {
   /** Waits for running jobs to finish (or `force` to abandon them to the stall checker). */
   close(force = false): Promise<void> {
     this.closing ??= (async () => {
+      clearInterval(this.watchdog);
       await this.worker.close(force);
       if (this.ownsConnection) await this.ownsConnection.quit().catch(() => this.ownsConnection?.disconnect());
     })();
