@@ -109,6 +109,8 @@ export const envSchema = z.object({
   IDMINT_LOCAL_BUFFER: int(0, 1_000_000).default(0),
   /** IDs being served at once across requests, at most; beyond it a request gets a retriable NOT_READY. Default 1000000. */
   IDMINT_MAX_IDS_IN_FLIGHT: int(1, 100_000_000).default(1_000_000),
+  /** How long a request for a tag with fallback `error` waits for a short pool to be refilled before POOL_EMPTY. Default 2000. */
+  IDMINT_POOL_WAIT_MS: int(0, 60_000).default(2000),
   /** Roles `idmint serve` runs, comma-separated from api,refill,responder. Default all that the config allows. */
   IDMINT_ROLES: z
     .string()

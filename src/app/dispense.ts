@@ -58,6 +58,7 @@ export async function buildDispenser(
     formats: new TagFormats(config.IDMINT_OBFUSCATION_KEY),
     maxBlockCount: config.IDMINT_MAX_BLOCK_COUNT,
     maxIdsInFlight: config.IDMINT_MAX_IDS_IN_FLIGHT,
+    poolWaitMs: config.IDMINT_POOL_WAIT_MS,
     metrics,
     logger,
   });

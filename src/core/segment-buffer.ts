@@ -88,6 +88,8 @@ export class SegmentBuffer {
   private currentStep: number;
   private lastAllocAt: number | undefined;
   private retryAt = 0;
+  // A tag at its max_limit is told once, not on every request that finds it exhausted.
+  private exhaustionLogged = false;
   // Highest ID ever accepted: a segment at or below it would repeat IDs (invariant 1).
   private highWater = 0;
   private closed = false;
@@ -326,7 +328,11 @@ export class SegmentBuffer {
         this.retryAt = clock.now() + this.options.retryDelayMs;
         // Re-arm the background trigger, whoever started this load.
         if (!this.closed && this.end >= this.cur) this.loadMark = this.cur;
-        this.log.warn({ err, step }, 'segment allocation failed');
+        if (!(err instanceof SegmentExhaustedError)) this.log.warn({ err, step }, 'segment allocation failed');
+        else if (!this.exhaustionLogged) {
+          this.exhaustionLogged = true;
+          this.log.warn({ code: err.code, step }, err.message);
+        }
         throw err;
       } finally {
         this.loading = null;

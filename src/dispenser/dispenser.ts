@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { BadRequestError, IdmintError, UnknownBizTagError, isIdmintError } from '../core/errors.js';
 import type { BizStore, BizTag, BlocksResult, DispenseResult, IdDispenser, IdSource, IdSourceName, PoolKind, TakeContext } from '../core/ports.js';
 import { BIZ_TAG_PATTERN } from '../core/ports.js';
@@ -55,6 +56,11 @@ export interface DispenserOptions {
   maxIdsInFlight?: number;
   /** How long a tag's settings are cached; changes reach every process within this. Default 1000 ms. */
   tagCacheMs?: number;
+  /**
+   * How long a tag with fallback `error` waits for a pool that answers but is short (a new tag's
+   * first refill, a burst) before POOL_EMPTY. Other tags take the fallback ladder at once. Default 2000 ms.
+   */
+  poolWaitMs?: number;
   plugins?: DispenserPlugin[];
   /** The codecs of formatted tags: IDs leave `get()` formatted; pools and segments hold raw IDs. */
   formats?: { codecFor(tag: BizTag): IdCodec | undefined; refusal(format: IdFormat): string | undefined };
@@ -69,11 +75,12 @@ const NO_CONTEXT: TakeContext = Object.freeze({});
 /** Unknown tag names remembered at most (each for tagCacheMs). */
 export const MAX_REMEMBERED_MISSES = 10_000;
 
-export const DISPENSER_DEFAULTS: Readonly<{ maxCount: number; maxBlockCount: number; tagCacheMs: number; maxIdsInFlight: number }> = Object.freeze({
+export const DISPENSER_DEFAULTS: Readonly<{ maxCount: number; maxBlockCount: number; tagCacheMs: number; maxIdsInFlight: number; poolWaitMs: number }> = Object.freeze({
   maxCount: 10_000,
   maxBlockCount: 10_000_000,
   tagCacheMs: 1000,
   maxIdsInFlight: 1_000_000,
+  poolWaitMs: 2000,
 });
 
 interface CachedTag {
@@ -279,26 +286,64 @@ export class Dispenser implements IdDispenser {
   private async segmentMode(tag: BizTag, count: number, context: TakeContext): Promise<DispenseResult> {
     const pool = this.options.pools[this.poolKindFor(tag)];
     if (!pool) throw new IdmintError('NOT_READY', `no pool is configured for "${tag.bizTag}"`);
+    // A lowered max_limit leaves IDs above it in buffers and pools: drop them (gaps), never hand them out.
+    const fromPool = async (n: number): Promise<string[]> => {
+      const taken = await pool.take(tag, n, context);
+      return tag.maxLimit === null ? taken : taken.filter((id) => Number(id) <= (tag.maxLimit as number));
+    };
     let ids: string[] = [];
     let poolError: IdmintError | undefined;
     try {
-      ids = await pool.take(tag, count, context);
-      // A lowered max_limit leaves IDs above it in buffers and pools: drop them (gaps), never hand them out.
-      if (tag.maxLimit !== null) ids = ids.filter((id) => Number(id) <= (tag.maxLimit as number));
+      ids = await fromPool(count);
     } catch (raw) {
-      poolError = asIdmintError(raw);
-      // A hard limit or an unknown tag is final; only a pool that cannot serve right now falls back.
-      if (!poolError.retriable) throw poolError;
-      this.poolOutage.fail({ bizTag: tag.bizTag, code: poolError.code }, poolError.message);
+      poolError = this.poolFailed(tag, raw);
     }
     if (!poolError) this.poolOutage.recover();
     if (ids.length >= count) return { bizTag: tag.bizTag, ids, source: pool.name };
+    if (!poolError && tag.fallback === 'error') {
+      const waited = await this.waitForPool(tag, count - ids.length, fromPool, (taken) => taken.length);
+      ids = ids.concat(waited.items);
+      poolError = waited.error;
+      if (ids.length >= count) return { bizTag: tag.bizTag, ids, source: pool.name };
+    }
 
     const missing = count - ids.length;
     const { source, value: rest } = await this.fallBack(tag, poolError, (fallback) => fallback.take(tag, missing, context));
     if (rest.length < missing) throw new IdmintError('POOL_EMPTY', `fallback ${source} for "${tag.bizTag}" returned ${rest.length} of ${missing} IDs`);
     // Report the fallback whenever it served any part of the batch, so callers see degraded service.
     return { bizTag: tag.bizTag, ids: ids.length === 0 ? rest : ids.concat(rest), source };
+  }
+
+  /** A pool's failure: a hard limit or an unknown tag is final (thrown); one that cannot serve right now is returned for the ladder. */
+  private poolFailed(tag: BizTag, raw: unknown): IdmintError {
+    const error = asIdmintError(raw);
+    if (!error.retriable) throw error;
+    this.poolOutage.fail({ bizTag: tag.bizTag, code: error.code }, error.message);
+    return error;
+  }
+
+  /**
+   * A tag that may not fall back waits up to poolWaitMs for a pool that answers but is short (its
+   * refill was requested by the take that came up short), taking what arrives. Stops at the first
+   * failure, which the caller's ladder then reports.
+   */
+  private async waitForPool<T>(tag: BizTag, missing: number, take: (n: number) => Promise<T[]>, size: (items: T[]) => number): Promise<{ items: T[]; error?: IdmintError }> {
+    const items: T[] = [];
+    const deadline = Date.now() + this.options.poolWaitMs;
+    let got = 0;
+    let pause = 10;
+    while (got < missing && Date.now() + pause <= deadline) {
+      await sleep(pause);
+      pause = Math.min(pause * 2, 200);
+      try {
+        const taken = await take(missing - got);
+        got += size(taken);
+        for (const item of taken) items.push(item);
+      } catch (raw) {
+        return { items, error: this.poolFailed(tag, raw) };
+      }
+    }
+    return { items };
   }
 
   /**
@@ -347,15 +392,21 @@ export class Dispenser implements IdDispenser {
     if (!pool) throw new IdmintError('NOT_READY', `no pool is configured for "${tag.bizTag}"`);
     const takeBlocks = (source: IdSource, n: number): Promise<Block[]> =>
       source.takeBlocks ? source.takeBlocks(tag, n, context) : source.take(tag, n, context).then(blocksOf);
+    const fromPool = async (n: number): Promise<Block[]> => {
+      const taken = await takeBlocks(pool, n);
+      return tag.maxLimit === null ? taken : clip(taken, tag.maxLimit);
+    };
     let blocks: Block[] = [];
     let poolError: IdmintError | undefined;
     try {
-      blocks = await takeBlocks(pool, count);
-      if (tag.maxLimit !== null) blocks = clip(blocks, tag.maxLimit);
+      blocks = await fromPool(count);
     } catch (raw) {
-      poolError = asIdmintError(raw);
-      if (!poolError.retriable) throw poolError;
-      this.poolOutage.fail({ bizTag: tag.bizTag, code: poolError.code }, poolError.message);
+      poolError = this.poolFailed(tag, raw);
+    }
+    if (!poolError && tag.fallback === 'error' && blocksSize(blocks) < count) {
+      const waited = await this.waitForPool(tag, count - blocksSize(blocks), fromPool, blocksSize);
+      blocks = blocks.concat(waited.items);
+      poolError = waited.error;
     }
     const got = blocksSize(blocks);
     let source: IdSourceName = pool.name;

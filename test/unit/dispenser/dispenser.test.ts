@@ -68,7 +68,7 @@ function setup(tags: BizTag[] = [tag('order')]) {
   const segment = new CounterSource('segment', 1_000_000n);
   const snowflake = new CounterSource('snowflake', 1n << 53n);
   const metrics = new DispenserMetrics(new Registry());
-  const dispenser = new Dispenser({ store, pools: { memory: pool }, segment, snowflake, metrics });
+  const dispenser = new Dispenser({ store, pools: { memory: pool }, segment, snowflake, metrics, poolWaitMs: 50 });
   return { store, pool, segment, snowflake, metrics, dispenser };
 }
 
@@ -142,6 +142,20 @@ describe('Dispenser', () => {
     await expect(dispenser.get('order', 1)).rejects.toMatchObject({ code: 'POOL_EMPTY' });
   });
 
+  it('fallback error: a pool that answers but is short is waited for (the first refill of a new tag), and serves the whole batch from the pool', async () => {
+    const { dispenser, pool, segment } = setup([tag('order', { fallback: 'error' })]);
+    pool.limit = 2;
+    setTimeout(() => (pool.limit = Infinity), 20);
+    const listed = await dispenser.get('order', 5);
+    expect(listed).toEqual({ bizTag: 'order', ids: ['1', '2', '3', '4', '5'], source: 'pool' });
+    pool.limit = 0;
+    setTimeout(() => (pool.limit = Infinity), 20);
+    const blocks = await dispenser.getBlocks('order', 4);
+    expect(blocks.source).toBe('pool');
+    expect(blocks.blocks.reduce((n, b) => n + b.end - b.start + 1, 0)).toBe(4);
+    expect(segment.next).toBe(1_000_000n); // the segment rung was never asked
+  });
+
   it('keeps the pool failure as the error when the policy is error', async () => {
     const { dispenser, pool } = setup([tag('order', { fallback: 'error' })]);
     pool.failWith = notReady('redis', new Error('down'));
@@ -190,6 +204,7 @@ describe('Dispenser', () => {
     const dispenser = new Dispenser({
       store,
       pools: { memory: pool },
+      poolWaitMs: 0,
       onRejected: (request, error) => (error.code === 'POOL_EMPTY' ? { bizTag: request.bizTag, ids: [], source: 'pool' } : undefined),
     });
     await expect(dispenser.get('order', 1)).resolves.toEqual({ bizTag: 'order', ids: [], source: 'pool' });
