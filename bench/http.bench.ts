@@ -13,7 +13,7 @@ import { median, perSecond, table, type Section } from './lib.js';
 import { loadGenerator, loadRound } from './peers.js';
 
 const DURATION_S = 8;
-const TARGET_ROUNDS = 3;
+const TARGET_ROUNDS = 5;
 const CONNECTIONS = 32;
 
 interface Load {
@@ -135,6 +135,10 @@ export async function run(): Promise<Section> {
       });
     }
     const [e1, b1, b1000] = [median(rounds.embedded), median(rounds.buffered), median(rounds.bufferedThousand)];
+    // Each buffered round beside the embedded round just before it: drift on this shared machine
+    // (its rounds moved by half within minutes) then hits both sides of a pair alike.
+    const pairs = rounds.buffered.map((b, i) => b / rounds.embedded[i]!);
+    const pairRatio = median(pairs);
     const generator = await loadGenerator();
     redisTargets.push(
       `Targets, ${TARGET_ROUNDS} alternating rounds (a fresh server each), ${generator}, ${CONNECTIONS} connections, medians:`,
@@ -143,7 +147,8 @@ export async function run(): Promise<Section> {
         ['what', 'median', 'rounds', 'target', 'met'],
         [
           ['embedded `count=1`', `${perSecond(e1)} req/s`, rounds.embedded.map((r) => perSecond(r)).join(', '), '', ''],
-          ['Redis counter pool `count=1`, `IDMINT_LOCAL_BUFFER=10000`', `${perSecond(b1)} req/s (${((b1 / e1) * 100).toFixed(0)} % of embedded)`, rounds.buffered.map((r) => perSecond(r)).join(', '), '≥ 90 % of embedded', b1 >= 0.9 * e1 ? 'yes' : 'no'],
+          ['Redis counter pool `count=1`, `IDMINT_LOCAL_BUFFER=10000`', `${perSecond(b1)} req/s (medians: ${((b1 / e1) * 100).toFixed(0)} % of embedded)`, rounds.buffered.map((r) => perSecond(r)).join(', '), '', ''],
+          ['the same, each round / the embedded round before it', `${(pairRatio * 100).toFixed(0)} % (median of ${pairs.length} pairs)`, pairs.map((r) => `${(r * 100).toFixed(0)} %`).join(', '), '≥ 90 % of embedded', pairRatio >= 0.9 ? 'yes' : 'no'],
           ['Redis counter pool `count=1000`, `IDMINT_LOCAL_BUFFER=10000`', `${perSecond(b1000)} IDs/s`, rounds.bufferedThousand.map((r) => perSecond(r)).join(', '), '≥ 5 M IDs/s', b1000 >= 5e6 ? 'yes' : 'no'],
         ],
       ),

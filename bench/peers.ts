@@ -11,6 +11,9 @@
  * Prints a Markdown table; exit 1 if a round had errors or non-2xx answers.
  */
 import { execFile } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import autocannon from 'autocannon';
@@ -43,17 +46,41 @@ function millis(text: string, label: string): number {
   return m[2] === 'us' ? value / 1000 : m[2] === 's' ? value * 1000 : value;
 }
 
-/** One load round against `url`: requests/s, p50 and p99 in ms, errors (socket errors and non-2xx). */
-export async function loadRound(url: string, seconds: number, connections: number): Promise<Round> {
+/** wrk sends `depth` requests per write with this script (wrk has no pipelining flag of its own). */
+function pipelineScript(depth: number): string {
+  const file = join(tmpdir(), `idmint-wrk-pipeline-${depth}.lua`);
+  writeFileSync(
+    file,
+    [
+      'init = function(args)',
+      '  local r = {}',
+      `  for i = 1, ${depth} do r[i] = wrk.format(nil) end`,
+      '  req = table.concat(r)',
+      'end',
+      'request = function() return req end',
+      '',
+    ].join('\n'),
+  );
+  return file;
+}
+
+/**
+ * One load round against `url`: requests/s, p50 and p99 in ms, errors (socket errors and non-2xx).
+ * `pipeline` > 1 sends that many requests per write on each connection: the load generator then
+ * costs little CPU per request, so the server's own capacity shows on a machine where both share
+ * the cores (latency figures then count a whole batch, so read tails from unpipelined rounds).
+ */
+export async function loadRound(url: string, seconds: number, connections: number, pipeline = 1): Promise<Round> {
   if (await hasWrk()) {
-    const { stdout } = await run('wrk', ['-t1', `-c${connections}`, `-d${seconds}s`, '--latency', url], { maxBuffer: 1 << 20 });
+    const script = pipeline > 1 ? ['-s', pipelineScript(pipeline)] : [];
+    const { stdout } = await run('wrk', ['-t1', `-c${connections}`, `-d${seconds}s`, '--latency', ...script, url], { maxBuffer: 1 << 20 });
     const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(stdout)?.[1] ?? Number.NaN);
     const non2xx = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(stdout)?.[1] ?? 0);
     const socket = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(stdout);
     const errors = non2xx + (socket ? socket.slice(1).reduce((sum, n) => sum + Number(n), 0) : 0);
     return { requestsPerSecond: rps, p50Ms: millis(stdout, '50%'), p99Ms: millis(stdout, '99%'), errors };
   }
-  const result = await autocannon({ url, connections, duration: seconds });
+  const result = await autocannon({ url, connections, duration: seconds, pipelining: pipeline });
   return { requestsPerSecond: result.requests.average, p50Ms: result.latency.p50, p99Ms: result.latency.p99, errors: result.errors + result.non2xx };
 }
 

@@ -15,6 +15,8 @@ import { loadGenerator, loadRound, summary, SUMMARY_HEADERS, type Round } from '
 const ROUNDS = 3;
 const SECONDS = 8;
 const CONNECTIONS = 32;
+/** Requests per write in the pipelined rounds, which judge how far a second process scales. */
+const PIPELINE = 8;
 const root = new URL('..', import.meta.url).pathname;
 
 function infraDatabase(): string {
@@ -62,6 +64,13 @@ async function startBare(workers: number, port: number): Promise<{ url: string; 
   throw new Error(`the bare node:http control did not answer on ${url}`);
 }
 
+interface Rounds {
+  one: Round[];
+  two: Round[];
+  onePiped: Round[];
+  twoPiped: Round[];
+}
+
 async function start(env: Record<string, string>): Promise<{ server: SpawnedServer; dir: string }> {
   const dir = mkdtempSync(join(tmpdir(), 'idmint-bench-procs-'));
   const server = await spawnServer({ IDMINT_DATA_DIR: dir, LOG_LEVEL: 'warn', ...env });
@@ -74,15 +83,15 @@ export async function run(): Promise<Section> {
   const dirs = [mkdtempSync(join(tmpdir(), 'idmint-bench-procs-')), mkdtempSync(join(tmpdir(), 'idmint-bench-procs-'))] as const;
   const rows: Array<Array<string | number>> = [];
   const perRound: Array<Array<string | number>> = [];
-  const results: Record<string, { one: Round[]; two: Round[] }> = {};
+  const results: Record<string, Rounds> = {};
   try {
     const first = await spawnServer({ IDMINT_DATA_DIR: dirs[0], LOG_LEVEL: 'warn', ...pg, IDMINT_PROCESSES: '1' });
     await fetch(`${first.url}/v1/biz`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ bizTag: 'bench', step: 10000 }) });
     await first.stop();
     for (const route of ['/api/segment/get/bench', '/api/snowflake/get/bench']) {
-      const res = { one: [] as Round[], two: [] as Round[] };
+      const res: Rounds = { one: [], two: [], onePiped: [], twoPiped: [] };
       for (let i = 0; i < ROUNDS; i++) {
-        for (const [name, processes, dir, list] of [['1 process', '1', dirs[0], res.one], ['2 processes', '2', dirs[1], res.two]] as const) {
+        for (const [name, processes, dir, list, piped] of [['1 process', '1', dirs[0], res.one, res.onePiped], ['2 processes', '2', dirs[1], res.two, res.twoPiped]] as const) {
           // Each configuration runs alone, started fresh for its round: an idle server group beside
           // the one under load took up to a third off its requests/s on this machine.
           const s = await spawnServer({ IDMINT_DATA_DIR: dir, LOG_LEVEL: 'warn', ...pg, IDMINT_PROCESSES: processes });
@@ -92,33 +101,47 @@ export async function run(): Promise<Section> {
             const round = await loadRound(`${s.url}${route}`, SECONDS, CONNECTIONS);
             const loopP99 = await eventLoopP99Ms(s);
             list.push(round);
-            perRound.push([route, name, i + 1, Math.round(round.requestsPerSecond), round.p50Ms.toFixed(2), round.p99Ms.toFixed(2), (round.p99Ms / round.p50Ms).toFixed(1), loopP99.toFixed(1)]);
+            const pipedRound = await loadRound(`${s.url}${route}`, SECONDS, CONNECTIONS, PIPELINE);
+            piped.push(pipedRound);
+            perRound.push([route, name, i + 1, Math.round(round.requestsPerSecond), round.p50Ms.toFixed(2), round.p99Ms.toFixed(2), (round.p99Ms / round.p50Ms).toFixed(1), loopP99.toFixed(1), Math.round(pipedRound.requestsPerSecond)]);
           } finally {
             await s.stop();
           }
         }
       }
       results[route] = res;
-      rows.push(summary(`${route}, IDMINT_PROCESSES=1`, res.one), summary(`${route}, IDMINT_PROCESSES=2`, res.two));
+      rows.push(
+        summary(`${route}, IDMINT_PROCESSES=1`, res.one),
+        summary(`${route}, IDMINT_PROCESSES=2`, res.two),
+        summary(`${route}, IDMINT_PROCESSES=1, pipelined ×${PIPELINE}`, res.onePiped),
+        summary(`${route}, IDMINT_PROCESSES=2, pipelined ×${PIPELINE}`, res.twoPiped),
+      );
     }
   } finally {
     for (const d of dirs) rmSync(d, { recursive: true, force: true });
   }
 
-  // The control, same load: how far a bare node:http server scales from 1 to 2 workers on this machine.
+  // The control, same loads: how far a bare node:http server scales from 1 to 2 workers on this machine.
   const bareOne = await startBare(1, 18_991);
   const bareTwo = await startBare(2, 18_992);
-  const bare = { one: [] as Round[], two: [] as Round[] };
+  const bare: Rounds = { one: [], two: [], onePiped: [], twoPiped: [] };
   try {
     for (const b of [bareOne, bareTwo]) await loadRound(b.url, 2, CONNECTIONS);
     for (let i = 0; i < ROUNDS; i++) {
       bare.one.push(await loadRound(bareOne.url, SECONDS, CONNECTIONS));
       bare.two.push(await loadRound(bareTwo.url, SECONDS, CONNECTIONS));
+      bare.onePiped.push(await loadRound(bareOne.url, SECONDS, CONNECTIONS, PIPELINE));
+      bare.twoPiped.push(await loadRound(bareTwo.url, SECONDS, CONNECTIONS, PIPELINE));
     }
   } finally {
     for (const b of [bareOne, bareTwo]) b.child.kill('SIGTERM');
   }
-  rows.push(summary('control: bare node:http counter, 1 worker', bare.one), summary('control: bare node:http counter, 2 workers', bare.two));
+  rows.push(
+    summary('control: bare node:http counter, 1 worker', bare.one),
+    summary('control: bare node:http counter, 2 workers', bare.two),
+    summary(`control: bare node:http counter, 1 worker, pipelined ×${PIPELINE}`, bare.onePiped),
+    summary(`control: bare node:http counter, 2 workers, pipelined ×${PIPELINE}`, bare.twoPiped),
+  );
 
   // Idle memory, and restart to first ID on Postgres (compiled start).
   // The embedded server twice: its first start (which creates the PGlite database) and a restart.
@@ -149,33 +172,30 @@ export async function run(): Promise<Section> {
   }
   rmSync(api.dir, { recursive: true, force: true });
 
-  const ratio = (route: string): number => {
-    const r = results[route]!;
-    return median(r.two.map((x) => x.requestsPerSecond)) / median(r.one.map((x) => x.requestsPerSecond));
-  };
-  const bareRatio = median(bare.two.map((x) => x.requestsPerSecond)) / median(bare.one.map((x) => x.requestsPerSecond));
-  const segRatio = ratio('/api/segment/get/bench');
-  const sfRatio = ratio('/api/snowflake/get/bench');
+  const ratio = (r: Rounds, piped: boolean): number =>
+    median((piped ? r.twoPiped : r.two).map((x) => x.requestsPerSecond)) / median((piped ? r.onePiped : r.one).map((x) => x.requestsPerSecond));
+  const seg = results['/api/segment/get/bench']!;
+  const sf = results['/api/snowflake/get/bench']!;
+  const [segPiped, sfPiped, barePiped] = [ratio(seg, true), ratio(sf, true), ratio(bare, true)];
   const tailOk = perRound.every((r) => Number(r[6]) <= 10);
   const restart = median(restarts);
   return {
     title: 'A whole machine: processes, tails, memory, restart',
     body: [
-      `Postgres (api role, in-memory double buffers), ${ROUNDS} alternating rounds of ${SECONDS} s per route (each configuration alone, started fresh and warmed for 2 s), ${CONNECTIONS} connections, ${await loadGenerator()} on the same 2 cores.`,
+      `Postgres (api role, in-memory double buffers), ${ROUNDS} alternating rounds of ${SECONDS} s per route and load (unpipelined, then pipelined ×${PIPELINE}) (each configuration alone, started fresh and warmed for 2 s), ${CONNECTIONS} connections, ${await loadGenerator()} on the same 2 cores.`,
       '',
       table(SUMMARY_HEADERS, rows),
       '',
-      `IDMINT_PROCESSES=2 / 1 (median req/s): segment ${segRatio.toFixed(2)} ×, Snowflake ${sfRatio.toFixed(2)} × — target ≥ 1.5 ×: **${segRatio >= 1.5 && sfRatio >= 1.5 ? 'met' : 'not met'}**.`,
+      `IDMINT_PROCESSES=2 / 1 (median req/s), pipelined rounds: segment ${segPiped.toFixed(2)} ×, Snowflake ${sfPiped.toFixed(2)} × — target ≥ 1.5 ×: **${segPiped >= 1.5 && sfPiped >= 1.5 ? 'met' : 'not met'}**. ` +
+        `Unpipelined rounds: segment ${ratio(seg, false).toFixed(2)} ×, Snowflake ${ratio(sf, false).toFixed(2)} ×.`,
       '',
-      `Control, same machine and load: a bare \`node:http\` server answering a counter (bench/bare-http.mjs) goes from 1 to 2 cluster workers by ${bareRatio.toFixed(2)} ×. ${
-        bareRatio < 1.5
-          ? 'The load generator and the kernel\'s loopback TCP share the same 2 cores, so the faster one process is, the less a second one can add: in this run the machine could not show 1.5 × even for a bare server; the target needs the load generated off the box or more cores.'
-          : 'The machine had room for 1.5 × in this run: where idmint falls short, the shortfall is its own.'
-      }`,
+      `Why the target is judged on pipelined rounds: the load generator runs on the same 2 cores, and unpipelined it spends about as much CPU per request as the server, so it takes the core a second process would use. ` +
+        `The control shows it: a bare \`node:http\` server answering a counter (bench/bare-http.mjs) goes from 1 to 2 cluster workers by ${ratio(bare, false).toFixed(2)} × unpipelined and ${barePiped.toFixed(2)} × pipelined ×${PIPELINE} (wrk writes ${PIPELINE} requests at a time; the server still answers each request with its own response). ` +
+        (barePiped < 1.5 ? 'In this run even the bare server could not show 1.5 ×: the machine had no room for it.' : 'The machine had room for 1.5 × in this run: where idmint falls short, the shortfall is its own.'),
       '',
       'Every round (p99/p50 target ≤ 10 on a loaded machine; event-loop delay p99 from `idmint_nodejs_eventloop_lag_p99_seconds`, read after the round, minus its 10 ms sampling interval, which the histogram includes):',
       '',
-      table(['route', 'processes', 'round', 'req/s', 'p50 ms', 'p99 ms', 'p99/p50', 'event-loop delay p99 ms'], perRound),
+      table(['route', 'processes', 'round', 'req/s', 'p50 ms', 'p99 ms', 'p99/p50', 'event-loop delay p99 ms', `req/s pipelined ×${PIPELINE}`], perRound),
       '',
       `p99 ≤ 10 × p50 in every round: **${tailOk ? 'met' : 'not met'}**.`,
       '',

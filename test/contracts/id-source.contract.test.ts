@@ -110,8 +110,10 @@ describe.each(Object.keys(subjects))('IdSource contract: %s', (name) => {
   afterAll(async () => s?.close());
 
   it('concurrent takes hand out distinct positive decimal IDs, exactly count where the source fills', async () => {
+    // Single-ID takes often: several sources have a fast path for them.
+    const count = fc.oneof(fc.constant(1), fc.integer({ min: 1, max: 400 }));
     await fc.assert(
-      fc.asyncProperty(fc.array(fc.integer({ min: 1, max: 400 }), { minLength: 1, maxLength: 24 }), async (counts) => {
+      fc.asyncProperty(fc.array(count, { minLength: 1, maxLength: 24 }), async (counts) => {
         await s.feed?.(counts.reduce((a, b) => a + b, 0));
         const answers = await Promise.all(counts.map((n) => s.source.take(s.tag, n)));
         const ids = answers.flat();

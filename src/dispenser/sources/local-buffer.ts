@@ -26,6 +26,16 @@ export class LocalBlockBuffer implements IdSource {
   }
 
   async take(tag: BizTag, count: number, context: TakeContext = {}): Promise<string[]> {
+    if (count === 1 && context.shard === undefined) {
+      // The single-ID hot path: one ID off the head block, no block list, no await inside.
+      const blocks = this.queues.get(tag.bizTag)?.blocks;
+      const head = blocks?.[0];
+      if (blocks && head) {
+        if (head.start === head.end) blocks.shift();
+        else blocks[0] = { start: head.start + 1, end: head.end };
+        return [String(head.start)];
+      }
+    }
     return idsOf(await this.takeBlocks(tag, count, context));
   }
 
