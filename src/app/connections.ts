@@ -1,8 +1,6 @@
 import { readFileSync } from 'node:fs';
 import type { ConnectionOptions } from 'node:tls';
-import type { Kafka, KafkaConfig, SASLOptions } from 'kafkajs';
-import type { Logger } from '../core/logger.js';
-import { createKafka, type CreateKafkaOptions } from '../kafka/kafka.js';
+import type { KafkaConfig, SASLOptions } from 'kafkajs';
 import type { Config } from './config.js';
 
 /**
@@ -32,10 +30,4 @@ export function kafkaSecurity(
 /** ZooKeeper digest credentials (`user:password`), if any. */
 export function zkAuth(config: Pick<Config, 'IDMINT_ZK_AUTH'>): { auth?: string } {
   return config.IDMINT_ZK_AUTH ? { auth: config.IDMINT_ZK_AUTH } : {};
-}
-
-/** A KafkaJS client for KAFKA_BROKERS with the configured TLS and SASL. */
-export function kafkaFor(config: Config, clientId: string, logger: Logger, extra: CreateKafkaOptions['config'] = {}): Kafka {
-  if (!config.KAFKA_BROKERS) throw new Error('kafkaFor: KAFKA_BROKERS is not set');
-  return createKafka({ brokers: config.KAFKA_BROKERS, clientId, logger, config: { ...extra, ...kafkaSecurity(config) } });
 }

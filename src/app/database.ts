@@ -2,8 +2,6 @@ import { join } from 'node:path';
 import type { Logger } from '../core/logger.js';
 import type { Database } from '../store/db.js';
 import { migrate } from '../store/migrations.js';
-import { createPgDatabase } from '../store/pg.js';
-import { createPgliteDatabase } from '../store/pglite.js';
 import type { Config } from './config.js';
 import type { Closers } from './closers.js';
 import { postgresCredentialError } from './preflight.js';
@@ -15,10 +13,13 @@ import { postgresCredentialError } from './preflight.js';
 export async function openDatabase(config: Config, logger: Logger, closers: Closers, dataDir?: string): Promise<Database> {
   let db: Database;
   if (config.DATABASE_URL) {
+    // Each driver is loaded only by the processes that use it.
+    const { createPgDatabase } = await import('../store/pg.js');
     db = createPgDatabase({ connectionString: config.DATABASE_URL, schema: config.IDMINT_PG_SCHEMA, logger });
     closers.add('postgres', () => db.close());
   } else {
     if (dataDir === undefined) throw new Error('openDatabase: the embedded database needs a data directory');
+    const { createPgliteDatabase } = await import('../store/pglite.js');
     db = await createPgliteDatabase({ dataDir: join(dataDir, 'pglite'), logger });
     closers.add('pglite', () => db.close());
   }

@@ -1,7 +1,8 @@
 import type { Registry } from 'prom-client';
 import type { Logger } from '../core/logger.js';
 import type { PoolSink } from '../core/ports.js';
-import { kafkaFor, redisTls } from './connections.js';
+import { redisTls } from './connections.js';
+import { kafkaFor } from './kafka-client.js';
 import { KafkaPoolSink } from '../pool/kafka/sink.js';
 import { RedisConnection } from '../pool/redis/connection.js';
 import { RedisCounterPool } from '../pool/redis/counter-pool.js';

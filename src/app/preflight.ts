@@ -1,10 +1,9 @@
-import { Redis } from 'ioredis';
 import { IdmintError } from '../core/errors.js';
 import { redactUrl } from '../core/redact.js';
 import { silentLogger, type Logger } from '../core/logger.js';
 import { sqlState } from '../store/errors.js';
 import type { Config } from './config.js';
-import { kafkaFor, redisTls } from './connections.js';
+import { redisTls } from './connections.js';
 
 /**
  * Credentials and certificates are checked once, at start: a wrong password or a certificate
@@ -27,6 +26,8 @@ function describe(err: unknown): string {
 
 async function checkRedis(config: Config, logger: Logger): Promise<void> {
   const url = config.REDIS_URL as string;
+  // Loaded only when Redis is configured, as KafkaJS below: the embedded default loads neither.
+  const { Redis } = await import('ioredis');
   const client = new Redis(url, { ...redisTls(config), lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: DEADLINE_MS, enableOfflineQueue: false });
   // connect() rejects with "Connection is closed"; the reason arrives as an 'error' event.
   let reason: unknown;
@@ -51,6 +52,7 @@ async function checkRedis(config: Config, logger: Logger): Promise<void> {
 
 async function checkKafka(config: Config, logger: Logger): Promise<void> {
   // Silent: the one line below says what failed, without KafkaJS's own lines around it.
+  const { kafkaFor } = await import('./kafka-client.js');
   const kafka = kafkaFor(config, 'idmint-preflight', silentLogger, { retry: { retries: 0 }, connectionTimeout: DEADLINE_MS, authenticationTimeout: DEADLINE_MS, requestTimeout: DEADLINE_MS });
   const admin = kafka.admin();
   try {

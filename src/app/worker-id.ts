@@ -10,7 +10,6 @@ import { FileWorkerIdProvider } from '../worker-id/file-provider.js';
 import { PostgresWorkerIdProvider } from '../worker-id/postgres-provider.js';
 import { RedisWorkerIdProvider } from '../worker-id/redis-provider.js';
 import { StaticWorkerIdProvider } from '../worker-id/static-provider.js';
-import { ZooKeeperWorkerIdProvider } from '../worker-id/zookeeper-provider.js';
 import type { Config } from './config.js';
 
 export type WorkerIdConfig = Pick<
@@ -35,7 +34,7 @@ export interface WorkerIdDeps {
  * machine would give them all the same id); else (embedded, one process per data dir) the file.
  * The local clock mark lives in IDMINT_DATA_DIR whenever an id can be reused.
  */
-export function workerIdProviderFromConfig(config: WorkerIdConfig, deps: WorkerIdDeps = {}): WorkerIdProvider {
+export async function workerIdProviderFromConfig(config: WorkerIdConfig, deps: WorkerIdDeps = {}): Promise<WorkerIdProvider> {
   const logger = deps.logger ?? silentLogger;
   const clock = deps.clock ?? systemClock;
   const dataDir = config.IDMINT_DATA_DIR;
@@ -44,9 +43,12 @@ export function workerIdProviderFromConfig(config: WorkerIdConfig, deps: WorkerI
   const kind = wanted !== 'auto' ? wanted : config.ZK_CONNECT !== undefined ? 'zookeeper' : config.DATABASE_URL !== undefined && deps.db ? 'postgres' : 'file';
   const missing = (what: string) => new IdmintError('BAD_REQUEST', `IDMINT_WORKER_ID_PROVIDER=${kind} needs ${what}`);
   switch (kind) {
-    case 'zookeeper':
+    case 'zookeeper': {
       if (config.ZK_CONNECT === undefined) throw missing('ZK_CONNECT');
+      // The ZooKeeper client is loaded only by processes that register there.
+      const { ZooKeeperWorkerIdProvider } = await import('../worker-id/zookeeper-provider.js');
       return new ZooKeeperWorkerIdProvider({ connect: config.ZK_CONNECT, address: stableAddress(config), dataDir, logger, clock, ...zkAuth(config) });
+    }
     case 'postgres':
       if (config.DATABASE_URL === undefined || !deps.db) throw missing('DATABASE_URL');
       return new PostgresWorkerIdProvider({ db: deps.db, host: hostname(), port: `${config.IDMINT_PORT}-${process.pid}`, logger });
@@ -59,9 +61,9 @@ export function workerIdProviderFromConfig(config: WorkerIdConfig, deps: WorkerI
 }
 
 /** A Snowflake source whose worker id comes from the provider the config names. */
-export function createSnowflakeSourceFromConfig(config: WorkerIdConfig, options: Omit<SnowflakeSourceOptions, 'provider'> & WorkerIdDeps = {}): Promise<SnowflakeSource> {
+export async function createSnowflakeSourceFromConfig(config: WorkerIdConfig, options: Omit<SnowflakeSourceOptions, 'provider'> & WorkerIdDeps = {}): Promise<SnowflakeSource> {
   const { db, redis, ...rest } = options;
-  const provider = workerIdProviderFromConfig(config, { ...(rest.logger ? { logger: rest.logger } : {}), ...(rest.clock ? { clock: rest.clock } : {}), ...(db ? { db } : {}), ...(redis ? { redis } : {}) });
+  const provider = await workerIdProviderFromConfig(config, { ...(rest.logger ? { logger: rest.logger } : {}), ...(rest.clock ? { clock: rest.clock } : {}), ...(db ? { db } : {}), ...(redis ? { redis } : {}) });
   return createSnowflakeSource({ ...rest, provider });
 }
 

@@ -1,5 +1,5 @@
 import { loadConfig, type Config } from '../app/config.js';
-import { kafkaFor } from '../app/connections.js';
+import { kafkaFor } from '../app/kafka-client.js';
 import { createLogger } from '../app/log.js';
 import { IdmintError } from '../core/errors.js';
 import { createKafkaClient } from '../kafka/client.js';

@@ -6,7 +6,7 @@ import { Redis } from 'ioredis';
 import zookeeper from 'node-zookeeper-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/app/config.js';
-import { kafkaFor } from '../../src/app/connections.js';
+import { kafkaFor } from '../../src/app/kafka-client.js';
 import { silentLogger } from '../../src/core/logger.js';
 import { createKafkaClient } from '../../src/kafka/client.js';
 import { runUntilExit, spawnServer, type SpawnedServer } from '../helpers/spawn-server.js';

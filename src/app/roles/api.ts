@@ -7,9 +7,7 @@ import { makeDecoder } from '../../core/decode.js';
 import type { Dispenser } from '../../dispenser/dispenser.js';
 import type { DispenserMetrics } from '../../dispenser/metrics.js';
 import type { SnowflakeSource } from '../../dispenser/sources/snowflake.js';
-import { dashboardExtension } from '../../http/dashboard.js';
 import { buildHttpServer, type ReadinessReport } from '../../http/server.js';
-import { collectRefillStats } from '../../refill/stats.js';
 import type { Database } from '../../store/db.js';
 import { PostgresTagTokenStore } from '../../store/tag-tokens.js';
 import { groupMetrics } from '../cluster/metrics.js';
@@ -35,8 +33,10 @@ export interface ApiRoleOptions {
 }
 
 /** The API role's HTTP server (not listening): the whole API, or only the ops routes. */
-export function buildApiServer(options: ApiRoleOptions): Promise<FastifyInstance> {
+export async function buildApiServer(options: ApiRoleOptions): Promise<FastifyInstance> {
   const { config, db, store, snowflake, redis } = options;
+  // The BullMQ dashboard and refill stats only where Redis pools are: nothing else loads them.
+  const withRedis = redis ? await Promise.all([import('../../http/dashboard.js'), import('../../refill/stats.js')]) : undefined;
   const readiness = async (): Promise<ReadinessReport> => {
     const checks: ReadinessReport['checks'] = {};
     try {
@@ -70,13 +70,13 @@ export function buildApiServer(options: ApiRoleOptions): Promise<FastifyInstance
     tokens: new PostgresTagTokenStore(db),
     rateLimits: { perClient: config.IDMINT_RATE_LIMIT_CLIENT, perTag: config.IDMINT_RATE_LIMIT_TAG, windowMs: config.IDMINT_RATE_LIMIT_WINDOW_MS },
     status: { depths: () => options.metrics.depthSource?.() ?? [], history: () => options.metrics.history.snapshot() },
-    ...(redis
+    ...(redis && withRedis
       ? {
           stats: async () => ({
-            ...(await collectRefillStats({ store, sinks: { 'redis-list': redis.list, 'redis-counter': redis.counter }, meta: redis.statsMeta, queue: redis.queue, autoKind: DEFAULT_REDIS_POOL })),
+            ...(await withRedis[1].collectRefillStats({ store, sinks: { 'redis-list': redis.list, 'redis-counter': redis.counter }, meta: redis.statsMeta, queue: redis.queue, autoKind: DEFAULT_REDIS_POOL })),
             refillRole: options.refillState(),
           }),
-          extensions: [dashboardExtension({ queues: [redis.queue.queue] })],
+          extensions: [withRedis[0].dashboardExtension({ queues: [redis.queue.queue] })],
           onTagChange: (bizTag: string) => primePools(redis, store, bizTag, options.logger),
         }
       : {}),

@@ -5,7 +5,7 @@ import type { Kafka } from 'kafkajs';
 import { initTopics } from '../../kafka/topics.js';
 import { createResponder, type Responder } from '../../kafka/responder.js';
 import type { Config } from '../config.js';
-import { kafkaFor } from '../connections.js';
+import { kafkaFor } from '../kafka-client.js';
 
 export interface ResponderRoleOptions {
   config: Config;

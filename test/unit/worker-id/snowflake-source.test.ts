@@ -94,26 +94,26 @@ describe('workerIdProviderFromConfig', () => {
     .flat()
     .find((a) => a?.family === 'IPv4' && !a.internal)?.address ?? '127.0.0.1';
 
-  it('static wins, then ZooKeeper, then a shared Postgres, then the file', () => {
-    expect(workerIdProviderFromConfig({ ...base, IDMINT_WORKER_ID: 3, ZK_CONNECT: 'zk:2181' }).constructor.name).toBe('StaticWorkerIdProvider');
-    const zk = workerIdProviderFromConfig({ ...base, ZK_CONNECT: 'zk:2181' });
+  it('static wins, then ZooKeeper, then a shared Postgres, then the file', async () => {
+    expect((await workerIdProviderFromConfig({ ...base, IDMINT_WORKER_ID: 3, ZK_CONNECT: 'zk:2181' })).constructor.name).toBe('StaticWorkerIdProvider');
+    const zk = await workerIdProviderFromConfig({ ...base, ZK_CONNECT: 'zk:2181' });
     expect(zk.constructor.name).toBe('ZooKeeperWorkerIdProvider');
     // Loopback names every machine alike; the advertised address uses the machine's own IP.
     expect((zk as unknown as { options: { address: string } }).options.address).toBe(`${externalIpv4}:8080`);
     const db = { query: async () => ({ rows: [] }) };
-    expect(workerIdProviderFromConfig({ ...base, DATABASE_URL: 'postgres://db/x' }, { db }).constructor.name).toBe('PostgresWorkerIdProvider');
-    const advertised = workerIdProviderFromConfig({ ...base, ZK_CONNECT: 'zk:2181', IDMINT_ADVERTISE: '10.0.0.9:9000' });
+    expect((await workerIdProviderFromConfig({ ...base, DATABASE_URL: 'postgres://db/x' }, { db })).constructor.name).toBe('PostgresWorkerIdProvider');
+    const advertised = await workerIdProviderFromConfig({ ...base, ZK_CONNECT: 'zk:2181', IDMINT_ADVERTISE: '10.0.0.9:9000' });
     expect((advertised as unknown as { options: { address: string } }).options.address).toBe('10.0.0.9:9000');
-    expect(workerIdProviderFromConfig(base).constructor.name).toBe('FileWorkerIdProvider');
+    expect((await workerIdProviderFromConfig(base)).constructor.name).toBe('FileWorkerIdProvider');
   });
 
-  it('names a provider with IDMINT_WORKER_ID_PROVIDER, and refuses one whose server is not configured', () => {
+  it('names a provider with IDMINT_WORKER_ID_PROVIDER, and refuses one whose server is not configured', async () => {
     const redis = { defineCommand: () => undefined } as never;
-    const viaRedis = workerIdProviderFromConfig({ ...base, IDMINT_WORKER_ID_PROVIDER: 'redis', REDIS_URL: 'redis://r:6379' }, { redis });
+    const viaRedis = await workerIdProviderFromConfig({ ...base, IDMINT_WORKER_ID_PROVIDER: 'redis', REDIS_URL: 'redis://r:6379' }, { redis });
     expect(viaRedis.constructor.name).toBe('RedisWorkerIdProvider');
-    expect(workerIdProviderFromConfig({ ...base, IDMINT_WORKER_ID_PROVIDER: 'file', ZK_CONNECT: 'zk:2181' }).constructor.name).toBe('FileWorkerIdProvider');
-    expect(() => workerIdProviderFromConfig({ ...base, IDMINT_WORKER_ID_PROVIDER: 'redis' })).toThrow(/IDMINT_WORKER_ID_PROVIDER=redis needs REDIS_URL/);
-    expect(() => workerIdProviderFromConfig({ ...base, IDMINT_WORKER_ID_PROVIDER: 'zookeeper' })).toThrow(/needs ZK_CONNECT/);
+    expect((await workerIdProviderFromConfig({ ...base, IDMINT_WORKER_ID_PROVIDER: 'file', ZK_CONNECT: 'zk:2181' })).constructor.name).toBe('FileWorkerIdProvider');
+    await expect(workerIdProviderFromConfig({ ...base, IDMINT_WORKER_ID_PROVIDER: 'redis' })).rejects.toThrow(/IDMINT_WORKER_ID_PROVIDER=redis needs REDIS_URL/);
+    await expect(workerIdProviderFromConfig({ ...base, IDMINT_WORKER_ID_PROVIDER: 'zookeeper' })).rejects.toThrow(/needs ZK_CONNECT/);
   });
 
   it('createSnowflakeSourceFromConfig serves from the file provider by default', async () => {
