@@ -17,7 +17,7 @@ export default tseslint.config(
     rules: { 'no-console': 'error' },
   },
   {
-    files: ['bin/**/*.js', 'scripts/**/*.js', 'scripts/**/*.mjs', 'bench/**/*.mjs'],
+    files: ['bin/**/*.js', 'scripts/**/*.js', 'scripts/**/*.mjs', 'bench/**/*.mjs', 'test/**/*.mjs'],
     languageOptions: { globals: { process: 'readonly', console: 'readonly', URL: 'readonly' } },
   },
 );
