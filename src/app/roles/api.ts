@@ -36,7 +36,7 @@ export interface ApiRoleOptions {
 export async function buildApiServer(options: ApiRoleOptions): Promise<FastifyInstance> {
   const { config, db, store, snowflake, redis } = options;
   // The BullMQ dashboard and refill stats only where Redis pools are: nothing else loads them.
-  const withRedis = redis ? await Promise.all([import('../../http/dashboard.js'), import('../../refill/stats.js')]) : undefined;
+  const [dashboard, refillStats] = redis ? await Promise.all([import('../../http/dashboard.js'), import('../../refill/stats.js')]) : [];
   const readiness = async (): Promise<ReadinessReport> => {
     const checks: ReadinessReport['checks'] = {};
     try {
@@ -70,13 +70,13 @@ export async function buildApiServer(options: ApiRoleOptions): Promise<FastifyIn
     tokens: new PostgresTagTokenStore(db),
     rateLimits: { perClient: config.IDMINT_RATE_LIMIT_CLIENT, perTag: config.IDMINT_RATE_LIMIT_TAG, windowMs: config.IDMINT_RATE_LIMIT_WINDOW_MS },
     status: { depths: () => options.metrics.depthSource?.() ?? [], history: () => options.metrics.history.snapshot() },
-    ...(redis && withRedis
+    ...(redis && dashboard && refillStats
       ? {
           stats: async () => ({
-            ...(await withRedis[1].collectRefillStats({ store, sinks: { 'redis-list': redis.list, 'redis-counter': redis.counter }, meta: redis.statsMeta, queue: redis.queue, autoKind: DEFAULT_REDIS_POOL })),
+            ...(await refillStats.collectRefillStats({ store, sinks: { 'redis-list': redis.list, 'redis-counter': redis.counter }, meta: redis.statsMeta, queue: redis.queue, autoKind: DEFAULT_REDIS_POOL })),
             refillRole: options.refillState(),
           }),
-          extensions: [withRedis[0].dashboardExtension({ queues: [redis.queue.queue] })],
+          extensions: [dashboard.dashboardExtension({ queues: [redis.queue.queue] })],
           onTagChange: (bizTag: string) => primePools(redis, store, bizTag, options.logger),
         }
       : {}),
