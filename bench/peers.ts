@@ -46,9 +46,13 @@ function millis(text: string, label: string): number {
   return m[2] === 'us' ? value / 1000 : m[2] === 's' ? value * 1000 : value;
 }
 
-/** wrk sends `depth` requests per write with this script (wrk has no pipelining flag of its own). */
+const pipelineScripts = new Map<number, string>();
+
+/** wrk sends `depth` requests per write with this script (wrk has no pipelining flag of its own); written once per depth. */
 function pipelineScript(depth: number): string {
-  const file = join(tmpdir(), `idmint-wrk-pipeline-${depth}.lua`);
+  const known = pipelineScripts.get(depth);
+  if (known) return known;
+  const file = join(tmpdir(), `idmint-wrk-pipeline-${process.pid}-${depth}.lua`);
   writeFileSync(
     file,
     [
@@ -61,6 +65,7 @@ function pipelineScript(depth: number): string {
       '',
     ].join('\n'),
   );
+  pipelineScripts.set(depth, file);
   return file;
 }
 

@@ -71,6 +71,11 @@ interface Rounds {
   twoPiped: Round[];
 }
 
+/** The summary rows of both configurations, unpipelined then pipelined. */
+function summaries(one: string, two: string, r: Rounds): Array<Array<string | number>> {
+  return [summary(one, r.one), summary(two, r.two), summary(`${one}, pipelined ×${PIPELINE}`, r.onePiped), summary(`${two}, pipelined ×${PIPELINE}`, r.twoPiped)];
+}
+
 async function start(env: Record<string, string>): Promise<{ server: SpawnedServer; dir: string }> {
   const dir = mkdtempSync(join(tmpdir(), 'idmint-bench-procs-'));
   const server = await spawnServer({ IDMINT_DATA_DIR: dir, LOG_LEVEL: 'warn', ...env });
@@ -110,12 +115,7 @@ export async function run(): Promise<Section> {
         }
       }
       results[route] = res;
-      rows.push(
-        summary(`${route}, IDMINT_PROCESSES=1`, res.one),
-        summary(`${route}, IDMINT_PROCESSES=2`, res.two),
-        summary(`${route}, IDMINT_PROCESSES=1, pipelined ×${PIPELINE}`, res.onePiped),
-        summary(`${route}, IDMINT_PROCESSES=2, pipelined ×${PIPELINE}`, res.twoPiped),
-      );
+      rows.push(...summaries(`${route}, IDMINT_PROCESSES=1`, `${route}, IDMINT_PROCESSES=2`, res));
     }
   } finally {
     for (const d of dirs) rmSync(d, { recursive: true, force: true });
@@ -136,12 +136,7 @@ export async function run(): Promise<Section> {
   } finally {
     for (const b of [bareOne, bareTwo]) b.child.kill('SIGTERM');
   }
-  rows.push(
-    summary('control: bare node:http counter, 1 worker', bare.one),
-    summary('control: bare node:http counter, 2 workers', bare.two),
-    summary(`control: bare node:http counter, 1 worker, pipelined ×${PIPELINE}`, bare.onePiped),
-    summary(`control: bare node:http counter, 2 workers, pipelined ×${PIPELINE}`, bare.twoPiped),
-  );
+  rows.push(...summaries('control: bare node:http counter, 1 worker', 'control: bare node:http counter, 2 workers', bare));
 
   // Idle memory, and restart to first ID on Postgres (compiled start).
   // The embedded server twice: its first start (which creates the PGlite database) and a restart.

@@ -287,25 +287,12 @@ export class Dispenser implements IdDispenser {
     const pool = this.options.pools[this.poolKindFor(tag)];
     if (!pool) throw new IdmintError('NOT_READY', `no pool is configured for "${tag.bizTag}"`);
     // A lowered max_limit leaves IDs above it in buffers and pools: drop them (gaps), never hand them out.
-    const fromPool = async (n: number): Promise<string[]> => {
+    const take = async (n: number): Promise<string[]> => {
       const taken = await pool.take(tag, n, context);
       return tag.maxLimit === null ? taken : taken.filter((id) => Number(id) <= (tag.maxLimit as number));
     };
-    let ids: string[] = [];
-    let poolError: IdmintError | undefined;
-    try {
-      ids = await fromPool(count);
-    } catch (raw) {
-      poolError = this.poolFailed(tag, raw);
-    }
-    if (!poolError) this.poolOutage.recover();
+    const { items: ids, error: poolError } = await this.fromPool(tag, count, take, (taken) => taken.length);
     if (ids.length >= count) return { bizTag: tag.bizTag, ids, source: pool.name };
-    if (!poolError && tag.fallback === 'error') {
-      const waited = await this.waitForPool(tag, count - ids.length, fromPool, (taken) => taken.length);
-      ids = ids.concat(waited.items);
-      poolError = waited.error;
-      if (ids.length >= count) return { bizTag: tag.bizTag, ids, source: pool.name };
-    }
 
     const missing = count - ids.length;
     const { source, value: rest } = await this.fallBack(tag, poolError, (fallback) => fallback.take(tag, missing, context));
@@ -323,25 +310,31 @@ export class Dispenser implements IdDispenser {
   }
 
   /**
-   * A tag that may not fall back waits up to poolWaitMs for a pool that answers but is short (its
-   * refill was requested by the take that came up short), taking what arrives. Stops at the first
-   * failure, which the caller's ladder then reports.
+   * The pool's part of a request: what it hands out, and the failure that sends the rest down the
+   * ladder. A tag that may not fall back waits up to poolWaitMs for a pool that answers but is
+   * short (the short take requested its refill), taking what arrives.
    */
-  private async waitForPool<T>(tag: BizTag, missing: number, take: (n: number) => Promise<T[]>, size: (items: T[]) => number): Promise<{ items: T[]; error?: IdmintError }> {
-    const items: T[] = [];
+  private async fromPool<T>(tag: BizTag, count: number, take: (n: number) => Promise<T[]>, size: (items: T[]) => number): Promise<{ items: T[]; error?: IdmintError }> {
+    let items: T[];
+    try {
+      items = await take(count);
+    } catch (raw) {
+      return { items: [], error: this.poolFailed(tag, raw) };
+    }
+    this.poolOutage.recover();
+    let got = size(items);
+    if (got >= count || tag.fallback !== 'error') return { items };
     const deadline = Date.now() + this.options.poolWaitMs;
-    let got = 0;
-    let pause = 10;
-    while (got < missing && Date.now() + pause <= deadline) {
+    for (let pause = 10; got < count && Date.now() + pause <= deadline; pause = Math.min(pause * 2, 200)) {
       await sleep(pause);
-      pause = Math.min(pause * 2, 200);
+      let taken: T[];
       try {
-        const taken = await take(missing - got);
-        got += size(taken);
-        for (const item of taken) items.push(item);
+        taken = await take(count - got);
       } catch (raw) {
         return { items, error: this.poolFailed(tag, raw) };
       }
+      got += size(taken);
+      items = items.concat(taken);
     }
     return { items };
   }
@@ -392,22 +385,12 @@ export class Dispenser implements IdDispenser {
     if (!pool) throw new IdmintError('NOT_READY', `no pool is configured for "${tag.bizTag}"`);
     const takeBlocks = (source: IdSource, n: number): Promise<Block[]> =>
       source.takeBlocks ? source.takeBlocks(tag, n, context) : source.take(tag, n, context).then(blocksOf);
-    const fromPool = async (n: number): Promise<Block[]> => {
+    const take = async (n: number): Promise<Block[]> => {
       const taken = await takeBlocks(pool, n);
       return tag.maxLimit === null ? taken : clip(taken, tag.maxLimit);
     };
-    let blocks: Block[] = [];
-    let poolError: IdmintError | undefined;
-    try {
-      blocks = await fromPool(count);
-    } catch (raw) {
-      poolError = this.poolFailed(tag, raw);
-    }
-    if (!poolError && tag.fallback === 'error' && blocksSize(blocks) < count) {
-      const waited = await this.waitForPool(tag, count - blocksSize(blocks), fromPool, blocksSize);
-      blocks = blocks.concat(waited.items);
-      poolError = waited.error;
-    }
+    const { items, error: poolError } = await this.fromPool(tag, count, take, blocksSize);
+    let blocks = items;
     const got = blocksSize(blocks);
     let source: IdSourceName = pool.name;
     if (got < count) {

@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { spawnServer, type SpawnedServer } from '../helpers/spawn-server.js';
 
 const TOKEN = 'abuse-admin-token';
@@ -74,9 +74,7 @@ describe('nobody burns a tag: per-tag tokens and the exhaustion warning', () => 
     expect(days).toBeLessThan(30);
     expect(text).not.toMatch(/idmint_tag_days_left\{biz_tag="open"\}/);
     // The log line travels on the server's stdout pipe, not with the HTTP answer: wait for it.
-    const logged = /tag \\"bounded\\" runs out of IDs within 30 days/;
-    for (const deadline = Date.now() + 10_000; !logged.test(s.server.output()) && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 50));
-    expect(s.server.output()).toMatch(logged);
+    await vi.waitFor(() => expect(s.server.output()).toMatch(/tag \\"bounded\\" runs out of IDs within 30 days/), { timeout: 10_000, interval: 50 });
     // Requests past max_limit are refused with SEGMENT_EXHAUSTED; the log says so once, not per request.
     expect(s.server.output().match(/reached its max_limit/g)?.length ?? 0).toBeLessThanOrEqual(1);
   });
