@@ -19,12 +19,15 @@ import type { RedisPools } from './pools.js';
 import { fileClock } from './test-clock.js';
 import { createSnowflakeSourceFromConfig } from './worker-id.js';
 import { DEFAULT_REDIS_POOL } from '../core/pool-kind.js';
-import { TagFormats } from './formats.js';
+import { checkObfuscationKey, TagFormats } from './formats.js';
+import { PostgresSettings } from '../store/settings.js';
 
 export interface DispenserParts {
   dispenser: Dispenser;
   memory: MemoryPool;
   snowflake: SnowflakeSource;
+  /** Why this process refuses obfuscated tags (its key differs from the deployment's), for /readyz. */
+  keyMismatch: string | undefined;
 }
 
 /**
@@ -37,6 +40,7 @@ export async function buildDispenser(
   deps: { db: Database; store: BizStore; redis: RedisPools | undefined; metrics: DispenserMetrics; registry: Registry; logger: Logger; closers: Closers },
 ): Promise<DispenserParts> {
   const { db, store, redis, metrics, logger, closers } = deps;
+  const keyMismatch = await checkObfuscationKey(config.IDMINT_OBFUSCATION_KEY, new PostgresSettings(db), logger);
   const memory = new MemoryPool({ allocator: store, logger });
   closers.add('memory pool', () => memory.close());
   const counter = redis && config.IDMINT_LOCAL_BUFFER > 0 ? new LocalBlockBuffer(redis.counter, config.IDMINT_LOCAL_BUFFER) : redis?.counter;
@@ -55,7 +59,7 @@ export async function buildDispenser(
     snowflake,
     uid,
     maxCount: config.IDMINT_MAX_COUNT,
-    formats: new TagFormats(config.IDMINT_OBFUSCATION_KEY),
+    formats: new TagFormats(config.IDMINT_OBFUSCATION_KEY, keyMismatch),
     maxBlockCount: config.IDMINT_MAX_BLOCK_COUNT,
     maxIdsInFlight: config.IDMINT_MAX_IDS_IN_FLIGHT,
     poolWaitMs: config.IDMINT_POOL_WAIT_MS,
@@ -63,5 +67,5 @@ export async function buildDispenser(
     logger,
   });
   metrics.depthSource = () => memory.depths();
-  return { dispenser, memory, snowflake };
+  return { dispenser, memory, snowflake, keyMismatch };
 }

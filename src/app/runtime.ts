@@ -69,7 +69,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     // default and a Postgres-only api start without them (half a second and ~55 MB less here).
     const pools = config.REDIS_URL ? await import('./pools.js') : undefined;
     const redis = pools?.openRedisPools(config, { logger, registry, closers });
-    const { dispenser, snowflake } = await buildDispenser(config, { db, store, redis, metrics, registry, logger, closers });
+    const { dispenser, snowflake, keyMismatch } = await buildDispenser(config, { db, store, redis, metrics, registry, logger, closers });
     watchExhaustion({ registry, metrics, store, db, warnDays: config.IDMINT_EXHAUSTION_WARN_DAYS, logger });
     if (options.seedDemoTag !== false && !config.DATABASE_URL) await seedDemoTag(store, log);
 
@@ -115,6 +115,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       dispenser,
       snowflake,
       redis,
+      keyMismatch,
       refillState: () => (refill ? 'running' : roles.has('refill') ? 'starting' : 'off'),
       responderState,
       registry,

@@ -175,6 +175,16 @@ export interface PoolSink {
   remove(bizTag: string): Promise<void>;
 }
 
+/**
+ * Facts every process of one deployment must share, recorded where all of them see it (Postgres):
+ * the first process to claim a name records its value; every later claim returns that value.
+ */
+export interface SettingRegistry {
+  /** Records `value` under `name` unless a value is recorded already; returns the recorded value. */
+  claim(name: string, value: string): Promise<string>;
+  get(name: string): Promise<string | undefined>;
+}
+
 /** A tag access token as listed: never the token itself, which is shown once, at creation. */
 export interface TagTokenInfo {
   readonly id: string;

@@ -138,9 +138,10 @@ export class Dispenser implements IdDispenser {
       const tag = await this.tag(bizTag);
       if (!tag) throw new UnknownBizTagError(bizTag);
       for (const plugin of this.plugins) await plugin.before?.(request, tag);
+      // Before the take: a tag this process may not format (its key differs) costs no IDs.
+      const codec = this.options.formats?.codecFor(tag);
       const served = await this.serve(tag, count, context);
       this.options.metrics?.recordIssued(bizTag, served.source, served.ids.length);
-      const codec = this.options.formats?.codecFor(tag);
       const result = codec ? { ...served, ids: served.ids.map(codec.encode), format: codec.format } : served;
       for (const plugin of this.plugins) {
         try {

@@ -9,7 +9,11 @@ import { installErrorHandling } from './errors.js';
 export interface ReadinessReport {
   /** `degraded`: serving by fallback (e.g. Redis down); `not_ready`: cannot serve. */
   status: 'ready' | 'degraded' | 'not_ready';
-  checks: Record<string, { ok: boolean; message?: string }>;
+  /**
+   * `message` goes to the log only (a raw error may name hosts or users); `hint`, where a check
+   * has one, is safe to show unauthenticated callers and says what the operator must do.
+   */
+  checks: Record<string, { ok: boolean; message?: string; hint?: string }>;
 }
 
 /** How long a client may take and how many may connect: what keeps slow or hostile clients from pinning sockets. */
@@ -95,14 +99,23 @@ export function opsRoutes(
   options: { registry: Pick<Registry, 'contentType' | 'metrics'>; readiness?: () => Promise<ReadinessReport> },
 ): void {
   app.get('/healthz', async () => ({ status: 'ok' }));
+  // Checks failing at the last probe: a probe every few seconds logs a check when it starts
+  // failing and when it recovers, not once per probe.
+  const failing = new Set<string>();
   app.get('/readyz', async (request, reply) => {
     const report = options.readiness ? await options.readiness() : { status: 'ready' as const, checks: {} };
     // Unauthenticated: a failing check says which dependency, never its raw error (that goes to the log).
     const checks = Object.fromEntries(
       Object.entries(report.checks).map(([name, check]) => {
-        if (check.ok) return [name, check];
-        request.log.warn({ check: name, reason: check.message }, 'readiness check failing');
-        return [name, { ok: false, message: `${name} unavailable; see the server log` }];
+        if (check.ok) {
+          if (failing.delete(name)) request.log.info({ check: name }, 'readiness check passing again');
+          return [name, check];
+        }
+        if (!failing.has(name)) {
+          failing.add(name);
+          request.log.warn({ check: name, reason: check.message }, 'readiness check failing');
+        }
+        return [name, { ok: false, message: check.hint ?? `${name} unavailable; see the server log` }];
       }),
     );
     return reply.status(report.status === 'not_ready' ? 503 : 200).send({ status: report.status, checks });

@@ -87,6 +87,20 @@ CREATE INDEX idmint_tag_token_biz ON idmint_tag_token (biz_tag);
 ALTER TABLE idmint_biz ADD COLUMN format text NOT NULL DEFAULT 'decimal';
 `,
   },
+  {
+    version: 4,
+    name: 'settings',
+    sql: `
+-- Facts every process of a deployment must agree on (the obfuscation key's fingerprint, the
+-- region layout): the first process records its value, every later one compares with it.
+CREATE TABLE idmint_setting (
+  name        text PRIMARY KEY,
+  value       text NOT NULL,
+  recorded_at timestamptz NOT NULL DEFAULT now(),
+  recorded_by text NOT NULL DEFAULT ''
+);
+`,
+  },
 ]);
 
 /** First key of the two-key advisory lock; the second is the schema, so schemas migrate independently. */

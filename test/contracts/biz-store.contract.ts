@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { IdmintError, SegmentExhaustedError } from '../../src/core/errors.js';
 import type { Segment } from '../../src/core/ports.js';
-import { MAX_SHARDS, MAX_STEP, migrate, MIGRATIONS, PostgresBizStore, WorkerNodeRepository, type Database } from '../../src/store/index.js';
+import { MAX_SHARDS, MAX_STEP, migrate, MIGRATIONS, PostgresBizStore, PostgresSettings, WorkerNodeRepository, type Database } from '../../src/store/index.js';
 
 /** A backend under test: a fresh, unmigrated database and `handles` connections onto it. */
 export interface StoreHarness {
@@ -79,11 +79,25 @@ export function bizStoreContract(backend: string, harness: StoreHarness): void {
           const tables = await h.query<{ table_name: string }>(
             `SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() AND table_name LIKE 'idmint%' ORDER BY table_name`,
           );
-          expect(tables.rows.map((r) => r.table_name)).toEqual(['idmint_biz', 'idmint_ledger', 'idmint_migrations', 'idmint_segment', 'idmint_tag_token', 'idmint_worker_node']);
+          expect(tables.rows.map((r) => r.table_name)).toEqual(['idmint_biz', 'idmint_ledger', 'idmint_migrations', 'idmint_segment', 'idmint_setting', 'idmint_tag_token', 'idmint_worker_node']);
           expect(await migrate(h)).toEqual([]);
         } finally {
           await fresh.dispose();
         }
+      });
+    });
+
+    describe('settings', () => {
+      it('the first claim of a name is recorded; every later claim, concurrent or not, returns it', async () => {
+        const settings = new PostgresSettings(db, 'contract-test');
+        const name = `${uniqueTag('setting')}:fingerprint`;
+        expect(await settings.get(name)).toBeUndefined();
+        const values = Array.from({ length: 8 }, (_, i) => `value-${i}`);
+        const recorded = await Promise.all(values.map((v) => settings.claim(name, v)));
+        expect(new Set(recorded).size).toBe(1);
+        expect(values).toContain(recorded[0]);
+        expect(await settings.claim(name, 'another')).toBe(recorded[0]);
+        expect(await settings.get(name)).toBe(recorded[0]);
       });
     });
 

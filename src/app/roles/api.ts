@@ -24,6 +24,8 @@ export interface ApiRoleOptions {
   dispenser: Dispenser;
   snowflake: SnowflakeSource;
   redis: RedisPools | undefined;
+  /** Why this process refuses obfuscated tags (IDMINT_OBFUSCATION_KEY differs from the deployment's). */
+  keyMismatch?: string | undefined;
   /** Whether the refill role runs here (for /v1/stats), and whether the Kafka responder has started (for /readyz). */
   refillState: () => 'running' | 'starting' | 'off';
   responderState: () => 'running' | 'starting' | 'off';
@@ -47,6 +49,9 @@ export async function buildApiServer(options: ApiRoleOptions): Promise<FastifyIn
     }
     checks.snowflake = { ok: true, message: `worker ${snowflake.workerId} from ${snowflake.lease.provider}` };
     if (redis) checks.redis = redis.connection.check();
+    if (options.keyMismatch) {
+      checks.formats = { ok: false, message: options.keyMismatch, hint: 'IDMINT_OBFUSCATION_KEY differs from the key recorded for this deployment: obfuscated tags are refused here' };
+    }
     const responder = options.responderState();
     if (responder !== 'off') checks.kafka = responder === 'running' ? { ok: true } : { ok: false, message: 'responder not running yet' };
     // Without Redis the API still serves by each tag's fallback: degraded, not down.
