@@ -1,6 +1,6 @@
 import type { Kafka } from 'kafkajs';
 import { createIdmintClient, kafkaPoolTransport, type IdmintClient } from '../src/client/index.js';
-import { createKafkaClient, type IdmintKafkaClient } from '../src/kafka/client.js';
+import { createKafkaClient, type IdmintKafkaClient } from '../src/client/kafka/rpc-client.js';
 import { ERROR_CODES } from '../src/core/errors.js';
 import type { Ledger } from './ledger.js';
 

@@ -111,6 +111,8 @@ export const envSchema = z.object({
   IDMINT_MAX_IDS_IN_FLIGHT: int(1, 100_000_000).default(1_000_000),
   /** How long a request for a tag with fallback `error` waits for a short pool to be refilled before POOL_EMPTY. Default 2000. */
   IDMINT_POOL_WAIT_MS: int(0, 60_000).default(2000),
+  /** How long a process trusts a tag's settings before reloading them; changes made elsewhere reach it within this. Default 1000. */
+  IDMINT_TAG_CACHE_MS: int(0, 600_000).default(1000),
   /** Roles `idmint serve` runs, comma-separated from api,refill,responder. Default all that the config allows. */
   IDMINT_ROLES: z
     .string()

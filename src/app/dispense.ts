@@ -63,6 +63,7 @@ export async function buildDispenser(
     maxBlockCount: config.IDMINT_MAX_BLOCK_COUNT,
     maxIdsInFlight: config.IDMINT_MAX_IDS_IN_FLIGHT,
     poolWaitMs: config.IDMINT_POOL_WAIT_MS,
+    tagCacheMs: config.IDMINT_TAG_CACHE_MS,
     metrics,
     logger,
   });

@@ -2,7 +2,7 @@ import { loadConfig, type Config } from '../app/config.js';
 import { kafkaFor } from '../app/kafka-client.js';
 import { createLogger } from '../app/log.js';
 import { IdmintError } from '../core/errors.js';
-import { createKafkaClient } from '../kafka/client.js';
+import { createKafkaClient } from '../client/kafka/rpc-client.js';
 import { initTopics } from '../kafka/topics.js';
 
 /** The Kafka commands' work, loaded only when one runs: the rest of the CLI never loads KafkaJS. */

@@ -114,7 +114,7 @@ function decode(status: number, text: string, origin: string): TransportBatch {
   }
   const { ids, blocks, source, format } = (body ?? {}) as { ids?: unknown; blocks?: unknown; source?: unknown; format?: unknown };
   const from = typeof source === 'string' && SOURCES.has(source) ? (source as IdSourceName) : 'unknown';
-  if (Array.isArray(blocks)) return { ids: [], blocks: parseBlocks(blocks, origin), source: from };
+  if (Array.isArray(blocks)) return { blocks: parseBlocks(blocks, origin), source: from };
   if (!Array.isArray(ids)) throw new IdmintError('NOT_READY', `idmint at ${origin} answered without an ids array`, { retriable: false });
   return { ids: ids as string[], source: from, ...(typeof format === 'string' ? { format } : {}) };
 }

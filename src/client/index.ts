@@ -2,16 +2,16 @@
 export { createIdmintClient, IdmintClient, CLIENT_DEFAULTS } from './client.js';
 export type { IdmintClientOptions, IdmintClientSettings, TagHandle } from './client.js';
 export type { TagBufferStats } from './tag-buffer.js';
-export type { IdTransport, TransportBatch } from './transport.js';
+export type { BlocksBatch, IdsBatch, IdTransport, TransportBatch } from './transport.js';
 export { httpTransport, HTTP_TRANSPORT_DEFAULTS } from './http-transport.js';
 export { failoverTransport } from './failover-transport.js';
 export type { FailoverTransportOptions } from './failover-transport.js';
 export type { HttpTransport, HttpTransportOptions, HttpTransportSettings } from './http-transport.js';
-export { kafkaTransport, kafkaPoolTransport } from './kafka-transport.js';
-export type { KafkaTransportOptions, KafkaPoolTransportOptions } from './kafka-transport.js';
+export { kafkaTransport, kafkaPoolTransport } from './kafka/transports.js';
+export type { KafkaTransportOptions, KafkaPoolTransportOptions } from './kafka/transports.js';
 // What kafkaTransport and kafkaPoolTransport take, so `idmint/client` alone is enough to use them.
-export { createKafkaClient, IdmintKafkaClient } from '../kafka/client.js';
-export type { KafkaClientOptions } from '../kafka/client.js';
+export { createKafkaClient, IdmintKafkaClient } from './kafka/rpc-client.js';
+export type { KafkaClientOptions } from './kafka/rpc-client.js';
 export { createKafka } from '../kafka/kafka.js';
 export { IdmintError, isIdmintError } from '../core/errors.js';
 export type { ErrorCode } from '../core/errors.js';

@@ -2,16 +2,24 @@ import type { Block } from '../core/block.js';
 import type { IdSourceName } from '../core/ports.js';
 
 /** One answer from a transport: IDs as decimal strings (invariant 7) and where they came from. */
-export interface TransportBatch {
+export interface IdsBatch {
   /** At least one ID on success; a transport that has none throws (POOL_EMPTY, NOT_READY...). */
   readonly ids: string[];
-  /** From `fetchBlocks`: the IDs as contiguous ranges instead (then `ids` is empty). */
-  readonly blocks?: readonly Block[];
+  readonly blocks?: undefined;
   /** `unknown` when the wire does not say (a Kafka pool topic). */
   readonly source: IdSourceName | 'unknown';
   /** A formatted tag's format (`base62`, `sqids`...), as the server said; absent for decimal IDs. */
   readonly format?: string;
 }
+
+/** One answer as contiguous ranges of segment IDs (safe integers): what `fetchBlocks` returns. */
+export interface BlocksBatch {
+  readonly blocks: readonly Block[];
+  readonly ids?: undefined;
+  readonly source: IdSourceName | 'unknown';
+}
+
+export type TransportBatch = IdsBatch | BlocksBatch;
 
 /**
  * How the SDK reaches a dispenser. Implementations: httpTransport, kafkaTransport,

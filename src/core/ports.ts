@@ -3,7 +3,7 @@
  * implement them; entry points wire them. Nothing here does I/O.
  */
 import type { Block } from './block.js';
-import type { IdFormat } from './format/format.js';
+import type { IdCodec, IdFormat } from './format/format.js';
 
 /** `^[a-z0-9][a-z0-9._-]{0,63}$` */
 export const BIZ_TAG_PATTERN = /^[a-z0-9][a-z0-9._-]{0,63}$/;
@@ -155,10 +155,31 @@ export interface BlocksResult {
   readonly source: IdSourceName;
 }
 
-/** What every transport (HTTP, Kafka responder, CLI) calls: see src/dispenser.ts. */
+/** What every transport (HTTP, Kafka responder, CLI) calls: implemented by src/dispenser/dispenser.ts. */
 export interface IdDispenser {
   get(bizTag: string, count: number, context?: TakeContext): Promise<DispenseResult>;
   getBlocks?(bizTag: string, count: number, context?: TakeContext): Promise<BlocksResult>;
+}
+
+/** What the HTTP API needs of the dispenser: IDs, blocks, and the tag facts its routes use. */
+export interface IdService extends IdDispenser {
+  readonly maxCount: number;
+  readonly maxBlockCount: number;
+  getBlocks(bizTag: string, count: number, context?: TakeContext): Promise<BlocksResult>;
+  /** The tag's settings (cached), or null when unknown or deleted. */
+  tag(bizTag: string): Promise<BizTag | null>;
+  /** The tag's format codec, or undefined for decimal IDs. */
+  codecFor(tag: BizTag): IdCodec | undefined;
+}
+
+/** What the tag admin routes need: whether this process can serve a setting, and dropping cached state after a change. */
+export interface TagAdmin {
+  poolRefusal(pool: PoolKind): string | undefined;
+  formatRefusal(format: IdFormat): string | undefined;
+  /** Drops cached settings of a changed tag. */
+  invalidate(bizTag: string): void;
+  /** Drops every ID held for a tag whose counters were raised (gaps, never reused). */
+  forget(bizTag: string): Promise<void>;
 }
 
 /**

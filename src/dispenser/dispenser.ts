@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { BadRequestError, IdmintError, UnknownBizTagError, isIdmintError } from '../core/errors.js';
-import type { BizStore, BizTag, BlocksResult, DispenseResult, IdDispenser, IdSource, IdSourceName, PoolKind, TakeContext } from '../core/ports.js';
+import type { BizStore, BizTag, BlocksResult, Clock, DispenseResult, IdService, IdSource, IdSourceName, PoolKind, TakeContext } from '../core/ports.js';
 import { BIZ_TAG_PATTERN } from '../core/ports.js';
 import type { DispenserMetrics } from './metrics.js';
 import { silentLogger, type Logger } from '../core/logger.js';
@@ -9,27 +9,37 @@ import { poolKindOf } from '../core/pool-kind.js';
 import { Episode } from '../core/episode.js';
 import { blocksOf, blocksSize, type Block } from '../core/block.js';
 import type { IdCodec, IdFormat } from '../core/format/format.js';
+import { TagCache, TAG_CACHE_DEFAULTS } from './tag-cache.js';
 
 export interface DispenseRequest {
   readonly bizTag: string;
   readonly count: number;
   readonly context: TakeContext;
+  /** `ids` for get() (a list), `blocks` for getBlocks() (contiguous ranges). */
+  readonly as: 'ids' | 'blocks';
 }
 
 /**
- * Ordered hooks around every request. `before` may veto by throwing (an IdmintError reaches
- * the caller as is); `after` sees the IDs; `onError` sees failures. A plugin that throws in
- * `after` or `onError` is logged, never allowed to lose IDs already taken.
+ * Ordered hooks around every request, lists and blocks alike. `before` may veto by throwing (an
+ * IdmintError reaches the caller as is); `after` sees the result (`ids`, or `blocks` when
+ * `request.as` is `blocks`); `onError` sees failures. A plugin that throws in `after` or `onError`
+ * is logged, never allowed to lose IDs already taken.
  */
 export interface DispenserPlugin {
   readonly name: string;
   before?(request: DispenseRequest, tag: BizTag): void | Promise<void>;
-  after?(request: DispenseRequest, result: DispenseResult): void | Promise<void>;
+  after?(request: DispenseRequest, result: DispenseResult | BlocksResult): void | Promise<void>;
   onError?(request: DispenseRequest, error: IdmintError): void | Promise<void>;
 }
 
-/** Last word on a failed request: return a result to answer with it, or undefined to fail. */
-export type RejectionHandler = (request: DispenseRequest, error: IdmintError) => DispenseResult | undefined | Promise<DispenseResult | undefined>;
+/**
+ * Last word on a failed request: return a result to answer with it, or undefined to fail. A
+ * blocks request answered with `ids` gets them as blocks (they must be safe integers).
+ */
+export type RejectionHandler = (
+  request: DispenseRequest,
+  error: IdmintError,
+) => DispenseResult | BlocksResult | undefined | Promise<DispenseResult | BlocksResult | undefined>;
 
 export type PoolSources = Partial<Record<Exclude<PoolKind, 'auto'>, IdSource>>;
 
@@ -56,6 +66,8 @@ export interface DispenserOptions {
   maxIdsInFlight?: number;
   /** How long a tag's settings are cached; changes reach every process within this. Default 1000 ms. */
   tagCacheMs?: number;
+  /** The tag cache's time (tests step it). Default the system clock. */
+  clock?: Clock;
   /**
    * How long a tag with fallback `error` waits for a pool that answers but is short (a new tag's
    * first refill, a burst) before POOL_EMPTY. Other tags take the fallback ladder at once. Default 2000 ms.
@@ -73,34 +85,25 @@ export interface DispenserOptions {
 const NO_CONTEXT: TakeContext = Object.freeze({});
 
 /** Unknown tag names remembered at most (each for tagCacheMs). */
-export const MAX_REMEMBERED_MISSES = 10_000;
+export const MAX_REMEMBERED_MISSES = TAG_CACHE_DEFAULTS.maxMisses;
 
 export const DISPENSER_DEFAULTS: Readonly<{ maxCount: number; maxBlockCount: number; tagCacheMs: number; maxIdsInFlight: number; poolWaitMs: number }> = Object.freeze({
   maxCount: 10_000,
   maxBlockCount: 10_000_000,
-  tagCacheMs: 1000,
+  tagCacheMs: TAG_CACHE_DEFAULTS.ttlMs,
   maxIdsInFlight: 1_000_000,
   poolWaitMs: 2000,
 });
-
-interface CachedTag {
-  tag: BizTag | null;
-  loadedAt: number;
-}
 
 /**
  * One facade for every transport: get(bizTag, count) -> pool -> fallback (segment | snowflake | error).
  * Segment IDs and Snowflake IDs live in disjoint spaces (invariant 4), so mixing them within one
  * tag never repeats an ID.
  */
-export class Dispenser implements IdDispenser {
+export class Dispenser implements IdService {
   private readonly options: Readonly<DispenserOptions & typeof DISPENSER_DEFAULTS>;
   private readonly logger: Logger;
-  private readonly tags = new Map<string, CachedTag>();
-  // Names that are no tag, remembered briefly so a burst of them costs one lookup each — and
-  // bounded, so requests for endless made-up names cannot grow the heap.
-  private readonly misses = new Map<string, number>();
-  private readonly loading = new Map<string, Promise<BizTag | null>>();
+  private readonly tags: TagCache;
   private inFlight = 0;
   private readonly plugins: readonly DispenserPlugin[];
   private readonly poolOutage: Episode;
@@ -113,6 +116,7 @@ export class Dispenser implements IdDispenser {
     this.options = Object.freeze(merged);
     this.plugins = merged.plugins ?? [];
     this.logger = (options.logger ?? silentLogger).child({ component: 'dispenser' });
+    this.tags = new TagCache({ store: merged.store, ttlMs: merged.tagCacheMs, ...(merged.clock ? { clock: merged.clock } : {}), logger: options.logger ?? silentLogger });
     this.poolOutage = new Episode(this.logger, 'pool unavailable; serving by fallback');
     this.segmentOutage = new Episode(this.logger, 'Postgres cannot serve segments either; serving Snowflake IDs');
   }
@@ -126,23 +130,32 @@ export class Dispenser implements IdDispenser {
   }
 
   async get(bizTag: string, count: number, context: TakeContext = NO_CONTEXT): Promise<DispenseResult> {
-    const request: DispenseRequest = { bizTag, count, context };
+    return this.dispense({ bizTag, count, context, as: 'ids' }, this.options.maxCount, count, (tag) => this.serveIds(tag, count, context));
+  }
+
+  /** A segment tag's IDs as contiguous blocks: pool, then the fallback ladder. Other modes have no contiguous IDs. */
+  async getBlocks(bizTag: string, count: number, context: TakeContext = NO_CONTEXT): Promise<BlocksResult> {
+    // A blocks answer costs a few ranges whatever its count: it weighs 1 against maxIdsInFlight.
+    return this.dispense({ bizTag, count, context, as: 'blocks' }, this.options.maxBlockCount, 1, (tag) => this.serveBlocks(tag, count, context));
+  }
+
+  /**
+   * The one request path: validation, admission (IDs in flight), the tag, plugins, the error
+   * metric and the rejection handler, around `serve`.
+   */
+  private async dispense<R extends DispenseResult | BlocksResult>(request: DispenseRequest, maxCount: number, weight: number, serve: (tag: BizTag) => Promise<R>): Promise<R> {
     let admitted = 0;
     try {
-      validate(bizTag, count, this.options.maxCount);
-      if (this.inFlight > 0 && this.inFlight + count > this.options.maxIdsInFlight) {
+      validate(request.bizTag, request.count, maxCount);
+      if (this.inFlight > 0 && this.inFlight + weight > this.options.maxIdsInFlight) {
         throw new IdmintError('NOT_READY', `busy: ${this.inFlight} IDs are being served (IDMINT_MAX_IDS_IN_FLIGHT ${this.options.maxIdsInFlight}); retry shortly or ask for fewer`);
       }
-      admitted = count;
-      this.inFlight += count;
-      const tag = await this.tag(bizTag);
-      if (!tag) throw new UnknownBizTagError(bizTag);
+      admitted = weight;
+      this.inFlight += weight;
+      const tag = await this.tag(request.bizTag);
+      if (!tag) throw new UnknownBizTagError(request.bizTag);
       for (const plugin of this.plugins) await plugin.before?.(request, tag);
-      // Before the take: a tag this process may not format (its key differs) costs no IDs.
-      const codec = this.options.formats?.codecFor(tag);
-      const served = await this.serve(tag, count, context);
-      this.options.metrics?.recordIssued(bizTag, served.source, served.ids.length);
-      const result = codec ? { ...served, ids: served.ids.map(codec.encode), format: codec.format } : served;
+      const result = await serve(tag);
       for (const plugin of this.plugins) {
         try {
           await plugin.after?.(request, result);
@@ -153,7 +166,7 @@ export class Dispenser implements IdDispenser {
       return result;
     } catch (raw) {
       const error = asIdmintError(raw);
-      if (error !== raw) this.logger.error({ err: raw, bizTag }, 'unexpected failure while dispensing');
+      if (error !== raw) this.logger.error({ err: raw, bizTag: request.bizTag }, 'unexpected failure while dispensing');
       this.options.metrics?.recordError(error);
       for (const plugin of this.plugins) {
         try {
@@ -163,52 +176,29 @@ export class Dispenser implements IdDispenser {
         }
       }
       const rescued = await this.options.onRejected?.(request, error);
-      if (rescued) return rescued;
+      if (rescued) return asRequested(request, rescued) as R;
       throw error;
     } finally {
       this.inFlight -= admitted;
     }
   }
 
-  /** The tag's current settings (cached for tagCacheMs), or null when unknown or deleted. */
-  async tag(bizTag: string): Promise<BizTag | null> {
-    const cached = this.tags.get(bizTag);
-    if (cached && Date.now() - cached.loadedAt < this.options.tagCacheMs) return cached.tag;
-    const missedAt = this.misses.get(bizTag);
-    if (missedAt !== undefined && Date.now() - missedAt < this.options.tagCacheMs) return null;
-    let pending = this.loading.get(bizTag);
-    if (!pending) {
-      pending = this.options.store.getBiz(bizTag).finally(() => this.loading.delete(bizTag));
-      this.loading.set(bizTag, pending);
-    }
-    try {
-      const tag = await pending;
-      if (tag) {
-        this.misses.delete(bizTag);
-        this.tags.set(bizTag, { tag, loadedAt: Date.now() });
-      } else {
-        this.tags.delete(bizTag);
-        this.rememberMiss(bizTag);
-      }
-      return tag;
-    } catch (err) {
-      // Postgres down: keep serving known tags from their last settings (pools may still be full).
-      if (!cached?.tag) throw err;
-      this.logger.warn({ bizTag, err: (err as Error).message }, 'tag reload failed; using the last known settings');
-      return cached.tag;
-    }
+  private async serveIds(tag: BizTag, count: number, context: TakeContext): Promise<DispenseResult> {
+    // Before the take: a tag this process may not format (its key differs) costs no IDs.
+    const codec = this.options.formats?.codecFor(tag);
+    const served = await this.serve(tag, count, context);
+    this.options.metrics?.recordIssued(tag.bizTag, served.source, served.ids.length);
+    return codec ? { ...served, ids: served.ids.map(codec.encode), format: codec.format } : served;
   }
 
-  private rememberMiss(bizTag: string): void {
-    this.misses.delete(bizTag);
-    this.misses.set(bizTag, Date.now());
-    // A Map iterates in insertion order: the first key is the oldest miss.
-    if (this.misses.size > MAX_REMEMBERED_MISSES) this.misses.delete(this.misses.keys().next().value as string);
+  /** The tag's current settings (cached for tagCacheMs), or null when unknown or deleted. */
+  tag(bizTag: string): Promise<BizTag | null> {
+    return this.tags.get(bizTag);
   }
 
   /** Names held in the tag caches (known tags and remembered misses), for tests and metrics. */
   cachedTagNames(): number {
-    return this.tags.size + this.misses.size;
+    return this.tags.size;
   }
 
   /** Why this process cannot serve a format (no key for an obfuscated one), or undefined. */
@@ -225,8 +215,7 @@ export class Dispenser implements IdDispenser {
 
   /** Drops cached settings so the next request reloads them (after an admin change in this process). */
   invalidate(bizTag: string): void {
-    this.tags.delete(bizTag);
-    this.misses.delete(bizTag);
+    this.tags.invalidate(bizTag);
   }
 
   /**
@@ -305,6 +294,7 @@ export class Dispenser implements IdDispenser {
   /** A pool's failure: a hard limit or an unknown tag is final (thrown); one that cannot serve right now is returned for the ladder. */
   private poolFailed(tag: BizTag, raw: unknown): IdmintError {
     const error = asIdmintError(raw);
+    if (error !== raw) this.logger.error({ err: raw, bizTag: tag.bizTag }, 'unexpected failure in a pool');
     if (!error.retriable) throw error;
     this.poolOutage.fail({ bizTag: tag.bizTag, code: error.code }, error.message);
     return error;
@@ -371,11 +361,8 @@ export class Dispenser implements IdDispenser {
     throw new IdmintError('POOL_EMPTY', `the pool for "${tag.bizTag}" is empty and its fallback is "${tag.fallback}"; retry shortly`);
   }
 
-  /** A segment tag's IDs as contiguous blocks: pool, then the fallback ladder. Other modes have no contiguous IDs. */
-  async getBlocks(bizTag: string, count: number, context: TakeContext = NO_CONTEXT): Promise<BlocksResult> {
-    validate(bizTag, count, this.options.maxBlockCount);
-    const tag = await this.tag(bizTag);
-    if (!tag) throw new UnknownBizTagError(bizTag);
+  private async serveBlocks(tag: BizTag, count: number, context: TakeContext): Promise<BlocksResult> {
+    const bizTag = tag.bizTag;
     if (tag.mode !== 'segment') {
       throw new BadRequestError(`blocks are for segment tags; "${bizTag}" is a ${tag.mode} tag, whose IDs are not contiguous: use GET /v1/ids`, 'bizTag');
     }
@@ -429,6 +416,12 @@ function asIdmintError(err: unknown): IdmintError {
 
 
 export type { IdSourceName };
+
+/** A rejection handler's answer in the shape the request asked for. */
+function asRequested(request: DispenseRequest, result: DispenseResult | BlocksResult): DispenseResult | BlocksResult {
+  if (request.as === 'ids' || 'blocks' in result) return result;
+  return { bizTag: result.bizTag, blocks: blocksOf(result.ids), source: result.source };
+}
 
 /** The blocks cut at a lowered max_limit: what lies above it stays unissued (a gap). */
 function clip(blocks: Block[], maxLimit: number): Block[] {

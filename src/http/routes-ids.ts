@@ -2,12 +2,11 @@ import type { FastifyInstance } from 'fastify';
 import { issuingRoute, type IssuingGuards } from './gate-pass.js';
 import { BadRequestError, UnknownBizTagError } from '../core/errors.js';
 import { LEAF_KEY_PATTERN, leafKeyToBizTag } from '../core/leaf-key.js';
-import type { BizTag } from '../core/ports.js';
-import type { Dispenser } from '../dispenser/dispenser.js';
+import type { BizTag, IdService } from '../core/ports.js';
 import { parseBizTag, parseId, parseIntParam } from './params.js';
 
 export interface IdRoutesOptions {
-  dispenser: Dispenser;
+  dispenser: IdService;
   /** Decodes an ID by the tag's layout (or by its value when no tag is given). */
   decode: (id: bigint, tag: BizTag | null) => Record<string, unknown>;
   /** When set, `/v1/ids` requires `gatePass` to equal it (Tinyid's token, one per deployment). */

@@ -1,8 +1,7 @@
 import type { FastifyInstance, preHandlerHookHandler } from 'fastify';
 import type { Registry } from 'prom-client';
 import { IdmintError } from '../core/errors.js';
-import type { BizStore, BizTag, TagTokenStore } from '../core/ports.js';
-import type { Dispenser } from '../dispenser/dispenser.js';
+import type { BizStore, BizTag, IdService, TagAdmin, TagTokenStore } from '../core/ports.js';
 import type { Logger } from '../core/logger.js';
 import { assertAdminExposureSafe, makeAdminGuard } from './auth.js';
 import { createFastify, opsRoutes, type ConnectionLimits, type ReadinessReport } from './base.js';
@@ -20,7 +19,7 @@ import type { DecodedId } from '../core/layout.js';
 export type { ReadinessReport };
 
 export interface HttpServerOptions {
-  dispenser: Dispenser;
+  dispenser: IdService & TagAdmin;
   store: BizStore;
   registry: Registry;
   /** What `/metrics` serves, when not `registry` alone (a process of an IDMINT_PROCESSES group serves the group's). */

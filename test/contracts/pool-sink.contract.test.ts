@@ -2,7 +2,7 @@ import { Redis } from 'ioredis';
 import type { Kafka } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BizTag, PoolSink, Segment } from '../../src/core/ports.js';
-import { KafkaPoolConsumer } from '../../src/pool/kafka/consumer.js';
+import { KafkaPoolConsumer } from '../../src/client/kafka/pool-consumer.js';
 import { KafkaPoolSink } from '../../src/pool/kafka/sink.js';
 import { RedisCounterPool } from '../../src/pool/redis/counter-pool.js';
 import { RedisListPool } from '../../src/pool/redis/list-pool.js';

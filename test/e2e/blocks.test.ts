@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createKafkaClient, type IdmintKafkaClient } from '../../src/kafka/client.js';
+import { createKafkaClient, type IdmintKafkaClient } from '../../src/client/kafka/rpc-client.js';
 import { spawnServer, type SpawnedServer } from '../helpers/spawn-server.js';
 
 // Blocks end to end: GET /v1/blocks and Kafka "as":"blocks" beside GET /v1/ids, with zero

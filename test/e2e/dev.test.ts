@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
-import { createKafkaClient } from '../../src/kafka/client.js';
+import { createKafkaClient } from '../../src/client/kafka/rpc-client.js';
 import { testKafka } from '../integration/kafka/helpers.js';
 import { freePort } from '../helpers/spawn-server.js';
 

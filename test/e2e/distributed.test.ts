@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKafka } from '../../src/kafka/kafka.js';
-import { createKafkaClient, type IdmintKafkaClient } from '../../src/kafka/client.js';
+import { createKafkaClient, type IdmintKafkaClient } from '../../src/client/kafka/rpc-client.js';
 import { ensureTopics } from '../../src/kafka/topics.js';
 import { spawnServer, type SpawnedServer } from '../helpers/spawn-server.js';
 

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/app/config.js';
 import { kafkaFor } from '../../src/app/kafka-client.js';
 import { silentLogger } from '../../src/core/logger.js';
-import { createKafkaClient } from '../../src/kafka/client.js';
+import { createKafkaClient } from '../../src/client/kafka/rpc-client.js';
 import { runUntilExit, spawnServer, type SpawnedServer } from '../helpers/spawn-server.js';
 import { startSecureInfra, type SecureInfra } from '../setup/secure-infra.js';
 

@@ -4,7 +4,7 @@ import { TagFormats } from '../../../src/app/formats.js';
 import { createIdmintClient, kafkaTransport } from '../../../src/client/index.js';
 import { Dispenser } from '../../../src/dispenser/dispenser.js';
 import { MemoryPool } from '../../../src/dispenser/sources/memory.js';
-import { createKafkaClient, type IdmintKafkaClient } from '../../../src/kafka/client.js';
+import { createKafkaClient, type IdmintKafkaClient } from '../../../src/client/kafka/rpc-client.js';
 import { createResponder, type Responder } from '../../../src/kafka/responder.js';
 import { createTestStore, createTopic, deleteTopics, testKafka, unique, type TestStore } from './helpers.js';
 

@@ -6,7 +6,7 @@ import type { Kafka } from 'kafkajs';
 import { Redis } from 'ioredis';
 import { Registry } from 'prom-client';
 import { KafkaPoolSink } from '../../../src/pool/kafka/sink.js';
-import { KafkaPoolConsumer } from '../../../src/pool/kafka/consumer.js';
+import { KafkaPoolConsumer } from '../../../src/client/kafka/pool-consumer.js';
 import { RedisPoolMeta } from '../../../src/pool/redis/meta.js';
 import { createRefillProcessor } from '../../../src/refill/processor.js';
 import { createTestStore, distinct, env, testKafka, unique } from './helpers.js';

@@ -4,10 +4,10 @@ import type { Kafka } from 'kafkajs';
 import { Registry } from 'prom-client';
 import { createResponder } from '../../../src/kafka/responder.js';
 import type { Responder } from '../../../src/kafka/responder.js';
-import { createKafkaClient } from '../../../src/kafka/client.js';
+import { createKafkaClient } from '../../../src/client/kafka/rpc-client.js';
 import { waitForGroupJoin } from '../../../src/kafka/group.js';
 import { decodeRequest, encodeIdsReply } from '../../../src/kafka/messages.js';
-import type { IdmintKafkaClient } from '../../../src/kafka/client.js';
+import type { IdmintKafkaClient } from '../../../src/client/kafka/rpc-client.js';
 import { createTestStore, createTopic, deleteTopics, distinct, testKafka, unique } from './helpers.js';
 import type { TestStore } from './helpers.js';
 

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../src/app/config.js';
 import { startResponderRole } from '../../../src/app/roles/responder.js';
 import { silentLogger } from '../../../src/core/logger.js';
-import { createKafkaClient } from '../../../src/kafka/client.js';
+import { createKafkaClient } from '../../../src/client/kafka/rpc-client.js';
 import { createTestStore, deleteTopics, testKafka, unique, type TestStore } from './helpers.js';
 
 // A responder started on a cluster without its request topic creates it (idempotently), unless

@@ -1,9 +1,9 @@
 import { createServer } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { createKafka } from '../../../src/kafka/kafka.js';
-import { createKafkaClient } from '../../../src/kafka/client.js';
+import { createKafkaClient } from '../../../src/client/kafka/rpc-client.js';
 import { createResponder } from '../../../src/kafka/responder.js';
-import { KafkaPoolConsumer } from '../../../src/pool/kafka/consumer.js';
+import { KafkaPoolConsumer } from '../../../src/client/kafka/pool-consumer.js';
 import type { IdDispenser } from '../../../src/core/ports.js';
 
 /** A port nothing listens on: bound, then released. */

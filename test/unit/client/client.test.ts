@@ -356,7 +356,7 @@ describe('client: blocks and the synchronous take', () => {
                   next += size + 3;
                   left -= size;
                 }
-                return { ids: [], blocks, source: 'pool' as const };
+                return { blocks, source: 'pool' as const };
               }),
             close: async () => undefined,
           };
@@ -414,7 +414,7 @@ describe('client: blocks and the synchronous take', () => {
         asks.push(count);
         const block = { start: next, end: next + count - 1 };
         next += count + 100;
-        return { ids: [], blocks: [block], source: 'segment' as const };
+        return { blocks: [block], source: 'segment' as const };
       },
       close: async () => undefined,
     };
@@ -444,7 +444,7 @@ describe('client: blocks and the synchronous take', () => {
         if (tag === 'flake') throw new IdmintError('BAD_REQUEST', 'not contiguous');
         const block = { start: next, end: next + count - 1 };
         next += count + 10;
-        return { ids: [], blocks: [block], source: 'pool' as const };
+        return { blocks: [block], source: 'pool' as const };
       },
       close: async () => undefined,
     };

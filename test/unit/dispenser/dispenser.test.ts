@@ -181,7 +181,7 @@ describe('Dispenser', () => {
   it('runs plugins in order: before may veto, after sees the IDs, onError sees failures', async () => {
     const seen: string[] = [];
     const plugins: DispenserPlugin[] = [
-      { name: 'a', before: (r) => void seen.push(`a.before:${r.bizTag}`), after: (_r, res) => void seen.push(`a.after:${res.ids.length}`) },
+      { name: 'a', before: (r) => void seen.push(`a.before:${r.bizTag}`), after: (_r, res) => void seen.push(`a.after:${'ids' in res ? res.ids.length : res.blocks.length}`) },
       {
         name: 'gate',
         before: (r) => {
@@ -208,6 +208,64 @@ describe('Dispenser', () => {
       onRejected: (request, error) => (error.code === 'POOL_EMPTY' ? { bizTag: request.bizTag, ids: [], source: 'pool' } : undefined),
     });
     await expect(dispenser.get('order', 1)).resolves.toEqual({ bizTag: 'order', ids: [], source: 'pool' });
+  });
+
+  it('one request path: a plugin veto, an internal error and a rejection handler treat a blocks request as a list request', async () => {
+    const seen: string[] = [];
+    const store = new TagTable(tag('order'));
+    const pool = new CounterSource('pool', 1n);
+    const metrics = new DispenserMetrics(new Registry());
+    const plugins: DispenserPlugin[] = [
+      {
+        name: 'gate',
+        before: (r) => {
+          seen.push(`before:${r.as}`);
+          if (r.count > 10) throw new IdmintError('BAD_REQUEST', 'too many for this caller');
+        },
+        after: (r) => void seen.push(`after:${r.as}`),
+        onError: (r, e) => void seen.push(`onError:${r.as}:${e.code}`),
+      },
+    ];
+    const dispenser = new Dispenser({ store, pools: { memory: pool }, plugins, metrics, poolWaitMs: 0 });
+    for (const ask of [(n: number) => dispenser.get('order', n), (n: number) => dispenser.getBlocks('order', n)]) {
+      await ask(2);
+      await expect(ask(11)).rejects.toMatchObject({ code: 'BAD_REQUEST', message: 'too many for this caller' });
+    }
+    expect(seen).toEqual(['before:ids', 'after:ids', 'before:ids', 'onError:ids:BAD_REQUEST', 'before:blocks', 'after:blocks', 'before:blocks', 'onError:blocks:BAD_REQUEST']);
+    // An internal fault in the pool: the same NOT_READY, logged cause hidden from the caller, counted.
+    pool.failWith = new TypeError('boom') as unknown as IdmintError;
+    const strict = new Dispenser({ store: new TagTable(tag('order', { fallback: 'error' })), pools: { memory: pool }, metrics, poolWaitMs: 0 });
+    const listed = await strict.get('order', 1).catch((e: unknown) => e);
+    const blocked = await strict.getBlocks('order', 1).catch((e: unknown) => e);
+    expect(listed).toMatchObject({ code: 'NOT_READY', message: 'internal fault while dispensing; the server logged the details' });
+    expect(blocked).toMatchObject({ code: 'NOT_READY', message: 'internal fault while dispensing; the server logged the details' });
+    expect(await metrics.registry.metrics()).toMatch(/idmint_errors_total\{code="BAD_REQUEST"\} 2/);
+    expect(await metrics.registry.metrics()).toMatch(/idmint_errors_total\{code="NOT_READY"\} 2/);
+    // A rejection handler answering with IDs answers a blocks request with them as blocks.
+    const rescued = new Dispenser({
+      store: new TagTable(tag('order', { fallback: 'error' })),
+      pools: { memory: pool },
+      poolWaitMs: 0,
+      onRejected: (request) => ({ bizTag: request.bizTag, ids: ['7', '8', '9'], source: 'pool' }),
+    });
+    await expect(rescued.getBlocks('order', 3)).resolves.toEqual({ bizTag: 'order', blocks: [{ start: 7, end: 9 }], source: 'pool' });
+  });
+
+  it('caches tag lookups for tagCacheMs on its clock, and reloads after invalidate', async () => {
+    let now = 1_000_000;
+    const store = new TagTable(tag('order'));
+    const dispenser = new Dispenser({ store, pools: { memory: new CounterSource('pool', 1n) }, tagCacheMs: 500, clock: { now: () => now } });
+    await dispenser.get('order', 1);
+    now += 499;
+    await dispenser.get('order', 1);
+    expect(store.lookups).toBe(1);
+    now += 1;
+    await dispenser.get('order', 1);
+    expect(store.lookups).toBe(2);
+    store.tags.delete('order');
+    await dispenser.get('order', 1); // still within its time
+    now += 500;
+    await expect(dispenser.get('order', 1)).rejects.toMatchObject({ code: 'UNKNOWN_BIZ_TAG' });
   });
 
   it('caches tag lookups briefly and reloads after invalidate', async () => {
@@ -239,7 +297,7 @@ describe('Dispenser', () => {
   });
 });
 
-describe('Dispenser tag cache (hardening #2)', () => {
+describe('Dispenser tag cache', () => {
   it('remembers unknown names briefly and boundedly: endless made-up names cannot grow the heap', async () => {
     const { dispenser, store } = setup();
     for (let i = 0; i < MAX_REMEMBERED_MISSES + 5_000; i++) expect(await dispenser.tag(`made-up-${i}`)).toBeNull();
@@ -255,7 +313,7 @@ describe('Dispenser tag cache (hardening #2)', () => {
   });
 });
 
-describe('Dispenser in-flight bound (hardening #6)', () => {
+describe('Dispenser in-flight bound', () => {
   it('refuses a request that would push the IDs being served past maxIdsInFlight, with a retriable NOT_READY', async () => {
     const store = new TagTable(tag('order'));
     let release!: () => void;

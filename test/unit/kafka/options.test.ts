@@ -1,13 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { createKafka } from '../../../src/kafka/kafka.js';
 import { RESPONDER_DEFAULTS, createResponder } from '../../../src/kafka/responder.js';
-import { KAFKA_CLIENT_DEFAULTS, createKafkaClient } from '../../../src/kafka/client.js';
+import { KAFKA_CLIENT_DEFAULTS, createKafkaClient } from '../../../src/client/kafka/rpc-client.js';
 import { KAFKA_POOL_SINK_DEFAULTS, KafkaPoolSink } from '../../../src/pool/kafka/sink.js';
 import { Closers } from '../../../src/app/closers.js';
 import { loadConfig } from '../../../src/app/config.js';
 import { openKafkaPoolSink } from '../../../src/app/pools.js';
 import { silentLogger } from '../../../src/core/logger.js';
-import { KafkaPoolConsumer } from '../../../src/pool/kafka/consumer.js';
+import { KafkaPoolConsumer } from '../../../src/client/kafka/pool-consumer.js';
 import type { IdDispenser } from '../../../src/core/ports.js';
 
 // Options are validated at construction (nothing connects here) and the defaults are frozen.

@@ -1,10 +1,10 @@
 import type { Kafka } from 'kafkajs';
-import { IdmintError } from '../core/errors.js';
-import type { Logger } from '../core/logger.js';
-import { KafkaPoolConsumer } from '../pool/kafka/consumer.js';
-import type { KafkaPoolConsumerSettings } from '../pool/kafka/consumer.js';
-import type { IdmintKafkaClient } from '../kafka/client.js';
-import type { IdTransport } from './transport.js';
+import { IdmintError } from '../../core/errors.js';
+import type { Logger } from '../../core/logger.js';
+import { KafkaPoolConsumer } from './pool-consumer.js';
+import type { KafkaPoolConsumerSettings } from './pool-consumer.js';
+import type { IdmintKafkaClient } from './rpc-client.js';
+import type { IdTransport } from '../transport.js';
 
 export interface KafkaTransportOptions {
   /** Per request; defaults to the rpc client's own timeout. */

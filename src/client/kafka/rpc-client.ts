@@ -1,15 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import { Partitioners } from 'kafkajs';
 import type { Admin, Consumer, Kafka, Message, Producer } from 'kafkajs';
-import { BIZ_TAG_PATTERN } from '../core/ports.js';
-import type { BlocksResult, DispenseResult } from '../core/ports.js';
-import { BadRequestError, IdmintError, TimeoutError, isIdmintError, notReady } from '../core/errors.js';
-import type { Logger } from '../core/logger.js';
-import { silentLogger } from '../core/logger.js';
-import { createKafka } from './kafka.js';
-import { decodeReply, encodeRequest } from './messages.js';
-import { REQUEST_TOPIC, assertTopicsExist, ensureTopics } from './topics.js';
-import { waitForGroupJoin } from './group.js';
+import { BIZ_TAG_PATTERN } from '../../core/ports.js';
+import type { BlocksResult, DispenseResult } from '../../core/ports.js';
+import { BadRequestError, IdmintError, TimeoutError, isIdmintError, notReady } from '../../core/errors.js';
+import type { Logger } from '../../core/logger.js';
+import { silentLogger } from '../../core/logger.js';
+import { createKafka } from '../../kafka/kafka.js';
+import { decodeReply, encodeRequest } from '../../kafka/messages.js';
+import { REQUEST_TOPIC, assertTopicsExist, ensureTopics } from '../../kafka/topics.js';
+import { waitForGroupJoin } from '../../kafka/group.js';
 
 /**
  * Kafka request/reply client. Each client owns a reply topic (created at start, short
@@ -114,18 +114,20 @@ export class IdmintKafkaClient {
 
   /** `count` IDs of a segment tag as contiguous blocks (`"as":"blocks"`): a reply's size does not grow with count. */
   async getBlocks(bizTag: string, count: number, options: GetIdsOptions = {}): Promise<BlocksResult> {
-    return (await this.get(bizTag, count, options, 'blocks')) as unknown as BlocksResult;
+    return this.get(bizTag, count, options, 'blocks');
   }
 
-  /** Like getIds, with where the IDs came from (`pool`, `segment`, `snowflake`), as the HTTP API reports it. */
-  async get(bizTag: string, count: number, options: GetIdsOptions = {}, as: 'ids' | 'blocks' = 'ids'): Promise<DispenseResult> {
+  /** Like getIds, with where the IDs came from (`pool`, `segment`, `snowflake`), as the HTTP API reports it; `'blocks'` asks for ranges. */
+  async get(bizTag: string, count: number, options?: GetIdsOptions, as?: 'ids'): Promise<DispenseResult>;
+  async get(bizTag: string, count: number, options: GetIdsOptions, as: 'blocks'): Promise<BlocksResult>;
+  async get(bizTag: string, count: number, options: GetIdsOptions = {}, as: 'ids' | 'blocks' = 'ids'): Promise<DispenseResult | BlocksResult> {
     if (!BIZ_TAG_PATTERN.test(bizTag)) throw new BadRequestError(`invalid biz tag "${bizTag}"`, 'bizTag');
     if (!Number.isSafeInteger(count) || count < 1) throw new BadRequestError(`count must be a positive integer, got ${count}`, 'count');
     await this.start();
     const retries = options.retries ?? this.settings.retries;
     for (let attempt = 0; ; attempt++) {
       try {
-        return (await this.request(bizTag, count, options.timeoutMs ?? this.settings.timeoutMs, as)) as DispenseResult;
+        return await this.request(bizTag, count, options.timeoutMs ?? this.settings.timeoutMs, as);
       } catch (err) {
         if (!(err instanceof TimeoutError) || attempt >= retries || this.closing) throw err;
         this.logger.debug({ bizTag, attempt }, 'Kafka ID request timed out; retrying with a new request id');

@@ -1,0 +1,101 @@
+import { Episode } from '../core/episode.js';
+import { silentLogger, type Logger } from '../core/logger.js';
+import { systemClock, type BizStore, type BizTag, type Clock } from '../core/ports.js';
+
+export interface TagCacheOptions {
+  store: Pick<BizStore, 'getBiz'>;
+  /** How long a tag's settings (or its absence) are trusted; changes reach every process within this. Default 1000 ms. */
+  ttlMs?: number;
+  /** Names that are no tag, remembered at most (each for ttlMs). Default 10,000. */
+  maxMisses?: number;
+  clock?: Clock;
+  logger?: Logger;
+}
+
+export const TAG_CACHE_DEFAULTS = Object.freeze({ ttlMs: 1000, maxMisses: 10_000 });
+
+interface Cached {
+  tag: BizTag;
+  loadedAt: number;
+}
+
+/**
+ * Tag settings by name, loaded from the store and trusted for ttlMs. Concurrent lookups of one
+ * name share one query. With the store down, a tag loaded before keeps its last settings (pools
+ * may still be full); the outage is logged once, not per request.
+ */
+export class TagCache {
+  private readonly tags = new Map<string, Cached>();
+  // Names that are no tag, remembered briefly so a burst of them costs one lookup each — and
+  // bounded, so requests for endless made-up names cannot grow the heap.
+  private readonly misses = new Map<string, number>();
+  private readonly loading = new Map<string, Promise<BizTag | null>>();
+  private readonly store: Pick<BizStore, 'getBiz'>;
+  private readonly ttlMs: number;
+  private readonly maxMisses: number;
+  private readonly clock: Clock;
+  private readonly outage: Episode;
+  private staleServed = 0;
+
+  constructor(options: TagCacheOptions) {
+    this.store = options.store;
+    this.ttlMs = options.ttlMs ?? TAG_CACHE_DEFAULTS.ttlMs;
+    this.maxMisses = options.maxMisses ?? TAG_CACHE_DEFAULTS.maxMisses;
+    this.clock = options.clock ?? systemClock;
+    const log = (options.logger ?? silentLogger).child({ component: 'tag-cache' });
+    this.outage = new Episode(log, 'tag settings cannot be reloaded; serving known tags with their last settings', { clock: this.clock });
+  }
+
+  /** The tag's current settings, or null when unknown or deleted. Throws when the store fails and the tag was never loaded. */
+  async get(bizTag: string): Promise<BizTag | null> {
+    const now = this.clock.now();
+    const cached = this.tags.get(bizTag);
+    if (cached && now - cached.loadedAt < this.ttlMs) return cached.tag;
+    const missedAt = this.misses.get(bizTag);
+    if (missedAt !== undefined && now - missedAt < this.ttlMs) return null;
+    let pending = this.loading.get(bizTag);
+    if (!pending) {
+      pending = this.store.getBiz(bizTag).finally(() => this.loading.delete(bizTag));
+      this.loading.set(bizTag, pending);
+    }
+    let tag: BizTag | null;
+    try {
+      tag = await pending;
+    } catch (err) {
+      if (!cached) throw err;
+      this.staleServed++;
+      this.outage.fail({ bizTag }, (err as Error).message);
+      return cached.tag;
+    }
+    if (this.outage.active) {
+      this.outage.recover({ staleLookups: this.staleServed });
+      this.staleServed = 0;
+    }
+    if (tag) {
+      this.misses.delete(bizTag);
+      this.tags.set(bizTag, { tag, loadedAt: this.clock.now() });
+    } else {
+      this.tags.delete(bizTag);
+      this.rememberMiss(bizTag);
+    }
+    return tag;
+  }
+
+  /** Drops what is cached for a name, so the next lookup asks the store. */
+  invalidate(bizTag: string): void {
+    this.tags.delete(bizTag);
+    this.misses.delete(bizTag);
+  }
+
+  /** Names held (known tags and remembered misses). */
+  get size(): number {
+    return this.tags.size + this.misses.size;
+  }
+
+  private rememberMiss(bizTag: string): void {
+    this.misses.delete(bizTag);
+    this.misses.set(bizTag, this.clock.now());
+    // A Map iterates in insertion order: the first key is the oldest miss.
+    if (this.misses.size > this.maxMisses) this.misses.delete(this.misses.keys().next().value as string);
+  }
+}
