@@ -8,6 +8,7 @@ import { httpTransport } from './http-transport.js';
 import { TagBuffer } from './tag-buffer.js';
 import type { TagBufferSettings, TagBufferStats } from './tag-buffer.js';
 import type { IdTransport } from './transport.js';
+import { checkInteger, OptionsError, resolveOptions } from '../core/options.js';
 
 export interface IdmintClientSettings extends TagBufferSettings {
   /** Longest a `next`/`nextMany` call waits for IDs before TIMEOUT (transport retries included). */
@@ -57,7 +58,7 @@ export class IdmintClient {
   private closing: Promise<void> | undefined;
 
   constructor(options: IdmintClientOptions) {
-    this.settings = validate({ ...CLIENT_DEFAULTS, ...definedOnly(options) });
+    this.settings = settingsOf(options);
     if ([options.transport, options.url, options.urls].filter((o) => o !== undefined).length > 1) {
       throw new BadRequestError('give the idmint client one of `transport`, `url` or `urls`', 'transport');
     }
@@ -267,19 +268,12 @@ export function createIdmintClient(options: IdmintClientOptions): IdmintClient {
   return new IdmintClient(options);
 }
 
-function definedOnly(options: IdmintClientOptions): Partial<IdmintClientSettings> {
-  const out: Partial<IdmintClientSettings> = {};
-  for (const key of Object.keys(CLIENT_DEFAULTS) as (keyof IdmintClientSettings)[]) {
-    if (options[key] !== undefined) out[key] = options[key];
-  }
-  return out;
-}
-
-function validate(s: IdmintClientSettings): Readonly<IdmintClientSettings> {
-  for (const key of ['batchSize', 'maxBatchSize', 'batchLifeMs', 'timeoutMs'] as const) {
-    if (!Number.isSafeInteger(s[key]) || s[key] < 1) throw new BadRequestError(`idmint client option ${key} must be a positive integer, got ${s[key]}`, key);
-  }
-  if (s.maxBatchSize < s.batchSize) throw new BadRequestError(`maxBatchSize (${s.maxBatchSize}) must be at least batchSize (${s.batchSize})`, 'maxBatchSize');
-  if (!(s.prefetchAt >= 0 && s.prefetchAt < 1)) throw new BadRequestError(`prefetchAt must be in [0, 1), got ${s.prefetchAt}`, 'prefetchAt');
-  return Object.freeze(s);
+function settingsOf(options: IdmintClientOptions): Readonly<IdmintClientSettings> {
+  const keys = Object.keys(CLIENT_DEFAULTS) as (keyof IdmintClientSettings)[];
+  const given = Object.fromEntries(keys.map((key) => [key, options[key]])) as Partial<IdmintClientSettings>;
+  return resolveOptions<IdmintClientSettings>(CLIENT_DEFAULTS, given, (s) => {
+    for (const key of ['batchSize', 'maxBatchSize', 'batchLifeMs', 'timeoutMs'] as const) checkInteger('idmint client', s, key, 1);
+    if (s.maxBatchSize < s.batchSize) throw new OptionsError('idmint client', 'maxBatchSize', `(${s.maxBatchSize}) must be at least batchSize (${s.batchSize})`);
+    if (!(s.prefetchAt >= 0 && s.prefetchAt < 1)) throw new OptionsError('idmint client', 'prefetchAt', `must be in [0, 1), got ${s.prefetchAt}`);
+  });
 }

@@ -6,6 +6,7 @@ import type { IdSourceName } from '../core/ports.js';
 import type { Logger } from '../core/logger.js';
 import { silentLogger } from '../core/logger.js';
 import type { IdTransport, TransportBatch } from './transport.js';
+import { checkInteger, resolveOptions } from '../core/options.js';
 
 export interface HttpTransportSettings {
   /** Per attempt: a request without an answer by then is abandoned (its IDs, if any, become gaps). */
@@ -152,13 +153,9 @@ function parseBase(raw: string): URL {
 }
 
 function validate(options: HttpTransportOptions): Readonly<HttpTransportSettings> {
-  const s: HttpTransportSettings = { ...HTTP_TRANSPORT_DEFAULTS };
-  for (const key of Object.keys(HTTP_TRANSPORT_DEFAULTS) as (keyof HttpTransportSettings)[]) {
-    const value = options[key];
-    if (value === undefined) continue;
-    const min = key === 'retries' ? 0 : 1;
-    if (!Number.isSafeInteger(value) || value < min) throw new BadRequestError(`httpTransport option ${key} must be an integer ≥ ${min}, got ${value}`, key);
-    s[key] = value;
-  }
-  return Object.freeze(s);
+  const keys = Object.keys(HTTP_TRANSPORT_DEFAULTS) as (keyof HttpTransportSettings)[];
+  const given = Object.fromEntries(keys.map((key) => [key, options[key]])) as Partial<HttpTransportSettings>;
+  return resolveOptions<HttpTransportSettings>(HTTP_TRANSPORT_DEFAULTS, given, (s) => {
+    for (const key of keys) checkInteger('httpTransport', s, key, key === 'retries' ? 0 : 1);
+  });
 }

@@ -6,6 +6,7 @@
  */
 import { IdmintError } from './errors.js';
 import { UidGeneratorBase, type UidGeneratorOptions } from './uid.js';
+import { defaults } from './options.js';
 
 /** What the handlers see of the ring. */
 export interface RingState {
@@ -31,7 +32,7 @@ export interface CachedUidGeneratorOptions extends UidGeneratorOptions {
   onRejectedTake?: (ring: RingState) => void;
 }
 
-export const CACHED_UID_DEFAULTS = Object.freeze({ boostPower: 3, paddingFactor: 50 });
+export const CACHED_UID_DEFAULTS = defaults({ boostPower: 3, paddingFactor: 50 });
 
 /** The default rejected-take policy: pad synchronously, so takers never fail while time bits last. */
 export const padOnRejectedTake = (ring: RingState): void => ring.pad();

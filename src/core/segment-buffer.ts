@@ -3,11 +3,11 @@
  * the background, so callers wait only when both halves are empty. The step adapts to demand.
  */
 import { appendRange, blockSize, blocksSize, type Block } from './block.js';
-import { IdmintError, SegmentExhaustedError, TimeoutError } from './errors.js';
+import { BadRequestError, IdmintError, SegmentExhaustedError, TimeoutError } from './errors.js';
 import type { Clock, Segment } from './ports.js';
 import { MAX_SEGMENT_ID, MAX_STEP, systemClock } from './ports.js';
 import { silentLogger, type Logger } from './logger.js';
-import { definedOnly } from './options.js';
+import { checkInteger, defaults, OptionsError, resolveOptions } from './options.js';
 
 export interface SegmentBufferOptions {
   bizTag: string;
@@ -32,7 +32,7 @@ export interface SegmentBufferOptions {
   logger?: Logger;
 }
 
-export const SEGMENT_BUFFER_DEFAULTS = Object.freeze({
+export const SEGMENT_BUFFER_DEFAULTS = defaults({
   loadAt: 0.1,
   waitTimeoutMs: 3000,
   retryDelayMs: 1000,
@@ -43,25 +43,22 @@ export const SEGMENT_BUFFER_DEFAULTS = Object.freeze({
 
 type ResolvedOptions = Readonly<Required<Omit<SegmentBufferOptions, 'logger'>>>;
 
-function invalid(message: string): IdmintError {
-  return new IdmintError('BAD_REQUEST', message);
-}
-
-function resolveOptions(options: SegmentBufferOptions): ResolvedOptions {
-  const o = {
-    ...SEGMENT_BUFFER_DEFAULTS,
-    clock: systemClock,
-    maxStep: Math.max(options.baseStep, SEGMENT_BUFFER_DEFAULTS.leafMaxStep),
-    ...definedOnly(options),
-  } as unknown as Required<SegmentBufferOptions>;
-  if (typeof o.bizTag !== 'string' || o.bizTag === '') throw invalid('segment buffer needs a bizTag');
-  if (!Number.isSafeInteger(o.baseStep) || o.baseStep < 1) throw invalid(`baseStep must be a positive integer, got ${o.baseStep}`);
-  if (!Number.isSafeInteger(o.maxStep) || o.maxStep < o.baseStep) throw invalid(`maxStep must be an integer ≥ baseStep (${o.baseStep}), got ${o.maxStep}`);
-  if (typeof o.allocate !== 'function') throw invalid('segment buffer needs an allocate(bizTag, step) function');
-  if (!(o.loadAt >= 0 && o.loadAt < 1)) throw invalid(`loadAt must be in [0, 1), got ${o.loadAt}`);
-  if (!(o.waitTimeoutMs > 0)) throw invalid(`waitTimeoutMs must be positive, got ${o.waitTimeoutMs}`);
-  if (!(o.retryDelayMs >= 0)) throw invalid(`retryDelayMs must be ≥ 0, got ${o.retryDelayMs}`);
-  if (!(o.growBelowMs <= o.shrinkAboveMs)) throw invalid('growBelowMs must not exceed shrinkAboveMs');
+function resolveBufferOptions(options: SegmentBufferOptions): ResolvedOptions {
+  const invalid = (option: string, what: string): OptionsError => new OptionsError('segment buffer', option, what);
+  const o = resolveOptions(
+    { ...SEGMENT_BUFFER_DEFAULTS, clock: systemClock, maxStep: Math.max(options.baseStep, SEGMENT_BUFFER_DEFAULTS.leafMaxStep) },
+    options,
+    (s) => {
+      if (typeof s.bizTag !== 'string' || s.bizTag === '') throw invalid('bizTag', 'is required');
+      checkInteger('segment buffer', s, 'baseStep', 1);
+      checkInteger('segment buffer', s, 'maxStep', s.baseStep);
+      if (typeof s.allocate !== 'function') throw invalid('allocate', 'must be an allocate(bizTag, step) function');
+      if (!(s.loadAt >= 0 && s.loadAt < 1)) throw invalid('loadAt', `must be in [0, 1), got ${s.loadAt}`);
+      if (!(s.waitTimeoutMs > 0)) throw invalid('waitTimeoutMs', `must be positive, got ${s.waitTimeoutMs}`);
+      if (!(s.retryDelayMs >= 0)) throw invalid('retryDelayMs', `must be ≥ 0, got ${s.retryDelayMs}`);
+      if (!(s.growBelowMs <= s.shrinkAboveMs)) throw invalid('growBelowMs', 'must not exceed shrinkAboveMs');
+    },
+  );
   return Object.freeze({
     bizTag: o.bizTag,
     baseStep: o.baseStep,
@@ -98,7 +95,7 @@ export class SegmentBuffer {
   private spare: Block[] = [];
 
   constructor(options: SegmentBufferOptions) {
-    this.opts = resolveOptions(options);
+    this.opts = resolveBufferOptions(options);
     this.currentStep = this.options.baseStep;
     this.log = (options.logger ?? silentLogger).child({ component: 'segment-buffer', bizTag: this.options.bizTag });
   }
@@ -112,7 +109,7 @@ export class SegmentBuffer {
    * buffered now are still served, so changing the step leaves no gap.
    */
   setStep(baseStep: number, maxStep = Math.max(baseStep, SEGMENT_BUFFER_DEFAULTS.leafMaxStep)): void {
-    this.opts = resolveOptions({ ...this.opts, baseStep, maxStep });
+    this.opts = resolveBufferOptions({ ...this.opts, baseStep, maxStep });
     this.currentStep = baseStep;
     this.lastAllocAt = undefined;
   }
@@ -152,7 +149,7 @@ export class SegmentBuffer {
    * requests and the error says how many remain, so a request larger than the rest burns nothing.
    */
   async nextBatch(n: number): Promise<number[]> {
-    if (!Number.isSafeInteger(n) || n < 0) throw invalid(`count must be a non-negative integer, got ${n}`);
+    if (!Number.isSafeInteger(n) || n < 0) throw new BadRequestError(`count must be a non-negative integer, got ${n}`, 'count');
     const out: number[] = [];
     try {
       await this.fill(out, n);
@@ -169,7 +166,7 @@ export class SegmentBuffer {
    * route and the SDK move instead of lists. Same guarantees as nextBatch.
    */
   async nextBlocks(n: number): Promise<Block[]> {
-    if (!Number.isSafeInteger(n) || n < 0) throw invalid(`count must be a non-negative integer, got ${n}`);
+    if (!Number.isSafeInteger(n) || n < 0) throw new BadRequestError(`count must be a non-negative integer, got ${n}`, 'count');
     const blocks: Block[] = [];
     let got = 0;
     const deadline = Date.now() + this.options.waitTimeoutMs;

@@ -4,6 +4,7 @@
  * (database shard, application), as in sharding-aware ID schemes.
  */
 import { BadRequestError } from './errors.js';
+import { checkInteger, defaults, OptionsError, resolveOptions } from './options.js';
 
 export interface ShardedLayoutOptions {
   /** Default 39, so every sharded ID stays below 2^53 and fits a JS number. At most 49. */
@@ -14,7 +15,7 @@ export interface ShardedLayoutOptions {
   appBits?: number;
 }
 
-export const SHARDED_LAYOUT_DEFAULTS = Object.freeze({ sequenceBits: 39, shardBits: 6, appBits: 8 });
+export const SHARDED_LAYOUT_DEFAULTS = defaults({ sequenceBits: 39, shardBits: 6, appBits: 8 });
 
 export interface ShardedFields {
   sequence: number;
@@ -43,19 +44,13 @@ export class ShardedLayout {
   readonly maxApp: number;
 
   constructor(options: ShardedLayoutOptions = {}) {
-    const o = { ...SHARDED_LAYOUT_DEFAULTS, ...options };
-    for (const [name, value, min, max] of [
-      ['sequenceBits', o.sequenceBits, 1, 49],
-      ['shardBits', o.shardBits, 0, 16],
-      ['appBits', o.appBits, 0, 16],
-    ] as const) {
-      if (!Number.isInteger(value) || value < min || value > max) {
-        throw new BadRequestError(`sharded layout ${name} must be an integer in [${min}, ${max}], got ${value}`, name);
-      }
-    }
-    if (o.sequenceBits + o.shardBits + o.appBits > 63) {
-      throw new BadRequestError(`sharded layout bits must sum to at most 63, got ${o.sequenceBits + o.shardBits + o.appBits}`, 'sequenceBits');
-    }
+    const o = resolveOptions(SHARDED_LAYOUT_DEFAULTS, options, (s) => {
+      checkInteger('sharded layout', s, 'sequenceBits', 1, 49);
+      checkInteger('sharded layout', s, 'shardBits', 0, 16);
+      checkInteger('sharded layout', s, 'appBits', 0, 16);
+      const bits = s.sequenceBits + s.shardBits + s.appBits;
+      if (bits > 63) throw new OptionsError('sharded layout', 'sequenceBits', `+ shardBits + appBits must be at most 63, got ${bits}`);
+    });
     this.sequenceBits = o.sequenceBits;
     this.shardBits = o.shardBits;
     this.appBits = o.appBits;

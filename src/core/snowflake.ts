@@ -8,6 +8,7 @@ import { LEAF_LAYOUT } from './layout.js';
 import type { Clock } from './ports.js';
 import { systemClock } from './ports.js';
 import { silentLogger, type Logger } from './logger.js';
+import { defaults } from './options.js';
 
 export interface SnowflakeOptions {
   /** This process's worker id, in [0, layout.maxWorkerId]. */
@@ -27,7 +28,7 @@ export interface SnowflakeOptions {
   logger?: Logger;
 }
 
-export const SNOWFLAKE_DEFAULTS = Object.freeze({
+export const SNOWFLAKE_DEFAULTS = defaults({
   datacenterId: 0,
   maxBackwardsMs: 5,
   /** Each tick starts its sequence in [0, 100) so low-traffic IDs are not all even (Leaf). */

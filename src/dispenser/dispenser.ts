@@ -4,7 +4,7 @@ import type { BizStore, BizTag, BlocksResult, Clock, DispenseResult, IdService, 
 import { BIZ_TAG_PATTERN } from '../core/ports.js';
 import type { DispenserMetrics } from './metrics.js';
 import { silentLogger, type Logger } from '../core/logger.js';
-import { definedOnly } from '../core/options.js';
+import { checkInteger, OptionsError, resolveOptions } from '../core/options.js';
 import { poolKindOf } from '../core/pool-kind.js';
 import { Episode } from '../core/episode.js';
 import { blocksOf, blocksSize, type Block } from '../core/block.js';
@@ -110,10 +110,13 @@ export class Dispenser implements IdService {
   private readonly segmentOutage: Episode;
 
   constructor(options: DispenserOptions) {
-    const merged = { ...DISPENSER_DEFAULTS, ...(definedOnly(options) as DispenserOptions) };
-    if (!Number.isInteger(merged.maxCount) || merged.maxCount < 1) throw new RangeError(`maxCount must be a positive integer, got ${merged.maxCount}`);
-    if (!merged.pools.memory && !merged.defaultPool) throw new RangeError('a memory pool or a defaultPool is required');
-    this.options = Object.freeze(merged);
+    const merged = resolveOptions<typeof DISPENSER_DEFAULTS, DispenserOptions>(DISPENSER_DEFAULTS, options, (o) => {
+      for (const key of ['maxCount', 'maxBlockCount', 'maxIdsInFlight'] as const) checkInteger('Dispenser', o, key, 1);
+      checkInteger('Dispenser', o, 'tagCacheMs', 0);
+      checkInteger('Dispenser', o, 'poolWaitMs', 0);
+      if (!o.pools.memory && !o.defaultPool) throw new OptionsError('Dispenser', 'pools', 'need a memory pool, or give a defaultPool');
+    });
+    this.options = merged;
     this.plugins = merged.plugins ?? [];
     this.logger = (options.logger ?? silentLogger).child({ component: 'dispenser' });
     this.tags = new TagCache({ store: merged.store, ttlMs: merged.tagCacheMs, ...(merged.clock ? { clock: merged.clock } : {}), logger: options.logger ?? silentLogger });

@@ -1,6 +1,7 @@
 import { Episode } from '../core/episode.js';
 import { silentLogger, type Logger } from '../core/logger.js';
 import { systemClock, type BizStore, type BizTag, type Clock } from '../core/ports.js';
+import { defaults } from '../core/options.js';
 
 export interface TagCacheOptions {
   store: Pick<BizStore, 'getBiz'>;
@@ -12,7 +13,7 @@ export interface TagCacheOptions {
   logger?: Logger;
 }
 
-export const TAG_CACHE_DEFAULTS = Object.freeze({ ttlMs: 1000, maxMisses: 10_000 });
+export const TAG_CACHE_DEFAULTS = defaults({ ttlMs: 1000, maxMisses: 10_000 });
 
 interface Cached {
   tag: BizTag;

@@ -4,6 +4,7 @@ import { FastifyAdapter } from '@bull-board/fastify';
 import type { Queue } from 'bullmq';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { IdmintError, isIdmintError } from '../core/errors.js';
+import { defaults } from '../core/options.js';
 
 export interface DashboardOptions {
   /** The queues shown: at least the refill queue (`RefillQueue.queue`). */
@@ -18,7 +19,7 @@ export interface DashboardOptions {
   title?: string;
 }
 
-export const DASHBOARD_DEFAULTS = Object.freeze({ basePath: '/ui', readOnly: false, title: 'idmint refills' });
+export const DASHBOARD_DEFAULTS = defaults({ basePath: '/ui', readOnly: false, title: 'idmint refills' });
 
 /**
  * bull-board over the refill queue at `/ui`: waiting, delayed (retries with backoff), failed

@@ -11,6 +11,7 @@ import type { ResponderMetrics } from './metrics.js';
 import { TopicProducer } from './producer.js';
 import { REQUEST_TOPIC, RESPONDER_GROUP, assertTopicsExist } from './topics.js';
 import { waitForGroupJoin } from './group.js';
+import { checkInteger, OptionsError, resolveOptions } from '../core/options.js';
 
 /**
  * The responder: reads `idmint.requests`, serves each from the dispenser, replies on the
@@ -71,15 +72,15 @@ export interface Responder {
 type Settings = Readonly<ResponderSettings>;
 
 function validate(options: ResponderOptions): Settings {
-  const s = { ...RESPONDER_DEFAULTS };
-  for (const key of Object.keys(RESPONDER_DEFAULTS) as (keyof Settings)[]) {
-    if (options[key] !== undefined) (s as Record<string, unknown>)[key] = options[key];
-  }
-  for (const key of ['maxCount', 'maxBlockCount', 'maxRequestBytes', 'concurrency', 'joinTimeoutMs', 'sessionTimeoutMs', 'partitionsConsumedConcurrently', 'commitIntervalMs'] as const) {
-    if (!Number.isSafeInteger(s[key]) || s[key] < 1) throw new IdmintError('BAD_REQUEST', `responder option ${key} must be a positive integer, got ${String(s[key])}`);
-  }
-  if (!s.groupId || !s.requestTopic) throw new IdmintError('BAD_REQUEST', 'responder options groupId and requestTopic must be non-empty');
-  return Object.freeze(s);
+  const keys = Object.keys(RESPONDER_DEFAULTS) as (keyof ResponderSettings)[];
+  const given = Object.fromEntries(keys.map((key) => [key, options[key]])) as Partial<ResponderSettings>;
+  return resolveOptions<ResponderSettings>(RESPONDER_DEFAULTS, given, (s) => {
+    for (const key of ['maxCount', 'maxBlockCount', 'maxRequestBytes', 'concurrency', 'joinTimeoutMs', 'sessionTimeoutMs', 'partitionsConsumedConcurrently', 'commitIntervalMs'] as const) {
+      checkInteger('responder', s, key, 1);
+    }
+    if (!s.groupId) throw new OptionsError('responder', 'groupId', 'must be non-empty');
+    if (!s.requestTopic) throw new OptionsError('responder', 'requestTopic', 'must be non-empty');
+  });
 }
 
 interface Reply {

@@ -7,7 +7,7 @@ import type { RefillReason, RefillTrigger } from '../pool/redis/pool-base.js';
 import type { RedisPoolMeta } from '../pool/redis/meta.js';
 import { refillMetrics, type RefillMetrics } from './metrics.js';
 import { targetDepth } from './target.js';
-import { definedOnly } from '../core/options.js';
+import { defaults, OptionsError, resolveOptions } from '../core/options.js';
 import { poolKindOf } from '../core/pool-kind.js';
 
 export type SinkKind = PoolSink['kind'];
@@ -63,7 +63,7 @@ export interface RefillProcessorOptions {
   registry?: Registry;
 }
 
-export const REFILL_PROCESSOR_DEFAULTS = Object.freeze({
+export const REFILL_PROCESSOR_DEFAULTS = defaults({
   autoKind: 'redis-list' as SinkKind,
   poolSeconds: 60,
   minDepth: 1000,
@@ -97,16 +97,16 @@ export interface RefillProcessor {
 type Settings = typeof REFILL_PROCESSOR_DEFAULTS & { maxRangeDepth?: number };
 
 function validate(s: Settings): void {
-  const bad = (what: string) => new IdmintError('BAD_REQUEST', `invalid refill option: ${what}`);
+  const bad = (option: string, what: string) => new OptionsError('RefillProcessor', option, what);
   const posInt = (v: number) => Number.isInteger(v) && v >= 1;
-  if (!(s.poolSeconds > 0)) throw bad('poolSeconds must be > 0');
-  if (!posInt(s.minDepth) || !posInt(s.maxDepth) || s.minDepth > s.maxDepth) throw bad('minDepth and maxDepth must be integers with 1 <= minDepth <= maxDepth');
-  if (s.maxRangeDepth !== undefined && (!posInt(s.maxRangeDepth) || s.minDepth > s.maxRangeDepth)) throw bad('maxRangeDepth must be an integer >= minDepth');
-  if (!(s.thresholdRatio > 0 && s.thresholdRatio <= 1)) throw bad('thresholdRatio must be in (0, 1]');
-  if (!posInt(s.maxSegment)) throw bad('maxSegment must be an integer >= 1');
-  if (!posInt(s.maxRangeSegment) || s.maxRangeSegment > MAX_STEP) throw bad(`maxRangeSegment must be an integer in [1, ${MAX_STEP}]`);
-  if (!(s.pauseAfterAllocateMs >= 0)) throw bad('pauseAfterAllocateMs must be >= 0');
-  if (!['redis-list', 'redis-counter', 'kafka'].includes(s.autoKind)) throw bad('autoKind must be redis-list, redis-counter or kafka');
+  if (!(s.poolSeconds > 0)) throw bad('poolSeconds', 'must be > 0');
+  if (!posInt(s.minDepth) || !posInt(s.maxDepth) || s.minDepth > s.maxDepth) throw bad('minDepth', 'and maxDepth must be integers with 1 <= minDepth <= maxDepth');
+  if (s.maxRangeDepth !== undefined && (!posInt(s.maxRangeDepth) || s.minDepth > s.maxRangeDepth)) throw bad('maxRangeDepth', 'must be an integer >= minDepth');
+  if (!(s.thresholdRatio > 0 && s.thresholdRatio <= 1)) throw bad('thresholdRatio', 'must be in (0, 1]');
+  if (!posInt(s.maxSegment)) throw bad('maxSegment', 'must be an integer >= 1');
+  if (!posInt(s.maxRangeSegment) || s.maxRangeSegment > MAX_STEP) throw bad('maxRangeSegment', `must be an integer in [1, ${MAX_STEP}]`);
+  if (!(s.pauseAfterAllocateMs >= 0)) throw bad('pauseAfterAllocateMs', 'must be >= 0');
+  if (!['redis-list', 'redis-counter', 'kafka'].includes(s.autoKind)) throw bad('autoKind', 'must be redis-list, redis-counter or kafka');
 }
 
 // Only segment tags are pooled: sharded tags encode shard and app bits in this process
@@ -115,11 +115,7 @@ const POOLED_MODES = new Set(['segment']);
 
 export function createRefillProcessor(options: RefillProcessorOptions): RefillProcessor {
   const { store, sinks, meta, trigger, logger, registry, ...rest } = options;
-  const settings = Object.freeze({
-    ...REFILL_PROCESSOR_DEFAULTS,
-    ...definedOnly(rest),
-  } as Settings);
-  validate(settings);
+  const settings = resolveOptions<Settings>(REFILL_PROCESSOR_DEFAULTS as Settings, rest, validate);
   const log = (logger ?? silentLogger).child({ component: 'refill' });
   const metrics: RefillMetrics | undefined = refillMetrics(registry);
 

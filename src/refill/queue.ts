@@ -1,10 +1,10 @@
 import { Queue, type JobsOptions } from 'bullmq';
-import { Redis } from 'ioredis';
-import { IdmintError } from '../core/errors.js';
+import type { Redis } from 'ioredis';
 import { silentLogger, type Logger } from '../core/logger.js';
 import type { RefillReason, RefillTrigger } from '../pool/redis/pool-base.js';
 import type { RefillJobData } from './processor.js';
-import { definedOnly } from '../core/options.js';
+import { checkInteger, OptionsError, resolveOptions } from '../core/options.js';
+import { redisHandle, type RedisHandle } from '../pool/redis/connection.js';
 import { Episode } from '../core/episode.js';
 
 export const REFILL_QUEUE_NAME = 'idmint-refill';
@@ -29,7 +29,9 @@ export interface RefillQueueOptions {
   logger?: Logger;
 }
 
-export const REFILL_QUEUE_DEFAULTS = Object.freeze({
+type Settings = Required<Omit<RefillQueueOptions, 'connection' | 'logger'>>;
+
+export const REFILL_QUEUE_DEFAULTS: Readonly<Settings> = Object.freeze({
   name: REFILL_QUEUE_NAME,
   prefix: 'bull',
   attempts: 5,
@@ -39,28 +41,26 @@ export const REFILL_QUEUE_DEFAULTS = Object.freeze({
   keepFailed: 1000,
 });
 
-type Settings = typeof REFILL_QUEUE_DEFAULTS;
-
 /** The producer side of refills: threshold requests (deduplicated per tag/shard) and the sweep scheduler. */
 export class RefillQueue implements RefillTrigger {
   readonly queue: Queue;
   readonly settings: Readonly<Settings>;
-  private readonly ownsConnection: Redis | undefined;
+  private readonly connection: RedisHandle;
   private readonly log: Logger;
   private closing: Promise<void> | undefined;
 
   constructor(options: RefillQueueOptions) {
     const { connection, logger, ...rest } = options;
-    const s = { ...REFILL_QUEUE_DEFAULTS, ...definedOnly(rest) } as Settings;
-    const bad = (what: string) => new IdmintError('BAD_REQUEST', `invalid refill queue option: ${what}`);
-    if (!Number.isInteger(s.attempts) || s.attempts < 1) throw bad('attempts must be an integer >= 1');
-    if (!(s.backoffMs >= 0)) throw bad('backoffMs must be >= 0');
-    if (!Number.isInteger(s.sweepEveryMs) || s.sweepEveryMs < 100) throw bad('sweepEveryMs must be an integer >= 100');
-    if (!s.name || s.name.includes(':')) throw bad('name must be non-empty and contain no ":"');
-    this.settings = Object.freeze(s);
+    const s = resolveOptions<Settings>(REFILL_QUEUE_DEFAULTS, rest, (o) => {
+      checkInteger('RefillQueue', o, 'attempts', 1);
+      checkInteger('RefillQueue', o, 'backoffMs', 0);
+      checkInteger('RefillQueue', o, 'sweepEveryMs', 100);
+      if (!o.name || o.name.includes(':')) throw new OptionsError('RefillQueue', 'name', 'must be non-empty and contain no ":"');
+    });
+    this.settings = s;
     this.log = (logger ?? silentLogger).child({ component: 'refill-queue' });
-    const client = typeof connection === 'string' ? new Redis(connection, { maxRetriesPerRequest: null }) : connection;
-    this.ownsConnection = typeof connection === 'string' ? client : undefined;
+    this.connection = redisHandle(connection, { maxRetriesPerRequest: null });
+    const client = this.connection.client;
     this.queue = new Queue(s.name, { connection: client, prefix: s.prefix });
     const outage = new Episode(this.log, 'refill queue cannot reach Redis');
     client.on('error', (err: Error) => outage.fail({}, err.message));
@@ -104,7 +104,7 @@ export class RefillQueue implements RefillTrigger {
   close(): Promise<void> {
     this.closing ??= (async () => {
       await this.queue.close();
-      if (this.ownsConnection) await this.ownsConnection.quit().catch(() => this.ownsConnection?.disconnect());
+      await this.connection.close();
     })();
     return this.closing;
   }

@@ -1,11 +1,12 @@
 import type { ConnectionOptions } from 'node:tls';
 import { UnrecoverableError, Worker, type Job } from 'bullmq';
-import { Redis } from 'ioredis';
-import { IdmintError, isIdmintError } from '../core/errors.js';
+import type { Redis } from 'ioredis';
+import { isIdmintError } from '../core/errors.js';
 import { silentLogger, type Logger } from '../core/logger.js';
 import type { RefillProcessor } from './processor.js';
 import { REFILL_QUEUE_DEFAULTS } from './queue.js';
-import { definedOnly } from '../core/options.js';
+import { checkInteger, resolveOptions } from '../core/options.js';
+import { redisHandle, type RedisHandle } from '../pool/redis/connection.js';
 import { Episode } from '../core/episode.js';
 
 export interface RefillWorkerOptions {
@@ -30,7 +31,9 @@ export interface RefillWorkerOptions {
 /** How often the refill worker checks that BullMQ's loop is still running. */
 const WATCHDOG_MS = 2000;
 
-export const REFILL_WORKER_DEFAULTS = Object.freeze({
+type Settings = Required<Omit<RefillWorkerOptions, 'connection' | 'tls' | 'processor' | 'logger'>>;
+
+export const REFILL_WORKER_DEFAULTS: Readonly<Settings> = Object.freeze({
   name: REFILL_QUEUE_DEFAULTS.name,
   prefix: REFILL_QUEUE_DEFAULTS.prefix,
   concurrency: 2,
@@ -38,27 +41,26 @@ export const REFILL_WORKER_DEFAULTS = Object.freeze({
   stalledIntervalMs: 30_000,
 });
 
-type Settings = typeof REFILL_WORKER_DEFAULTS;
-
 /** The consumer side: a BullMQ worker running the refill processor. */
 export class RefillWorker {
   readonly settings: Readonly<Settings>;
   readonly worker: Worker;
-  private readonly ownsConnection: Redis | undefined;
+  private readonly connection: RedisHandle;
   private readonly log: Logger;
   private closing: Promise<void> | undefined;
   private readonly watchdog: NodeJS.Timeout;
 
   constructor(options: RefillWorkerOptions) {
     const { connection, processor, logger, tls, ...rest } = options;
-    const s = { ...REFILL_WORKER_DEFAULTS, ...definedOnly(rest) } as Settings;
-    const bad = (what: string) => new IdmintError('BAD_REQUEST', `invalid refill worker option: ${what}`);
-    if (!Number.isInteger(s.concurrency) || s.concurrency < 1) throw bad('concurrency must be an integer >= 1');
-    if (!(s.lockDurationMs >= 100) || !(s.stalledIntervalMs >= 100)) throw bad('lockDurationMs and stalledIntervalMs must be >= 100');
-    this.settings = Object.freeze(s);
+    const s = resolveOptions<Settings>(REFILL_WORKER_DEFAULTS, rest, (o) => {
+      checkInteger('RefillWorker', o, 'concurrency', 1);
+      checkInteger('RefillWorker', o, 'lockDurationMs', 100);
+      checkInteger('RefillWorker', o, 'stalledIntervalMs', 100);
+    });
+    this.settings = s;
     this.log = (logger ?? silentLogger).child({ component: 'refill-worker' });
-    const client = typeof connection === 'string' ? new Redis(connection, { maxRetriesPerRequest: null, ...(tls ? { tls } : {}) }) : connection;
-    this.ownsConnection = typeof connection === 'string' ? client : undefined;
+    this.connection = redisHandle(connection, { maxRetriesPerRequest: null, ...(tls ? { tls } : {}) });
+    const client = this.connection.client;
 
     const run = async (job: Job) => {
       try {
@@ -104,7 +106,7 @@ export class RefillWorker {
     this.closing ??= (async () => {
       clearInterval(this.watchdog);
       await this.worker.close(force);
-      if (this.ownsConnection) await this.ownsConnection.quit().catch(() => this.ownsConnection?.disconnect());
+      await this.connection.close();
     })();
     return this.closing;
   }

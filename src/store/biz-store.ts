@@ -14,7 +14,7 @@ import {
 import { silentLogger, type Logger } from '../core/logger.js';
 import type { Database, SqlClient } from './db.js';
 import { assertCoherent, validateBizInput, validateBizPatch, validateBizTag, validateShard, validateStep } from './validate.js';
-import { definedOnly } from '../core/options.js';
+import { defaults, OptionsError, resolveOptions } from '../core/options.js';
 import type { IdFormat } from '../core/format/format.js';
 
 export interface PostgresBizStoreOptions {
@@ -25,7 +25,7 @@ export interface PostgresBizStoreOptions {
   logger?: Logger;
 }
 
-export const POSTGRES_BIZ_STORE_DEFAULTS = Object.freeze({
+export const POSTGRES_BIZ_STORE_DEFAULTS = defaults({
   owner: `${hostname()}:${process.pid}`,
   closeDatabase: false,
 });
@@ -75,9 +75,9 @@ export class PostgresBizStore implements BizStore {
   private closed = false;
 
   constructor(db: Database, options: PostgresBizStoreOptions = {}) {
-    const merged = { ...POSTGRES_BIZ_STORE_DEFAULTS, ...definedOnly({ owner: options.owner, closeDatabase: options.closeDatabase }) };
-    if (typeof merged.owner !== 'string') throw new BadRequestError('owner must be a string', 'owner');
-    this.options = Object.freeze(merged);
+    this.options = resolveOptions(POSTGRES_BIZ_STORE_DEFAULTS, { owner: options.owner, closeDatabase: options.closeDatabase }, (o) => {
+      if (typeof o.owner !== 'string') throw new OptionsError('PostgresBizStore', 'owner', 'must be a string');
+    });
     this.db = db;
     this.log = (options.logger ?? silentLogger).child({ component: 'biz-store' });
   }

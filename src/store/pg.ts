@@ -1,8 +1,9 @@
 import pg from 'pg';
-import { BadRequestError, IdmintError } from '../core/errors.js';
+import { IdmintError } from '../core/errors.js';
 import { silentLogger, type Logger } from '../core/logger.js';
 import type { Database, SqlClient } from './db.js';
 import { mapDriverError, sqlState } from './errors.js';
+import { checkInteger, defaults, OptionsError, resolveOptions } from '../core/options.js';
 
 export interface PgDatabaseOptions {
   /** `postgres://user@host:port/db`. Required. */
@@ -16,7 +17,7 @@ export interface PgDatabaseOptions {
   logger?: Logger;
 }
 
-export const PG_DATABASE_DEFAULTS = Object.freeze({ max: 10, connectionTimeoutMillis: 5000 });
+export const PG_DATABASE_DEFAULTS = defaults({ max: 10, connectionTimeoutMillis: 5000 });
 
 const SCHEMA_PATTERN = /^[a-z_][a-z0-9_]{0,62}$/;
 type TypeId = Parameters<typeof pg.types.getTypeParser>[0];
@@ -25,17 +26,12 @@ const INT8_ARRAY_OID = 1016 as TypeId;
 
 /** A Database over a `pg.Pool`. `int8` comes back as `bigint` through this pool's own type parsers. */
 export function createPgDatabase(options: PgDatabaseOptions): Database {
-  const opts = Object.freeze({ ...PG_DATABASE_DEFAULTS, ...options });
-  if (typeof opts.connectionString !== 'string' || opts.connectionString === '') {
-    throw new BadRequestError('connectionString is required', 'connectionString');
-  }
-  if (opts.schema !== undefined && !SCHEMA_PATTERN.test(opts.schema)) {
-    throw new BadRequestError(`schema must match ${String(SCHEMA_PATTERN)}`, 'schema');
-  }
-  if (!Number.isSafeInteger(opts.max) || opts.max < 1) throw new BadRequestError('max must be a positive integer', 'max');
-  if (!Number.isSafeInteger(opts.connectionTimeoutMillis) || opts.connectionTimeoutMillis < 1) {
-    throw new BadRequestError('connectionTimeoutMillis must be a positive integer', 'connectionTimeoutMillis');
-  }
+  const opts = resolveOptions(PG_DATABASE_DEFAULTS, options, (o) => {
+    if (typeof o.connectionString !== 'string' || o.connectionString === '') throw new OptionsError('Postgres', 'connectionString', 'is required');
+    if (o.schema !== undefined && !SCHEMA_PATTERN.test(o.schema)) throw new OptionsError('Postgres', 'schema', `must match ${String(SCHEMA_PATTERN)}`);
+    checkInteger('Postgres', o, 'max', 1);
+    checkInteger('Postgres', o, 'connectionTimeoutMillis', 1);
+  });
   const log = (opts.logger ?? silentLogger).child({ component: 'pg' });
 
   // Per pool, not pg.types: other code in the process may expect the global defaults.

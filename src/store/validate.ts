@@ -10,6 +10,7 @@ import {
   type FallbackPolicy,
   type PoolKind,
 } from '../core/ports.js';
+import { defaults } from '../core/options.js';
 
 export const BIZ_MODES = Object.freeze(['segment', 'snowflake', 'uid', 'sharded'] as const satisfies readonly BizMode[]);
 export const FALLBACK_POLICIES = Object.freeze(['segment', 'snowflake', 'error'] as const satisfies readonly FallbackPolicy[]);
@@ -21,7 +22,7 @@ export const MAX_SHARDS = 64;
 export const MAX_DESCRIPTION_LENGTH = 1024;
 
 /** What a created tag gets for each field the input leaves out. */
-export const BIZ_DEFAULTS = Object.freeze({
+export const BIZ_DEFAULTS = defaults({
   mode: 'segment' as BizMode,
   step: 1000,
   maxLimit: null as number | null,

@@ -1,7 +1,8 @@
 import { IdmintError } from '../core/errors.js';
 import type { Clock, WorkerIdLease, WorkerIdProvider } from '../core/ports.js';
 import type { Logger } from '../core/logger.js';
-import { checkWorkerIdRange, SimpleLease, withDefaults } from './lease.js';
+import { checkWorkerIdRange, SimpleLease } from './lease.js';
+import { checkInteger, defaults, resolveOptions } from '../core/options.js';
 import { LocalTimeMark, localMarkPath, readLocalMark } from './local-time-mark.js';
 
 export interface FileWorkerIdProviderOptions {
@@ -18,7 +19,7 @@ export interface FileWorkerIdProviderOptions {
   maxStartWaitMs?: number;
 }
 
-export const FILE_WORKER_ID_DEFAULTS = Object.freeze({ key: 'local', workerId: 0 });
+export const FILE_WORKER_ID_DEFAULTS = defaults({ key: 'local', workerId: 0 });
 
 /** The embedded default: the worker id lives in a file under the data dir, next to its clock mark. */
 export class FileWorkerIdProvider implements WorkerIdProvider {
@@ -26,9 +27,7 @@ export class FileWorkerIdProvider implements WorkerIdProvider {
 
   constructor(options: FileWorkerIdProviderOptions) {
     if (typeof options.dataDir !== 'string' || options.dataDir === '') throw new IdmintError('BAD_REQUEST', 'FileWorkerIdProvider needs a dataDir', { details: { field: 'dataDir' } });
-    const merged: FileWorkerIdProviderOptions & { key: string; workerId: number } = withDefaults(FILE_WORKER_ID_DEFAULTS, options);
-    if (!Number.isSafeInteger(merged.workerId) || merged.workerId < 0) throw new IdmintError('BAD_REQUEST', `workerId must be a non-negative integer, got ${merged.workerId}`, { details: { field: 'workerId' } });
-    this.options = Object.freeze(merged);
+    this.options = resolveOptions<typeof FILE_WORKER_ID_DEFAULTS, FileWorkerIdProviderOptions>(FILE_WORKER_ID_DEFAULTS, options, (s) => checkInteger('FileWorkerIdProvider', s, 'workerId', 0));
   }
 
   async acquire({ maxWorkerId }: { maxWorkerId: number }): Promise<WorkerIdLease> {

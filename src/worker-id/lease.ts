@@ -1,7 +1,6 @@
 import { IdmintError } from '../core/errors.js';
 import type { WorkerIdLease } from '../core/ports.js';
 import type { LocalTimeMark } from './local-time-mark.js';
-import { definedOnly } from '../core/options.js';
 
 
 /** Checks an id against the layout's range; the message says where it came from. */
@@ -40,10 +39,4 @@ export class SimpleLease implements WorkerIdLease {
     this.closing ??= Promise.resolve(this.onClose?.()).then(() => undefined);
     return this.closing;
   }
-}
-
-/** `{ ...defaults, ...options }` where an option set to undefined keeps its default. */
-export function withDefaults<D extends object, O extends object>(defaults: D, options: O): D & O {
-  const defined = definedOnly(options);
-  return { ...defaults, ...defined } as D & O;
 }

@@ -5,6 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { ClockBackwardsError, IdmintError } from '../core/errors.js';
 import { systemClock, type Clock } from '../core/ports.js';
 import { silentLogger, type Logger } from '../core/logger.js';
+import { defaults } from '../core/options.js';
 
 /** What the local file holds: the worker id last used under this key and the time high-water mark. */
 export interface LocalMarkState {
@@ -32,7 +33,7 @@ export interface LocalTimeMarkOptions {
   maxStartWaitMs?: number;
 }
 
-export const LOCAL_TIME_MARK_DEFAULTS = Object.freeze({ markAheadMs: 1000, maxStartWaitMs: 1500 });
+export const LOCAL_TIME_MARK_DEFAULTS = defaults({ markAheadMs: 1000, maxStartWaitMs: 1500 });
 
 /** The file for `key` under `dataDir`; the key is sanitised so any address is a safe file name. */
 export function localMarkPath(dataDir: string, key: string): string {

@@ -3,7 +3,8 @@ import type { WorkerIdLease, WorkerIdProvider } from '../core/ports.js';
 import { silentLogger, type Logger } from '../core/logger.js';
 import type { SqlClient } from '../store/db.js';
 import { WORKER_NODE_TYPE, WorkerNodeRepository } from '../store/worker-node-repository.js';
-import { checkWorkerIdRange, SimpleLease, withDefaults } from './lease.js';
+import { checkWorkerIdRange, SimpleLease } from './lease.js';
+import { defaults, resolveOptions } from '../core/options.js';
 
 export interface PostgresWorkerIdProviderOptions {
   /** A migrated database (it has `idmint_worker_node`). */
@@ -17,7 +18,7 @@ export interface PostgresWorkerIdProviderOptions {
   logger?: Logger;
 }
 
-export const POSTGRES_WORKER_ID_DEFAULTS = Object.freeze({ type: WORKER_NODE_TYPE.ACTUAL as number });
+export const POSTGRES_WORKER_ID_DEFAULTS = defaults({ type: WORKER_NODE_TYPE.ACTUAL as number });
 
 /**
  * uid-generator's DisposableWorkerIdAssigner: every start inserts a new worker-node row and its
@@ -32,7 +33,7 @@ export class PostgresWorkerIdProvider implements WorkerIdProvider {
   constructor(options: PostgresWorkerIdProviderOptions) {
     const { db, logger, ...rest } = options;
     if (!db || typeof db.query !== 'function') throw new IdmintError('BAD_REQUEST', 'PostgresWorkerIdProvider needs a db', { details: { field: 'db' } });
-    this.options = Object.freeze(withDefaults(POSTGRES_WORKER_ID_DEFAULTS, rest));
+    this.options = resolveOptions(POSTGRES_WORKER_ID_DEFAULTS, rest);
     this.repo = new WorkerNodeRepository(db);
     this.logger = (logger ?? silentLogger).child({ component: 'worker-id-postgres' });
   }

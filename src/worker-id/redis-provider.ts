@@ -3,7 +3,8 @@ import type { Redis } from 'ioredis';
 import { IdmintError } from '../core/errors.js';
 import { systemClock, type Clock, type WorkerIdLease, type WorkerIdProvider } from '../core/ports.js';
 import { silentLogger, type Logger } from '../core/logger.js';
-import { checkWorkerIdRange, SimpleLease, withDefaults } from './lease.js';
+import { checkWorkerIdRange, SimpleLease } from './lease.js';
+import { defaults, resolveOptions } from '../core/options.js';
 import { LocalTimeMark, localMarkPath, readLocalMark } from './local-time-mark.js';
 
 const ASSIGN_SCRIPT = readLua(import.meta.url, 'worker-id', 'assign-worker-id.lua');
@@ -24,7 +25,7 @@ export interface RedisWorkerIdProviderOptions {
   maxStartWaitMs?: number;
 }
 
-export const REDIS_WORKER_ID_DEFAULTS = Object.freeze({ keyPrefix: 'idmint:', dataDir: './data' });
+export const REDIS_WORKER_ID_DEFAULTS = defaults({ keyPrefix: 'idmint:', dataDir: './data' });
 
 type AssignCommand = (key: string, identity: string, maxWorkerId: number) => Promise<number>;
 
@@ -40,7 +41,7 @@ export class RedisWorkerIdProvider implements WorkerIdProvider {
     const { redis, ...rest } = options;
     if (!/^[^\s:]+$/.test(rest.app ?? '')) throw new IdmintError('BAD_REQUEST', `app must be a non-empty name without ':' or spaces, got "${rest.app}"`, { details: { field: 'app' } });
     if (!/^[^\s/:#]+:\d{1,5}(#\d{1,3})?$/.test(rest.address ?? '')) throw new IdmintError('BAD_REQUEST', `address must be ip:port (or ip:port#process), got "${rest.address}"`, { details: { field: 'address' } });
-    const merged = withDefaults({ ...REDIS_WORKER_ID_DEFAULTS, clock: systemClock, logger: silentLogger }, rest);
+    const merged = resolveOptions({ ...REDIS_WORKER_ID_DEFAULTS, clock: systemClock, logger: silentLogger }, rest);
     this.options = Object.freeze({ ...merged, logger: merged.logger.child({ component: 'worker-id-redis' }) });
     this.redis = redis;
     if (typeof (redis as unknown as { idmintAssignWorkerId?: unknown }).idmintAssignWorkerId !== 'function') {

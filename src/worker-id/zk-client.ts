@@ -3,7 +3,7 @@ import zookeeper from 'node-zookeeper-client';
 import type { ACL, Client, ClientOptions, Stat } from 'node-zookeeper-client';
 import { IdmintError, TimeoutError } from '../core/errors.js';
 import { silentLogger, type Logger } from '../core/logger.js';
-import { definedOnly } from '../core/options.js';
+import { defaults, resolveOptions } from '../core/options.js';
 
 export interface ZkClientOptions {
   /** `host:port[,host:port]`, as in ZK_CONNECT. */
@@ -26,7 +26,7 @@ export interface ZkClientOptions {
   logger?: Logger;
 }
 
-export const ZK_CLIENT_DEFAULTS = Object.freeze({
+export const ZK_CLIENT_DEFAULTS = defaults({
   connectTimeoutMs: 5000,
   operationTimeoutMs: 5000,
   sessionTimeoutMs: 10_000,
@@ -60,7 +60,7 @@ export class ZkClient extends EventEmitter {
       throw new IdmintError('BAD_REQUEST', `ZK_CONNECT must be host:port[,host:port], got "${options.connect}"`);
     }
     const { session: _session, logger: _logger, auth, ...rest } = options;
-    this.options = Object.freeze({ ...ZK_CLIENT_DEFAULTS, ...definedOnly(rest), connect: options.connect });
+    this.options = resolveOptions({ ...ZK_CLIENT_DEFAULTS, connect: options.connect }, rest);
     this.logger = (options.logger ?? silentLogger).child({ component: 'zookeeper' });
     const clientOptions: ClientOptions = { sessionTimeout: this.options.sessionTimeoutMs, spinDelay: this.options.spinDelayMs, retries: 0 };
     if (options.session) {

@@ -2,7 +2,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { ClockBackwardsError, IdmintError } from '../core/errors.js';
 import { systemClock, type Clock, type WorkerIdLease, type WorkerIdProvider } from '../core/ports.js';
 import { silentLogger, type Logger } from '../core/logger.js';
-import { checkWorkerIdRange, withDefaults } from './lease.js';
+import { checkWorkerIdRange } from './lease.js';
+import { defaults, OptionsError, resolveOptions } from '../core/options.js';
 import { LocalTimeMark, localMarkPath, readLocalMark } from './local-time-mark.js';
 import { CreateMode, isZkError, ZkClient, ZkException } from './zk-client.js';
 
@@ -32,7 +33,7 @@ export interface ZooKeeperWorkerIdProviderOptions {
   maxStartWaitMs?: number;
 }
 
-export const ZOOKEEPER_WORKER_ID_DEFAULTS = Object.freeze({
+export const ZOOKEEPER_WORKER_ID_DEFAULTS = defaults({
   root: '/idmint/snowflake',
   dataDir: './data',
   reportEveryMs: 3000,
@@ -63,9 +64,10 @@ export class ZooKeeperWorkerIdProvider implements WorkerIdProvider {
   readonly options: Readonly<Options>;
 
   constructor(options: ZooKeeperWorkerIdProviderOptions) {
-    const merged = withDefaults({ ...ZOOKEEPER_WORKER_ID_DEFAULTS, clock: systemClock, logger: silentLogger }, options);
-    if (!/^[^\s/:#]+:\d{1,5}(#\d{1,3})?$/.test(merged.address)) throw new IdmintError('BAD_REQUEST', `address must be ip:port (or ip:port#process), got "${merged.address}"`, { details: { field: 'address' } });
-    if (!/^(\/[^/\s]+)+$/.test(merged.root)) throw new IdmintError('BAD_REQUEST', `root must be an absolute ZooKeeper path, got "${merged.root}"`, { details: { field: 'root' } });
+    const merged = resolveOptions({ ...ZOOKEEPER_WORKER_ID_DEFAULTS, clock: systemClock, logger: silentLogger }, options, (s) => {
+      if (!/^[^\s/:#]+:\d{1,5}(#\d{1,3})?$/.test(s.address)) throw new OptionsError('ZooKeeperWorkerIdProvider', 'address', `must be ip:port (or ip:port#process), got "${s.address}"`);
+      if (!/^(\/[^/\s]+)+$/.test(s.root)) throw new OptionsError('ZooKeeperWorkerIdProvider', 'root', `must be an absolute ZooKeeper path, got "${s.root}"`);
+    });
     this.options = Object.freeze({ ...merged, logger: merged.logger.child({ component: 'worker-id-zookeeper' }) });
   }
 

@@ -8,7 +8,6 @@ import { PostgresBizStore } from '../../store/biz-store.js';
 import { Closers } from '../closers.js';
 import type { Config } from '../config.js';
 import { openDatabase } from '../database.js';
-import { redisTls } from '../connections.js';
 import { openKafkaPoolSink, openRedisPools, type RedisPools } from '../pools.js';
 import type { Started } from '../process.js';
 import { DEFAULT_REDIS_POOL } from '../../core/pool-kind.js';
@@ -49,8 +48,8 @@ export async function startRefillRole(options: RefillRoleOptions): Promise<Refil
     ...(registry ? { registry } : {}),
   });
   const worker = new RefillWorker({
-    connection: config.REDIS_URL as string,
-    ...redisTls(config),
+    // The pools' patient client: BullMQ duplicates it for its blocking reads and never closes it.
+    connection: redis.connection.patient,
     processor,
     name: config.IDMINT_REFILL_QUEUE,
     prefix: config.IDMINT_REFILL_PREFIX,

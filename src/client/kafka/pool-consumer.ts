@@ -5,6 +5,7 @@ import { silentLogger } from '../../core/logger.js';
 import { decodePoolBlock } from '../../kafka/messages.js';
 import { waitForGroupJoin } from '../../kafka/group.js';
 import { poolGroup, poolTopic } from '../../kafka/topics.js';
+import { checkInteger, resolveOptions } from '../../core/options.js';
 
 /**
  * Reads a tag's pool topic as group `idmint.pool.<tag>` (exactly one group per tag). A block's
@@ -55,14 +56,10 @@ export class KafkaPoolConsumer {
   private closing: Promise<void> | undefined;
 
   constructor(options: KafkaPoolConsumerOptions) {
-    const s: KafkaPoolConsumerSettings = { ...KAFKA_POOL_CONSUMER_DEFAULTS };
-    for (const key of Object.keys(KAFKA_POOL_CONSUMER_DEFAULTS) as (keyof KafkaPoolConsumerSettings)[]) {
-      const value = options[key];
-      if (value === undefined) continue;
-      if (!Number.isSafeInteger(value) || value < 1) throw new BadRequestError(`Kafka pool consumer option ${key} must be a positive integer`, key);
-      s[key] = value;
-    }
-    this.settings = Object.freeze(s);
+    const { kafka: _kafka, bizTag: _bizTag, shard: _shard, logger: _logger, ...rest } = options;
+    this.settings = resolveOptions<KafkaPoolConsumerSettings>(KAFKA_POOL_CONSUMER_DEFAULTS, rest, (o) => {
+      for (const key of Object.keys(KAFKA_POOL_CONSUMER_DEFAULTS) as (keyof KafkaPoolConsumerSettings)[]) checkInteger('Kafka pool consumer', o, key, 1);
+    });
     this.bizTag = options.bizTag;
     this.topic = poolTopic(options.bizTag, options.shard ?? 0);
     this.groupId = poolGroup(options.bizTag, options.shard ?? 0);
@@ -70,8 +67,8 @@ export class KafkaPoolConsumer {
     this.consumer = options.kafka.consumer({
       groupId: this.groupId,
       allowAutoTopicCreation: false,
-      sessionTimeout: s.sessionTimeoutMs,
-      heartbeatInterval: Math.max(500, Math.floor(s.sessionTimeoutMs / 5)),
+      sessionTimeout: this.settings.sessionTimeoutMs,
+      heartbeatInterval: Math.max(500, Math.floor(this.settings.sessionTimeoutMs / 5)),
       maxWaitTimeInMs: 1000,
     });
   }

@@ -10,6 +10,7 @@ import { createKafka } from '../../kafka/kafka.js';
 import { decodeReply, encodeRequest } from '../../kafka/messages.js';
 import { REQUEST_TOPIC, assertTopicsExist, ensureTopics } from '../../kafka/topics.js';
 import { waitForGroupJoin } from '../../kafka/group.js';
+import { checkInteger, OptionsError, resolveOptions } from '../../core/options.js';
 
 /**
  * Kafka request/reply client. Each client owns a reply topic (created at start, short
@@ -77,16 +78,13 @@ export class IdmintKafkaClient {
   private closing: Promise<void> | undefined;
 
   constructor(options: KafkaClientOptions) {
-    const s: KafkaClientSettings = { ...KAFKA_CLIENT_DEFAULTS };
-    for (const key of Object.keys(KAFKA_CLIENT_DEFAULTS) as (keyof KafkaClientSettings)[]) {
-      if (options[key] !== undefined) (s as unknown as Record<string, unknown>)[key] = options[key];
-    }
-    for (const key of ['timeoutMs', 'replyRetentionMs', 'joinTimeoutMs'] as const) {
-      if (!Number.isSafeInteger(s[key]) || s[key] < 1) throw new BadRequestError(`Kafka client option ${key} must be a positive integer`, key);
-    }
-    if (!Number.isSafeInteger(s.retries) || s.retries < 0) throw new BadRequestError('Kafka client option retries must be a non-negative integer', 'retries');
-    if (!options.kafka && !options.brokers) throw new BadRequestError('Kafka client needs `brokers` or `kafka`', 'brokers');
-    this.settings = Object.freeze(s);
+    const { kafka: _kafka, brokers: _brokers, logger: _logger, ...rest } = options;
+    const s = resolveOptions<KafkaClientSettings>(KAFKA_CLIENT_DEFAULTS, rest, (o) => {
+      for (const key of ['timeoutMs', 'replyRetentionMs', 'joinTimeoutMs'] as const) checkInteger('Kafka client', o, key, 1);
+      checkInteger('Kafka client', o, 'retries', 0);
+    });
+    if (!options.kafka && !options.brokers) throw new OptionsError('Kafka client', 'brokers', 'or `kafka` is required');
+    this.settings = s;
     this.logger = (options.logger ?? silentLogger).child({ component: 'kafka-client' });
     this.kafka = options.kafka ?? createKafka({ brokers: options.brokers!, clientId: s.clientId, logger: options.logger });
     const suffix = randomUUID();

@@ -1,7 +1,6 @@
 import type { Admin, Kafka } from 'kafkajs';
 import { Registry } from 'prom-client';
 import type { PoolSink, Segment } from '../../core/ports.js';
-import { BadRequestError } from '../../core/errors.js';
 import type { Logger } from '../../core/logger.js';
 import { silentLogger } from '../../core/logger.js';
 import { encodePoolBlock } from '../../kafka/messages.js';
@@ -9,6 +8,7 @@ import { kafkaPoolMetrics } from '../../kafka/metrics.js';
 import type { KafkaPoolMetrics } from '../../kafka/metrics.js';
 import { TopicProducer, isUnknownTopic } from '../../kafka/producer.js';
 import { ensureTopics, POOL_TOPIC_CONFIGS, poolGroup, poolTopic } from '../../kafka/topics.js';
+import { checkInteger, resolveOptions } from '../../core/options.js';
 
 /**
  * Kafka pool topics: a refill publishes a fresh segment as blocks `{start,end}` to
@@ -42,13 +42,10 @@ export class KafkaPoolSink implements PoolSink {
   private connecting: Promise<void> | undefined;
 
   constructor(options: KafkaPoolSinkOptions) {
-    const settings = { ...KAFKA_POOL_SINK_DEFAULTS };
-    if (options.blockSize !== undefined) settings.blockSize = options.blockSize;
-    if (options.partitions !== undefined) settings.partitions = options.partitions;
-    for (const key of ['blockSize', 'partitions'] as const) {
-      if (!Number.isSafeInteger(settings[key]) || settings[key] < 1) throw new BadRequestError(`Kafka pool option ${key} must be a positive integer`, key);
-    }
-    this.settings = Object.freeze(settings);
+    this.settings = resolveOptions(KAFKA_POOL_SINK_DEFAULTS, { blockSize: options.blockSize, partitions: options.partitions }, (s) => {
+      checkInteger('KafkaPoolSink', s, 'blockSize', 1);
+      checkInteger('KafkaPoolSink', s, 'partitions', 1);
+    });
     this.logger = (options.logger ?? silentLogger).child({ component: 'kafka-pool-sink' });
     this.metrics = kafkaPoolMetrics(options.registry ?? new Registry());
     this.kafka = options.kafka;

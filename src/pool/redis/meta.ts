@@ -1,7 +1,8 @@
 import type { Redis } from 'ioredis';
-import { BadRequestError, IdmintError } from '../../core/errors.js';
+import { BadRequestError } from '../../core/errors.js';
 import { poolKeys, trackedTagsKey } from './keys.js';
 import { redisFailure, runScript } from './scripts.js';
+import { checkInteger, defaults, resolveOptions } from '../../core/options.js';
 
 export interface RedisPoolMetaOptions {
   redis: Redis;
@@ -15,7 +16,7 @@ export interface RedisPoolMetaOptions {
   windowSeconds?: number;
 }
 
-export const POOL_META_DEFAULTS = Object.freeze({ keyPrefix: '', bucketSeconds: 10, slots: 30, windowSeconds: 180 });
+export const POOL_META_DEFAULTS = defaults({ keyPrefix: '', bucketSeconds: 10, slots: 30, windowSeconds: 180 });
 
 /**
  * What the refill side knows about a Redis-backed pool: the demand recorded by the take
@@ -27,15 +28,13 @@ export class RedisPoolMeta {
   private readonly redis: Redis;
 
   constructor(options: RedisPoolMetaOptions) {
-    const merged = { ...POOL_META_DEFAULTS, ...options };
-    const { bucketSeconds, slots, windowSeconds } = merged;
-    if (!Number.isInteger(bucketSeconds) || bucketSeconds < 1) throw new IdmintError('BAD_REQUEST', 'bucketSeconds must be an integer >= 1');
-    if (!Number.isInteger(slots) || slots < 2) throw new IdmintError('BAD_REQUEST', 'slots must be an integer >= 2');
-    if (!(windowSeconds >= bucketSeconds && windowSeconds <= bucketSeconds * slots)) {
-      throw new IdmintError('BAD_REQUEST', `windowSeconds must be within [bucketSeconds, bucketSeconds*slots] = [${bucketSeconds}, ${bucketSeconds * slots}]`);
-    }
-    this.redis = options.redis;
-    this.options = Object.freeze({ keyPrefix: merged.keyPrefix, bucketSeconds, slots, windowSeconds });
+    const { redis, ...rest } = options;
+    this.options = resolveOptions(POOL_META_DEFAULTS, rest, (o) => {
+      checkInteger('RedisPoolMeta', o, 'bucketSeconds', 1);
+      checkInteger('RedisPoolMeta', o, 'slots', 2);
+      checkInteger('RedisPoolMeta', o, 'windowSeconds', o.bucketSeconds, o.bucketSeconds * o.slots);
+    });
+    this.redis = redis;
   }
 
   /** IDs per second asked of this pool, over the window (or since demand was first seen in it). */

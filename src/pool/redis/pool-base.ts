@@ -1,13 +1,13 @@
 import type { Redis } from 'ioredis';
 import type { Registry } from 'prom-client';
 import { blocksSize, idsOf, type Block } from '../../core/block.js';
-import { IdmintError, notReady } from '../../core/errors.js';
+import { notReady } from '../../core/errors.js';
 import type { BizTag, IdSource, PoolSink, Segment, TakeContext } from '../../core/ports.js';
 import { silentLogger, type Logger } from '../../core/logger.js';
 import { allTagKeys, poolKeys, type PoolKeys } from './keys.js';
 import { redisPoolMetrics, type RedisPoolMetrics } from './metrics.js';
 import { redisFailure, type TakeReply } from './scripts.js';
-import { definedOnly } from '../../core/options.js';
+import { checkInteger, defaults, OptionsError, resolveOptions } from '../../core/options.js';
 
 export type RefillReason = 'threshold' | 'cron' | 'manual';
 
@@ -49,7 +49,7 @@ export interface RedisPoolOptions {
   registry?: Registry;
 }
 
-export const REDIS_POOL_DEFAULTS = Object.freeze({
+export const REDIS_POOL_DEFAULTS = defaults({
   keyPrefix: '',
   thresholdRatio: 0.2,
   minDepth: 1000,
@@ -63,13 +63,12 @@ export const REDIS_POOL_DEFAULTS = Object.freeze({
 type Settings = typeof REDIS_POOL_DEFAULTS;
 
 function validate(o: Settings): void {
-  const bad = (what: string) => new IdmintError('BAD_REQUEST', `invalid Redis pool option: ${what}`);
-  if (!(o.thresholdRatio > 0 && o.thresholdRatio <= 1)) throw bad('thresholdRatio must be in (0, 1]');
-  if (!Number.isInteger(o.minDepth) || o.minDepth < 1) throw bad('minDepth must be an integer >= 1');
-  if (!(o.refillDebounceMs >= 0)) throw bad('refillDebounceMs must be >= 0');
-  if (!Number.isInteger(o.bucketSeconds) || o.bucketSeconds < 1) throw bad('bucketSeconds must be an integer >= 1');
-  if (!Number.isInteger(o.slots) || o.slots < 2) throw bad('slots must be an integer >= 2');
-  if (!Number.isInteger(o.pushChunk) || o.pushChunk < 1 || o.pushChunk > 100_000) throw bad('pushChunk must be an integer in [1, 100000]');
+  if (!(o.thresholdRatio > 0 && o.thresholdRatio <= 1)) throw new OptionsError('RedisPool', 'thresholdRatio', 'must be in (0, 1]');
+  checkInteger('RedisPool', o, 'minDepth', 1);
+  checkInteger('RedisPool', o, 'refillDebounceMs', 0);
+  checkInteger('RedisPool', o, 'bucketSeconds', 1);
+  checkInteger('RedisPool', o, 'slots', 2);
+  checkInteger('RedisPool', o, 'pushChunk', 1, 100_000);
 }
 
 /** What a take script gave: a list pool's IDs, or a counter pool's ranges as blocks. */
@@ -92,9 +91,7 @@ export abstract class RedisPoolBase implements IdSource, PoolSink {
 
   constructor(options: RedisPoolOptions, component: string) {
     const { redis, pushRedis, refill, logger, registry, ...rest } = options;
-    const settings = { ...REDIS_POOL_DEFAULTS, ...definedOnly(rest) } as Settings;
-    validate(settings);
-    this.settings = Object.freeze(settings);
+    this.settings = resolveOptions<Settings>(REDIS_POOL_DEFAULTS as Settings, rest, validate);
     this.redis = redis;
     this.pushRedis = pushRedis ?? redis;
     this.refill = refill;

@@ -349,6 +349,6 @@ describe('SegmentBuffer.setStep', () => {
 
   it('refuses a step that is not a positive integer', () => {
     const buf = buffer({ allocate: counterAllocator().allocate });
-    expect(() => buf.setStep(0)).toThrow(/baseStep must be a positive integer/);
+    expect(() => buf.setStep(0)).toThrow(/option baseStep must be an integer ≥ 1/);
   });
 });
