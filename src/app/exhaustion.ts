@@ -1,8 +1,7 @@
 import { Gauge, type Registry } from 'prom-client';
 import type { Logger } from '../core/logger.js';
-import type { BizStore } from '../core/ports.js';
+import type { BizStore, SegmentUsage } from '../core/ports.js';
 import type { DispenserMetrics } from '../dispenser/metrics.js';
-import type { SqlClient } from '../store/db.js';
 
 /** Fewest milliseconds between two rate samples: shorter scrape intervals reuse the last rate. */
 export const EXHAUSTION_SAMPLE_MS = 5000;
@@ -13,8 +12,8 @@ export const EXHAUSTION_SAMPLE_MS = 5000;
  * IDMINT_EXHAUSTION_WARN_DAYS (the alert rule fires on it; the log says it once an hour).
  * Computed at scrape time: remaining IDs from the segment counters, rate from the issued counter.
  */
-export function watchExhaustion(options: { registry: Registry; metrics: DispenserMetrics; store: BizStore; db: SqlClient; warnDays: number; logger: Logger }): void {
-  const { store, db, metrics, warnDays } = options;
+export function watchExhaustion(options: { registry: Registry; metrics: DispenserMetrics; store: Pick<BizStore, 'listBiz'> & SegmentUsage; warnDays: number; logger: Logger }): void {
+  const { store, metrics, warnDays } = options;
   const log = options.logger.child({ component: 'exhaustion' });
   let last: { at: number; totals: Map<string, number> } | undefined;
   let rates = new Map<string, number>();
@@ -51,8 +50,7 @@ export function watchExhaustion(options: { registry: Registry; metrics: Dispense
     }
     const limited = (await store.listBiz()).filter((t) => t.maxLimit !== null && (t.mode === 'segment' || t.mode === 'sharded'));
     if (limited.length === 0) return;
-    const { rows } = await db.query<{ biz_tag: string; max_id: string }>('SELECT biz_tag, max(max_id)::text AS max_id FROM idmint_segment WHERE biz_tag = ANY($1) GROUP BY biz_tag', [limited.map((t) => t.bizTag)]);
-    const used = new Map(rows.map((r) => [r.biz_tag, Number(r.max_id)]));
+    const used = await store.highestAllocated(limited.map((t) => t.bizTag));
     for (const tag of limited) {
       const rate = rates.get(tag.bizTag) ?? 0;
       if (rate <= 0) continue;

@@ -15,7 +15,7 @@ import { buildDispenser } from './dispense.js';
 import { listen } from './listen.js';
 import { watchExhaustion } from './exhaustion.js';
 import { buildApiServer } from './roles/api.js';
-import type { RefillRole } from './roles/refill.js';
+import { startInBackground } from './background.js';
 import { prepareDataDir } from './data-dir.js';
 import { checkCredentials } from './preflight.js';
 
@@ -24,7 +24,8 @@ export type Role = 'api' | 'refill' | 'responder';
 export interface Runtime {
   /** The HTTP server: the whole API, or only health and metrics without the `api` role. */
   readonly app: FastifyInstance;
-  readonly dispenser: Dispenser;
+  /** Absent in a process that hands out no IDs (the refill role alone). */
+  readonly dispenser: Dispenser | undefined;
   readonly store: BizStore;
   readonly registry: Registry;
   /** Where the HTTP server listens, e.g. `http://127.0.0.1:8080`. */
@@ -54,10 +55,15 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     // Refuse an open admin API, or a role without its server, before opening anything.
     assertAdminExposureSafe(config.IDMINT_HOST, config.IDMINT_ADMIN_TOKEN);
     const roles = rolesFrom(config);
-    const dataDir = prepareDataDir(config.IDMINT_DATA_DIR);
-    // One process per data dir, whatever the database: the worker-id file and clock mark live here.
-    const lock = lockDataDir(dataDir);
-    closers.add('data lock', () => lock.release());
+    // Only a process that hands out IDs needs a worker id, its clock mark and the data dir that
+    // holds them (and the embedded database lives there): a refill worker needs neither.
+    const serving = roles.has('api') || roles.has('responder');
+    const dataDir = serving || !config.DATABASE_URL ? prepareDataDir(config.IDMINT_DATA_DIR) : undefined;
+    if (dataDir) {
+      // One process per data dir, whatever the database: the worker-id file and clock mark live here.
+      const lock = lockDataDir(dataDir);
+      closers.add('data lock', () => lock.release());
+    }
 
     // A wrong password or certificate stops the start here, with one line naming the server.
     await checkCredentials(config, logger);
@@ -69,62 +75,48 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     // default and a Postgres-only api start without them (half a second and ~55 MB less here).
     const pools = config.REDIS_URL ? await import('./pools.js') : undefined;
     const redis = pools?.openRedisPools(config, { logger, registry, closers });
-    const { dispenser, snowflake, keyMismatch } = await buildDispenser(config, { db, store, redis, metrics, registry, logger, closers });
-    watchExhaustion({ registry, metrics, store, db, warnDays: config.IDMINT_EXHAUSTION_WARN_DAYS, logger });
+    const parts = serving ? await buildDispenser(config, { db, store, redis, metrics, registry, logger, closers }) : undefined;
+    if (parts) watchExhaustion({ registry, metrics, store, warnDays: config.IDMINT_EXHAUSTION_WARN_DAYS, logger });
     if (options.seedDemoTag !== false && !config.DATABASE_URL) await seedDemoTag(store, log);
 
-    // Refills in the background: a refill worker waits for Redis; the API must not.
-    let refill: RefillRole | undefined;
+    // Roles that wait on a server start in the background, retried until they can: the API must not wait.
+    let refillState: () => 'running' | 'starting' | 'off' = () => 'off';
     if (roles.has('refill') && redis && pools) {
       const kafkaSink = pools.openKafkaPoolSink(config, { logger, registry, closers });
       const { startRefillRole } = await import('./roles/refill.js');
-      const starting = startRefillRole({ config, store, redis, kafkaSink, logger, registry }).then(
-        (role) => {
-          refill = role;
-          log.info({ queue: config.IDMINT_REFILL_QUEUE }, 'refill worker and sweep scheduler running');
+      const refill = startInBackground('the refill worker', () => startRefillRole({ config, store, redis, kafkaSink, logger, registry }), {
+        logger: log,
+        onStarted: (role) => {
+          log.info({ queue: config.IDMINT_REFILL_QUEUE, sweepEveryMs: config.IDMINT_REFILL_EVERY_MS }, 'refill worker ready');
           // Fill pools now rather than at the first cron tick, so early requests need no fallback.
-          role.processor.sweep().catch((err: unknown) => log.warn({ err }, 'initial sweep failed; the cron sweep will retry'));
-          return role;
+          role.processor.sweep().catch((err: unknown) => log.warn({ err: (err as Error).message }, 'initial sweep failed; the cron sweep will retry'));
         },
-        (err: unknown) => void log.error({ err }, 'refill role failed to start'),
-      );
-      closers.add('refill role', async () => void (await (await starting)?.close()));
+      });
+      closers.add('refill role', () => refill.close());
+      refillState = () => refill.state();
     }
 
     let responderState: () => 'running' | 'starting' | 'off' = () => 'off';
-    if (roles.has('responder')) {
-      const { startResponderInBackground, startResponderRole } = await import('./roles/responder.js');
+    if (roles.has('responder') && parts) {
+      const { startResponderRole } = await import('./roles/responder.js');
+      const start = () => startResponderRole({ config, logger, dispenser: parts.dispenser, registry });
       if (roles.has('api')) {
-        const background = startResponderInBackground({ config, logger, dispenser, registry });
-        closers.add('responder', () => background.close());
-        responderState = () => (background.running() ? 'running' : 'starting');
+        const responder = startInBackground('the Kafka responder', start, { logger: log, onStarted: () => log.info('responder ready') });
+        closers.add('responder', () => responder.close());
+        responderState = () => responder.state();
       } else {
         // A responder-only process has nothing else to do: failing to start is fatal.
-        const responder = await startResponderRole({ config, logger, dispenser, registry });
+        const responder = await start();
         closers.add('responder', () => responder.close());
         log.info('responder ready');
         responderState = () => 'running';
       }
     }
 
-    const app = await buildApiServer({
-      config,
-      opsOnly: !roles.has('api'),
-      db,
-      store,
-      dispenser,
-      snowflake,
-      redis,
-      keyMismatch,
-      refillState: () => (refill ? 'running' : roles.has('refill') ? 'starting' : 'off'),
-      responderState,
-      registry,
-      metrics,
-      logger,
-    });
+    const app = await buildApiServer({ config, db, store, parts, redis, refillState, responderState, registry, metrics, logger, api: roles.has('api') });
     closers.add('http', () => app.close());
     const url = await listen(app, config.IDMINT_HOST, config.IDMINT_PORT);
-    return { app, dispenser, store, registry, url, roles, close: () => closers.closeAll() };
+    return { app, dispenser: parts?.dispenser, store, registry, url, roles, close: () => closers.closeAll() };
   } catch (err) {
     await closers.closeAll();
     throw err;
@@ -137,6 +129,9 @@ export function rolesFrom(config: Config): ReadonlySet<Role> {
     const roles = new Set(config.IDMINT_ROLES.split(',') as Role[]);
     if (roles.has('refill') && !config.REDIS_URL) throw new IdmintError('BAD_REQUEST', 'IDMINT_ROLES includes refill, which needs REDIS_URL (refills fill Redis pools)');
     if (roles.has('responder') && !config.KAFKA_BROKERS) throw new IdmintError('BAD_REQUEST', 'IDMINT_ROLES includes responder, which needs KAFKA_BROKERS');
+    if (roles.size === 1 && roles.has('refill') && !config.DATABASE_URL) {
+      throw new IdmintError('BAD_REQUEST', 'a refill-only process needs DATABASE_URL: it allocates segments in the Postgres the API uses');
+    }
     return roles;
   }
   const roles = new Set<Role>(['api']);

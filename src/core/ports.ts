@@ -88,6 +88,11 @@ export interface BizStore extends SegmentAllocator {
   close(): Promise<void>;
 }
 
+/** How far each tag's counters have gone: the highest ID allocated over its shards (0 when none). */
+export interface SegmentUsage {
+  highestAllocated(bizTags: readonly string[]): Promise<Map<string, number>>;
+}
+
 /** Milliseconds since the Unix epoch. Injected so tests can step the clock. */
 export interface Clock {
   now(): number;
@@ -106,6 +111,8 @@ export interface WorkerIdLease {
    * recorded time, or the lease lost. SnowflakeSource consults it before handing IDs out.
    */
   assertIssuable(timestampMs: number): void;
+  /** Whether the server behind the id answers (ZooKeeper): IDs may still flow on the local mark while it does not. */
+  health?(): { ok: boolean; message?: string };
   close(): Promise<void>;
 }
 

@@ -89,7 +89,7 @@ export class DispenserMetrics {
 }
 
 /** Wraps a store so every allocation is counted and timed. */
-export function instrumentStore(store: BizStore, metrics: DispenserMetrics): BizStore {
+export function instrumentStore<S extends BizStore>(store: S, metrics: DispenserMetrics): S {
   const allocate = async (bizTag: string, step: number, options?: { shard?: number; by?: string }): Promise<Segment> => {
     const stop = metrics.allocationSeconds.startTimer({ biz_tag: bizTag });
     try {

@@ -45,8 +45,6 @@ export interface HttpServerOptions {
   rateLimits?: RateLimits;
   /** The `/status` page's data (tags come from the store). */
   status?: { depths: () => DepthReading[]; history: () => HistoryBucket[] };
-  /** Only /healthz, /readyz and /metrics: a process without the API role still holds its port (its ZooKeeper identity). */
-  opsOnly?: boolean;
   /** Largest request body. Default 64 KiB: admin bodies are small. */
   bodyLimit?: number;
   /** Timeouts and the connection cap. Default CONNECTION_LIMIT_DEFAULTS. */
@@ -54,7 +52,23 @@ export interface HttpServerOptions {
   logger?: Logger;
 }
 
-/** Builds the fastify app with DESIGN.md's HTTP contract. Not listening: call `listen()`. */
+/**
+ * Only /healthz, /readyz and /metrics: what a process without the API role serves (the refill
+ * worker's metrics; a responder's ZooKeeper identity is its ip:port). Not listening.
+ */
+export function buildOpsServer(options: {
+  registry: Pick<Registry, 'contentType' | 'metrics'>;
+  readiness: () => Promise<ReadinessReport>;
+  host: string;
+  limits?: ConnectionLimits;
+  logger?: Logger;
+}): FastifyInstance {
+  const app = createFastify({ component: 'http', ...(options.logger ? { logger: options.logger } : {}), ...(options.limits ? { limits: options.limits } : {}) });
+  opsRoutes(app, { registry: options.registry, readiness: options.readiness });
+  return app;
+}
+
+/** Builds the fastify app with the HTTP contract (shared/DESIGN.md, README). Not listening: call `listen()`. */
 export async function buildHttpServer(options: HttpServerOptions): Promise<FastifyInstance> {
   assertAdminExposureSafe(options.host, options.adminToken);
   const app = createFastify({
@@ -75,9 +89,8 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
   });
   const authorize = makeAdminGuard(options.adminToken);
 
-  if (!options.opsOnly) await openApi(app);
+  await openApi(app);
   opsRoutes(app, { registry: options.metricsSource ?? options.registry, ...(options.readiness ? { readiness: options.readiness } : {}) });
-  if (options.opsOnly) return app;
 
   const gate = options.tokens ? new TokenGate(options.tokens) : undefined;
   // A callback hook: a tag whose hashes are cached is checked without a promise per request.

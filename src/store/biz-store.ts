@@ -10,6 +10,7 @@ import {
   type FallbackPolicy,
   type PoolKind,
   type Segment,
+  type SegmentUsage,
 } from '../core/ports.js';
 import { silentLogger, type Logger } from '../core/logger.js';
 import type { Database, SqlClient } from './db.js';
@@ -68,7 +69,7 @@ SELECT $1, $3, start_id, end_id, $4 FROM seg
 RETURNING start_id, end_id`;
 
 /** Business tags and segment allocation over Postgres or PGlite (the same SQL on both). */
-export class PostgresBizStore implements BizStore {
+export class PostgresBizStore implements BizStore, SegmentUsage {
   readonly options: Readonly<Required<Omit<PostgresBizStoreOptions, 'logger'>>>;
   private readonly db: Database;
   private readonly log: Logger;
@@ -186,6 +187,15 @@ export class PostgresBizStore implements BizStore {
     const row = rows[0];
     if (!row) throw await this.whyNoSegment(bizTag, shard);
     return { bizTag, shard, start: Number(row.start_id), end: Number(row.end_id) };
+  }
+
+  async highestAllocated(bizTags: readonly string[]): Promise<Map<string, number>> {
+    if (bizTags.length === 0) return new Map();
+    const { rows } = await this.db.query<{ biz_tag: string; max_id: string }>(
+      'SELECT biz_tag, max(max_id)::text AS max_id FROM idmint_segment WHERE biz_tag = ANY($1) GROUP BY biz_tag',
+      [bizTags],
+    );
+    return new Map(rows.map((r) => [r.biz_tag, Number(r.max_id)]));
   }
 
   async close(): Promise<void> {

@@ -4,6 +4,7 @@ import type { ACL, Client, ClientOptions, Stat } from 'node-zookeeper-client';
 import { IdmintError, TimeoutError } from '../core/errors.js';
 import { silentLogger, type Logger } from '../core/logger.js';
 import { defaults, resolveOptions } from '../core/options.js';
+import { Episode } from '../core/episode.js';
 
 export interface ZkClientOptions {
   /** `host:port[,host:port]`, as in ZK_CONNECT. */
@@ -71,9 +72,13 @@ export class ZkClient extends EventEmitter {
     if (auth) this.client.addAuthInfo('digest', Buffer.from(auth));
     this.acls = auth ? [...zookeeper.ACL.CREATOR_ALL_ACL, ...zookeeper.ACL.READ_ACL_UNSAFE] : zookeeper.ACL.OPEN_ACL_UNSAFE;
     guardSocketParser(this.client, this.logger);
-    this.client.on('connected', () => this.emit('connected'));
+    const lost = new Episode(this.logger, 'ZooKeeper connection lost; the client keeps retrying');
+    this.client.on('connected', () => {
+      lost.recover({ connect: this.options.connect });
+      this.emit('connected');
+    });
     this.client.on('disconnected', () => {
-      if (!this.closed) this.logger.warn({ connect: this.options.connect }, 'ZooKeeper connection lost; the client keeps retrying');
+      if (!this.closed) lost.fail({ connect: this.options.connect }, 'disconnected');
       this.emit('disconnected');
     });
     this.client.on('expired', () => {

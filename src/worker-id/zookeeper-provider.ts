@@ -62,12 +62,15 @@ export interface ZooKeeperWorkerIdLease extends WorkerIdLease {
  */
 export class ZooKeeperWorkerIdProvider implements WorkerIdProvider {
   readonly options: Readonly<Options>;
+  private readonly baseLogger: Logger;
 
   constructor(options: ZooKeeperWorkerIdProviderOptions) {
     const merged = resolveOptions({ ...ZOOKEEPER_WORKER_ID_DEFAULTS, clock: systemClock, logger: silentLogger }, options, (s) => {
       if (!/^[^\s/:#]+:\d{1,5}(#\d{1,3})?$/.test(s.address)) throw new OptionsError('ZooKeeperWorkerIdProvider', 'address', `must be ip:port (or ip:port#process), got "${s.address}"`);
       if (!/^(\/[^/\s]+)+$/.test(s.root)) throw new OptionsError('ZooKeeperWorkerIdProvider', 'root', `must be an absolute ZooKeeper path, got "${s.root}"`);
     });
+    // The ZooKeeper client names its own component; a child of ours would carry `component` twice.
+    this.baseLogger = merged.logger;
     this.options = Object.freeze({ ...merged, logger: merged.logger.child({ component: 'worker-id-zookeeper' }) });
   }
 
@@ -122,7 +125,7 @@ export class ZooKeeperWorkerIdProvider implements WorkerIdProvider {
   /** @internal */
   connect(): Promise<ZkClient> {
     const o = this.options;
-    return ZkClient.connect({ connect: o.connect, connectTimeoutMs: o.connectTimeoutMs, sessionTimeoutMs: o.sessionTimeoutMs, logger: o.logger, ...(o.auth ? { auth: o.auth } : {}) });
+    return ZkClient.connect({ connect: o.connect, connectTimeoutMs: o.connectTimeoutMs, sessionTimeoutMs: o.sessionTimeoutMs, logger: this.baseLogger, ...(o.auth ? { auth: o.auth } : {}) });
   }
 
   /** Finds this address's node (checking its last report against the clock) or creates one. @internal */
@@ -204,6 +207,13 @@ class ZooKeeperLease implements ZooKeeperWorkerIdLease {
   /** True while a live session holds the node (for /readyz). */
   get registered(): boolean {
     return this.zk !== null && this.nodePath !== null && this.revoked === null;
+  }
+
+  /** For /readyz: IDs still flow on the local clock mark while ZooKeeper is away, but the operator should know. */
+  health(): { ok: boolean; message?: string } {
+    if (this.revoked) return { ok: false, message: this.revoked.message };
+    if (!this.zk?.connected) return { ok: false, message: `ZooKeeper is unreachable; worker ${this.workerId} serves on its local clock mark` };
+    return { ok: true };
   }
 
   assertIssuable(timestampMs: number): void {

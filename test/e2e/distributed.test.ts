@@ -82,7 +82,7 @@ describe('idmint serve with Postgres, Redis, Kafka and ZooKeeper', () => {
     }
     expect(report.status).toBe('ready');
     expect(report.checks.snowflake?.message).toMatch(/from zookeeper/);
-    expect(Object.keys(report.checks).sort()).toEqual(['database', 'kafka', 'redis', 'snowflake']);
+    expect(Object.keys(report.checks).sort()).toEqual(['database', 'kafka', 'redis', 'refill', 'snowflake', 'zookeeper']);
   });
 
   it('hands out one tag over HTTP and Kafka at once with zero duplicates, from the Redis pool', async () => {

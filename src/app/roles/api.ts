@@ -4,10 +4,10 @@ import { UID_LAYOUT } from '../../core/layout.js';
 import type { Logger } from '../../core/logger.js';
 import type { BizStore } from '../../core/ports.js';
 import { makeDecoder } from '../../core/decode.js';
-import type { Dispenser } from '../../dispenser/dispenser.js';
 import type { DispenserMetrics } from '../../dispenser/metrics.js';
-import type { SnowflakeSource } from '../../dispenser/sources/snowflake.js';
-import { buildHttpServer, type ReadinessReport } from '../../http/server.js';
+import { buildHttpServer, buildOpsServer } from '../../http/server.js';
+import type { DispenserParts } from '../dispense.js';
+import { exportReadiness, readinessOf } from '../readiness.js';
 import type { Database } from '../../store/db.js';
 import { PostgresTagTokenStore } from '../../store/tag-tokens.js';
 import { groupMetrics } from '../cluster/metrics.js';
@@ -17,16 +17,14 @@ import { DEFAULT_REDIS_POOL } from '../../core/pool-kind.js';
 
 export interface ApiRoleOptions {
   config: Config;
-  /** Without the API role: only /healthz, /readyz and /metrics (the process still holds its port). */
-  opsOnly: boolean;
+  /** With the API role: the whole API. Without: only /healthz, /readyz and /metrics (the process still holds its port). */
+  api: boolean;
   db: Database;
   store: BizStore;
-  dispenser: Dispenser;
-  snowflake: SnowflakeSource;
+  /** The dispenser and its generators; absent in a process that hands out no IDs (the refill role alone). */
+  parts: DispenserParts | undefined;
   redis: RedisPools | undefined;
-  /** Why this process refuses obfuscated tags (IDMINT_OBFUSCATION_KEY differs from the deployment's). */
-  keyMismatch?: string | undefined;
-  /** Whether the refill role runs here (for /v1/stats), and whether the Kafka responder has started (for /readyz). */
+  /** Whether the refill role runs here (for /v1/stats and /readyz), and whether the Kafka responder has started (for /readyz). */
   refillState: () => 'running' | 'starting' | 'off';
   responderState: () => 'running' | 'starting' | 'off';
   registry: Registry;
@@ -34,36 +32,30 @@ export interface ApiRoleOptions {
   logger: Logger;
 }
 
-/** The API role's HTTP server (not listening): the whole API, or only the ops routes. */
+/** The process's HTTP server (not listening): the whole API, or only the ops routes. */
 export async function buildApiServer(options: ApiRoleOptions): Promise<FastifyInstance> {
-  const { config, db, store, snowflake, redis } = options;
+  const { config, db, store, parts, redis } = options;
+  const readiness = readinessOf({
+    db,
+    redis,
+    snowflake: parts?.snowflake,
+    keyMismatch: parts?.keyMismatch,
+    refillState: options.refillState,
+    responderState: options.responderState,
+  });
+  exportReadiness(options.registry, readiness);
+  const metricsSource = config.IDMINT_PROCESS_INDEX !== undefined && process.send ? groupMetrics(options.registry) : options.registry;
+  if (!options.api || !parts) {
+    return buildOpsServer({ registry: metricsSource, readiness, host: config.IDMINT_HOST, limits: connectionLimits(config), logger: options.logger });
+  }
+  const { snowflake } = parts;
   // The BullMQ dashboard and refill stats only where Redis pools are: nothing else loads them.
   const [dashboard, refillStats] = redis ? await Promise.all([import('../../http/dashboard.js'), import('../../refill/stats.js')]) : [];
-  const readiness = async (): Promise<ReadinessReport> => {
-    const checks: ReadinessReport['checks'] = {};
-    try {
-      await db.query('SELECT 1');
-      checks.database = { ok: true };
-    } catch (err) {
-      checks.database = { ok: false, message: (err as Error).message };
-    }
-    checks.snowflake = { ok: true, message: `worker ${snowflake.workerId} from ${snowflake.lease.provider}` };
-    if (redis) checks.redis = redis.connection.check();
-    if (options.keyMismatch) {
-      checks.formats = { ok: false, message: options.keyMismatch, hint: 'IDMINT_OBFUSCATION_KEY differs from the key recorded for this deployment: obfuscated tags are refused here' };
-    }
-    const responder = options.responderState();
-    if (responder !== 'off') checks.kafka = responder === 'running' ? { ok: true } : { ok: false, message: 'responder not running yet' };
-    // Without Redis the API still serves by each tag's fallback: degraded, not down.
-    const status = !checks.database.ok ? 'not_ready' : Object.values(checks).every((c) => c.ok) ? 'ready' : 'degraded';
-    return { status, checks };
-  };
   return buildHttpServer({
-    opsOnly: options.opsOnly,
-    dispenser: options.dispenser,
+    dispenser: parts.dispenser,
     store,
     registry: options.registry,
-    ...(config.IDMINT_PROCESS_INDEX !== undefined && process.send ? { metricsSource: groupMetrics(options.registry) } : {}),
+    ...(metricsSource !== options.registry ? { metricsSource } : {}),
     decode: makeDecoder({ snowflake: snowflake.layout, uid: UID_LAYOUT }),
     decodeSnowflake: (id) => snowflake.decode(id),
     nextSnowflakeId: () => snowflake.nextId(),

@@ -1,15 +1,10 @@
 import type { Registry } from 'prom-client';
-import { IdmintError } from '../../core/errors.js';
 import type { Logger } from '../../core/logger.js';
 import type { BizStore, PoolSink } from '../../core/ports.js';
 import { createRefillProcessor, type RefillProcessor, type SinkKind } from '../../refill/processor.js';
 import { RefillWorker } from '../../refill/worker.js';
-import { PostgresBizStore } from '../../store/biz-store.js';
-import { Closers } from '../closers.js';
 import type { Config } from '../config.js';
-import { openDatabase } from '../database.js';
-import { openKafkaPoolSink, openRedisPools, type RedisPools } from '../pools.js';
-import type { Started } from '../process.js';
+import type { RedisPools } from '../pools.js';
 import { DEFAULT_REDIS_POOL } from '../../core/pool-kind.js';
 
 export interface RefillRoleOptions {
@@ -77,27 +72,4 @@ export async function startRefillRole(options: RefillRoleOptions): Promise<Refil
     await worker.close();
   };
   return Object.freeze({ worker, processor, close });
-}
-
-/**
- * A process running the refill role alone (workers/refill.ts): Postgres (in the configured
- * schema, the same as the API's), Redis pools, the Kafka pool sink, the worker. No HTTP.
- */
-export async function startRefillProcess({ config, logger }: { config: Config; logger: Logger }): Promise<Started> {
-  if (!config.DATABASE_URL) throw new IdmintError('BAD_REQUEST', 'workers/refill needs DATABASE_URL (segments come from Postgres)');
-  if (!config.REDIS_URL) throw new IdmintError('BAD_REQUEST', 'workers/refill needs REDIS_URL (refills fill Redis pools)');
-  const closers = new Closers(logger);
-  try {
-    const db = await openDatabase(config, logger, closers);
-    const store = new PostgresBizStore(db, { logger });
-    const redis = openRedisPools(config, { logger, closers });
-    const kafkaSink = openKafkaPoolSink(config, { logger, closers });
-    const role = await startRefillRole({ config, store, redis, kafkaSink, logger });
-    closers.add('refill worker', () => role.close());
-    logger.info({ queue: config.IDMINT_REFILL_QUEUE, sweepEveryMs: config.IDMINT_REFILL_EVERY_MS }, 'refill worker ready');
-    return { close: () => closers.closeAll() };
-  } catch (err) {
-    await closers.closeAll();
-    throw err;
-  }
 }

@@ -4,16 +4,22 @@ import { Queue } from 'bullmq';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SWEEP_SCHEDULER_ID } from '../../../src/refill/queue.js';
 import { DATABASE_URL, freshStore, REDIS_URL, sleep, uid, type TestStore } from './helpers.js';
+import { freePort } from '../../helpers/spawn-server.js';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 
-function startWorker(env: NodeJS.ProcessEnv) {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'workers/refill.ts'], { cwd: ROOT, env: { ...process.env, LOG_LEVEL: 'info', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+async function startWorker(env: NodeJS.ProcessEnv) {
+  const port = await freePort();
+  const child = spawn(process.execPath, ['--import', 'tsx', 'workers/refill.ts'], {
+    cwd: ROOT,
+    env: { ...process.env, LOG_LEVEL: 'info', IDMINT_PORT: String(port), ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   child.stdout.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr.on('data', (d: Buffer) => (out += d.toString()));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  return { child, exited, output: () => out };
+  return { child, exited, output: () => out, url: `http://127.0.0.1:${port}` };
 }
 
 describe('workers/refill.ts as a process', () => {
@@ -23,10 +29,10 @@ describe('workers/refill.ts as a process', () => {
     store = undefined;
   });
 
-  it('re-asserts the sweep scheduler after Redis lost it (hardening #7)', async () => {
+  it('re-asserts the sweep scheduler after Redis lost it', async () => {
     store = await freshStore();
     const queueName = `resched-${uid()}`;
-    const w = startWorker({ REDIS_URL, DATABASE_URL: store.url, IDMINT_REFILL_QUEUE: queueName, IDMINT_REFILL_EVERY_MS: '1000' });
+    const w = await startWorker({ REDIS_URL, DATABASE_URL: store.url, IDMINT_REFILL_QUEUE: queueName, IDMINT_REFILL_EVERY_MS: '1000' });
     const queue = new Queue(queueName, { connection: { url: REDIS_URL } });
     try {
       for (let i = 0; i < 600 && !w.output().includes('refill worker ready'); i++) await sleep(50);
@@ -50,10 +56,16 @@ describe('workers/refill.ts as a process', () => {
 
   it('starts, then stops cleanly on SIGTERM with exit code 0', async () => {
     store = await freshStore();
-    const w = startWorker({ REDIS_URL, DATABASE_URL: store.url, IDMINT_REFILL_QUEUE: `proc-${uid()}`, IDMINT_REFILL_EVERY_MS: '600000' });
+    const w = await startWorker({ REDIS_URL, DATABASE_URL: store.url, IDMINT_REFILL_QUEUE: `proc-${uid()}`, IDMINT_REFILL_EVERY_MS: '600000' });
     try {
       for (let i = 0; i < 600 && !w.output().includes('refill worker ready'); i++) await sleep(50);
       expect(w.output()).toContain('refill worker ready');
+      // One assembly with idmint serve: ops routes, and no dispenser or worker id it would never use.
+      const ready = (await (await fetch(`${w.url}/readyz`)).json()) as { status: string; checks: Record<string, unknown> };
+      expect(ready.status).toBe('ready');
+      expect(Object.keys(ready.checks).sort()).toEqual(['database', 'redis', 'refill']);
+      expect(await (await fetch(`${w.url}/metrics`)).text()).toContain('idmint_');
+      expect(w.output()).not.toMatch(/worker id/);
       w.child.kill('SIGTERM');
       expect(await w.exited).toBe(0);
       expect(w.output()).toContain('shutting down');
@@ -67,7 +79,7 @@ describe('workers/refill.ts as a process', () => {
   it('allocates in IDMINT_PG_SCHEMA, the schema the API uses, when DATABASE_URL names none', async () => {
     store = await freshStore();
     await store.store.createBiz({ bizTag: 'schema-drift', pool: 'redis-list', step: 1000 });
-    const w = startWorker({
+    const w = await startWorker({
       REDIS_URL,
       DATABASE_URL,
       IDMINT_PG_SCHEMA: store.schema,
@@ -89,13 +101,13 @@ describe('workers/refill.ts as a process', () => {
   });
 
   it('refuses to start without DATABASE_URL, with one line that says why', async () => {
-    const w = startWorker({ REDIS_URL, DATABASE_URL: '' });
+    const w = await startWorker({ REDIS_URL, DATABASE_URL: '' });
     expect(await w.exited).toBe(1);
-    expect(w.output().trim()).toBe('idmint-refill: BAD_REQUEST: workers/refill needs DATABASE_URL (segments come from Postgres)');
+    expect(w.output().trim()).toBe('idmint-refill: BAD_REQUEST: a refill-only process needs DATABASE_URL: it allocates segments in the Postgres the API uses');
   });
 
   it('refuses a bad refill option, naming the variable', async () => {
-    const w = startWorker({ REDIS_URL, DATABASE_URL: 'postgres://127.0.0.1:1/x', IDMINT_REFILL_LOCK_MS: 'soon' });
+    const w = await startWorker({ REDIS_URL, DATABASE_URL: 'postgres://127.0.0.1:1/x', IDMINT_REFILL_LOCK_MS: 'soon' });
     expect(await w.exited).toBe(1);
     expect(w.output()).toContain('IDMINT_REFILL_LOCK_MS');
   });

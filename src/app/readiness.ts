@@ -1,0 +1,95 @@
+import { Gauge, type Registry } from 'prom-client';
+import type { SqlClient } from '../store/db.js';
+import type { SnowflakeSource } from '../dispenser/sources/snowflake.js';
+import type { ReadinessReport } from '../http/server.js';
+import type { RedisPools } from './pools.js';
+
+type RoleState = () => 'running' | 'starting' | 'off';
+
+export interface ReadinessSources {
+  db: SqlClient;
+  redis: RedisPools | undefined;
+  /** The process's Snowflake generator; absent where no IDs are handed out (the refill role alone). */
+  snowflake: SnowflakeSource | undefined;
+  keyMismatch: string | undefined;
+  refillState: RoleState;
+  responderState: RoleState;
+}
+
+const KEY_HINT = 'IDMINT_OBFUSCATION_KEY differs from the key recorded for this deployment: obfuscated tags are refused here';
+
+/**
+ * The readiness rule (README "Health"; docs/reliability.md): `ready` when every configured server
+ * answers; `degraded` (HTTP 200) while some rung of the fallback ladder can still serve; `not_ready`
+ * (503) only when this process can serve nothing. One dependency down must never take every
+ * instance out of an orchestrator's rotation.
+ */
+export function readinessOf(sources: ReadinessSources): () => Promise<ReadinessReport> {
+  return async () => {
+    const checks: ReadinessReport['checks'] = {};
+    try {
+      await sources.db.query('SELECT 1');
+      checks.database = { ok: true };
+    } catch (err) {
+      checks.database = { ok: false, message: (err as Error).message };
+    }
+    if (sources.redis) checks.redis = sources.redis.connection.check();
+    const { snowflake } = sources;
+    if (snowflake) {
+      try {
+        snowflake.lease.assertIssuable(Date.now());
+        checks.snowflake = { ok: true, message: `worker ${snowflake.workerId} from ${snowflake.lease.provider}` };
+      } catch (err) {
+        checks.snowflake = { ok: false, message: (err as Error).message };
+      }
+      const server = snowflake.lease.health?.();
+      if (server) checks[snowflake.lease.provider] = server;
+    }
+    if (sources.keyMismatch) checks.formats = { ok: false, message: sources.keyMismatch, hint: KEY_HINT };
+    const responder = sources.responderState();
+    if (responder !== 'off') checks.kafka = responder === 'running' ? { ok: true } : { ok: false, message: 'the Kafka responder has not joined its group yet' };
+    const refill = sources.refillState();
+    if (refill !== 'off') checks.refill = refill === 'running' ? { ok: true } : { ok: false, message: 'the refill worker has not started yet' };
+
+    if (Object.values(checks).every((c) => c.ok)) return { status: 'ready', checks };
+    // A process that hands out IDs serves while any rung can: a pool (Redis), a segment
+    // (Postgres) or Snowflake. A refill worker does nothing without both Postgres and Redis.
+    const canServe = snowflake
+      ? checks.database.ok || checks.redis?.ok === true || checks.snowflake?.ok === true
+      : checks.database.ok && checks.redis?.ok === true;
+    return { status: canServe ? 'degraded' : 'not_ready', checks };
+  };
+}
+
+/**
+ * The readiness answer as metrics, computed at scrape time: `idmint_readiness{status}` is 1 for
+ * the current status (the `IdmintDegraded` alert fires on it), `idmint_check_ok{check}` per server.
+ */
+export function exportReadiness(registry: Registry, readiness: () => Promise<ReadinessReport>): void {
+  let pending: Promise<ReadinessReport> | undefined;
+  // Both gauges are collected in one scrape: one readiness computation for the two.
+  const report = (): Promise<ReadinessReport> => {
+    pending ??= readiness().finally(() => setImmediate(() => (pending = undefined)));
+    return pending;
+  };
+  new Gauge({
+    name: 'idmint_readiness',
+    help: 'What /readyz answers: 1 for the current status (ready, degraded: serving by fallback, not_ready: cannot serve)',
+    labelNames: ['status'] as const,
+    registers: [registry],
+    async collect() {
+      const { status: now } = await report();
+      for (const s of ['ready', 'degraded', 'not_ready'] as const) this.set({ status: s }, s === now ? 1 : 0);
+    },
+  });
+  new Gauge({
+    name: 'idmint_check_ok',
+    help: 'Per readiness check: 1 when the server it names answers',
+    labelNames: ['check'] as const,
+    registers: [registry],
+    async collect() {
+      this.reset();
+      for (const [name, check] of Object.entries((await report()).checks)) this.set({ check: name }, check.ok ? 1 : 0);
+    },
+  });
+}
