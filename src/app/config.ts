@@ -131,9 +131,9 @@ export const envSchema = z.object({
   IDMINT_GATE_PASS: z.string().regex(/^[\x21-\x7e]+$/, 'printable characters without spaces').optional(),
   /** Static worker id (skips ZooKeeper and the file). */
   IDMINT_WORKER_ID: int(0, 4_194_303).optional(),
-  /** Where Snowflake worker ids come from: auto (ZooKeeper if ZK_CONNECT, else Postgres if DATABASE_URL, else the file), zookeeper, postgres, redis, file. Default auto. */
   /** Secret key of the obfuscated ID formats (at least 16 characters); the same on every process. Never logged. */
   IDMINT_OBFUSCATION_KEY: z.string().regex(/^[\x21-\x7e]{16,}$/, 'at least 16 printable characters without spaces').optional(),
+  /** Where Snowflake worker ids come from: auto (ZooKeeper if ZK_CONNECT, else Postgres if DATABASE_URL, else the file), zookeeper, postgres, redis, file. Default auto. */
   IDMINT_WORKER_ID_PROVIDER: z.enum(['auto', 'zookeeper', 'postgres', 'redis', 'file']).default('auto'),
   /** The address this process advertises for its ZooKeeper worker node. Default IDMINT_HOST:IDMINT_PORT. */
   IDMINT_ADVERTISE: z

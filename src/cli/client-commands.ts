@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { BadRequestError, IdmintError } from '../core/errors.js';
 import { call, targetFrom } from './http-client.js';
+import { MAX_SHARDS } from '../core/ports.js';
 
 const print = (value: unknown): void => void process.stdout.write(`${typeof value === 'string' ? value : JSON.stringify(value, null, 2)}\n`);
 
@@ -38,7 +39,7 @@ export function registerClientCommands(program: Command): void {
       .option('--mode <mode>', 'segment | snowflake | uid | sharded')
       .option('--step <n>', 'segment size', positiveInt('--step'))
       .option('--max-limit <n|none>', 'largest ID ever issued, or none', nullableLimit)
-      .option('--shards <n>', 'shards (sharded mode)', positiveInt('--shards', 64))
+      .option('--shards <n>', 'shards (sharded mode)', positiveInt('--shards', MAX_SHARDS))
       .option('--fallback <policy>', 'segment | snowflake | error')
       .option('--pool <kind>', 'auto | memory | redis-list | redis-counter | kafka')
       .option('--format <format>', 'decimal | obfuscated | base62 | sqids | obfuscated+base62 | obfuscated+sqids (create only)')

@@ -1,7 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { isIP } from 'node:net';
-import type { FastifyRequest } from 'fastify';
-import { IdmintError } from '../core/errors.js';
+import type { FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
+import { IdmintError, isIdmintError } from '../core/errors.js';
 
 export function isLoopback(host: string): boolean {
   if (host === 'localhost') return true;
@@ -34,6 +34,21 @@ export function makeAdminGuard(token: string | undefined): (request: FastifyRequ
       if (colon >= 0 && sameSecret(decoded.slice(colon + 1), token)) return;
     }
     throw new IdmintError('UNAUTHORIZED', header === '' ? 'missing Authorization header: send "Authorization: Bearer <IDMINT_ADMIN_TOKEN>"' : 'wrong admin token');
+  };
+}
+
+/**
+ * An onRequest hook for pages a browser opens (`/ui`, `/status`): the admin check, answered with
+ * a basic-auth challenge so the browser asks for a password (any user, the token as password).
+ */
+export function browserAdminHook(authorize: (request: FastifyRequest) => void): onRequestAsyncHookHandler {
+  return async (request, reply) => {
+    try {
+      authorize(request);
+    } catch (err) {
+      const error = isIdmintError(err) ? err : new IdmintError('UNAUTHORIZED', 'admin token required');
+      return reply.code(error.status).header('www-authenticate', 'Basic realm="idmint", charset="UTF-8"').send(error.toJSON());
+    }
   };
 }
 

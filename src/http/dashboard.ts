@@ -3,7 +3,8 @@ import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { FastifyAdapter } from '@bull-board/fastify';
 import type { Queue } from 'bullmq';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { IdmintError, isIdmintError } from '../core/errors.js';
+import { browserAdminHook } from './auth.js';
+import { IdmintError } from '../core/errors.js';
 import { defaults } from '../core/options.js';
 
 export interface DashboardOptions {
@@ -42,15 +43,7 @@ export async function registerDashboard(app: FastifyInstance, options: Dashboard
   });
 
   await app.register(async (scope) => {
-    scope.addHook('onRequest', async (request, reply) => {
-      try {
-        options.authorize(request);
-      } catch (err) {
-        const error = isIdmintError(err) ? err : new IdmintError('UNAUTHORIZED', 'admin token required');
-        // The challenge makes a browser ask for a password: user `admin`, password the token.
-        return reply.code(error.status).header('www-authenticate', 'Basic realm="idmint", charset="UTF-8"').send(error.toJSON());
-      }
-    });
+    scope.addHook('onRequest', browserAdminHook(options.authorize));
     await scope.register(serverAdapter.registerPlugin(), { prefix: basePath });
   });
 }

@@ -5,12 +5,13 @@ import type { BizStore, BizTag, PoolKind } from '../core/ports.js';
 import { BIZ_TAG_PATTERN, MAX_SEGMENT_ID } from '../core/ports.js';
 import { parseBizTag } from './params.js';
 import { ID_FORMATS, type IdFormat } from '../core/format/format.js';
+import { MAX_SHARDS } from '../core/ports.js';
 
 const fields = {
   mode: z.enum(['segment', 'snowflake', 'uid', 'sharded']),
   step: z.number().int().min(1).max(100_000_000),
   maxLimit: z.number().int().min(1).max(MAX_SEGMENT_ID).nullable(),
-  shards: z.number().int().min(1).max(64),
+  shards: z.number().int().min(1).max(MAX_SHARDS),
   fallback: z.enum(['segment', 'snowflake', 'error']),
   pool: z.enum(['auto', 'memory', 'redis-list', 'redis-counter', 'kafka']),
   format: z.enum(ID_FORMATS),

@@ -68,7 +68,7 @@ export function buildOpsServer(options: {
   return app;
 }
 
-/** Builds the fastify app with the HTTP contract (shared/DESIGN.md, README). Not listening: call `listen()`. */
+/** Builds the fastify app with the HTTP contract (README "HTTP API"). Not listening: call `listen()`. */
 export async function buildHttpServer(options: HttpServerOptions): Promise<FastifyInstance> {
   assertAdminExposureSafe(options.host, options.adminToken);
   const app = createFastify({

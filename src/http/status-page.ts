@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { IdmintError, isIdmintError } from '../core/errors.js';
+import { browserAdminHook } from './auth.js';
 import type { HistoryBucket } from '../core/history.js';
 import type { BizStore, BizTag } from '../core/ports.js';
 import type { DepthReading } from '../dispenser/metrics.js';
@@ -24,14 +24,7 @@ const SOURCE_COLOURS = { pool: '#2e7d32', segment: '#1565c0', snowflake: '#ef6c0
  * token as Bearer or basic-auth password, like `/ui`. `/status.json` serves the same data.
  */
 export async function statusRoutes(app: FastifyInstance, options: StatusPageOptions): Promise<void> {
-  app.addHook('onRequest', async (request, reply) => {
-    try {
-      options.authorize(request);
-    } catch (err) {
-      const error = isIdmintError(err) ? err : new IdmintError('UNAUTHORIZED', 'admin token required');
-      return reply.code(error.status).header('www-authenticate', 'Basic realm="idmint", charset="UTF-8"').send(error.toJSON());
-    }
-  });
+  app.addHook('onRequest', browserAdminHook(options.authorize));
 
   const collect = async () => {
     const tags = await options.store.listBiz();

@@ -7,7 +7,7 @@ import type { Block } from '../core/block.js';
 import { ID_FORMATS, type IdFormat } from '../core/format/format.js';
 
 /**
- * The Kafka wire contract (DESIGN.md, "Contracts: Kafka"): JSON values with `"v":1`.
+ * The Kafka wire contract (README "Kafka API"): JSON values with `"v":1`.
  * Decoders never throw on bad input: they return a typed failure the responder can answer.
  */
 

@@ -18,21 +18,21 @@ function checkTag(bizTag: string): void {
 }
 
 /**
- * `idmint.ids.<tag>` for shard 0, `idmint.ids.<tag>.S<n>` for others: tags are lower-case,
- * so the upper-case `S` can never collide with another tag's topic.
- */
-/**
  * Pool-topic configs: blocks older than a day are deleted, well before Kafka forgets an idle
  * group's offsets (7 days), so a group that returns can never replay blocks it already handed out.
  */
 export const POOL_TOPIC_CONFIGS: Readonly<Record<string, string>> = Object.freeze({ 'retention.ms': String(86_400_000), 'segment.ms': String(3_600_000) });
 
+/**
+ * `idmint.ids.<tag>` for shard 0, `idmint.ids.<tag>.S<n>` for others: tags are lower-case,
+ * so the upper-case `S` can never collide with another tag's topic.
+ */
 export function poolTopic(bizTag: string, shard = 0): string {
   checkTag(bizTag);
   return shard === 0 ? `${POOL_TOPIC_PREFIX}${bizTag}` : `${POOL_TOPIC_PREFIX}${bizTag}.S${shard}`;
 }
 
-/** Exactly one consumer group per tag (DESIGN.md); shards other than 0 get their own. */
+/** Exactly one consumer group per tag (the pool-topic contract); shards other than 0 get their own. */
 export function poolGroup(bizTag: string, shard = 0): string {
   checkTag(bizTag);
   return shard === 0 ? `${POOL_GROUP_PREFIX}${bizTag}` : `${POOL_GROUP_PREFIX}${bizTag}.S${shard}`;

@@ -110,7 +110,7 @@ function validate(s: Settings): void {
 }
 
 // Only segment tags are pooled: sharded tags encode shard and app bits in this process
-// (src/sharded-source.ts), so a pool of raw sequence numbers would hand out colliding IDs.
+// (src/dispenser/sources/sharded.ts), so a pool of raw sequence numbers would hand out colliding IDs.
 const POOLED_MODES = new Set(['segment']);
 
 export function createRefillProcessor(options: RefillProcessorOptions): RefillProcessor {

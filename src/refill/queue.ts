@@ -4,7 +4,7 @@ import { silentLogger, type Logger } from '../core/logger.js';
 import type { RefillReason, RefillTrigger } from '../pool/redis/pool-base.js';
 import type { RefillJobData } from './processor.js';
 import { checkInteger, OptionsError, resolveOptions } from '../core/options.js';
-import { redisHandle, type RedisHandle } from '../pool/redis/connection.js';
+import { redisHandle, type RedisHandle } from '../redis/handle.js';
 import { Episode } from '../core/episode.js';
 
 export const REFILL_QUEUE_NAME = 'idmint-refill';

@@ -6,7 +6,7 @@ import { silentLogger, type Logger } from '../core/logger.js';
 import type { RefillProcessor } from './processor.js';
 import { REFILL_QUEUE_DEFAULTS } from './queue.js';
 import { checkInteger, resolveOptions } from '../core/options.js';
-import { redisHandle, type RedisHandle } from '../pool/redis/connection.js';
+import { redisHandle, type RedisHandle } from '../redis/handle.js';
 import { Episode } from '../core/episode.js';
 
 export interface RefillWorkerOptions {
@@ -83,9 +83,10 @@ export class RefillWorker {
     client.on('error', (err: Error) => outage.fail({}, err.message));
     client.on('ready', () => outage.recover());
     this.worker.on('error', (err) => outage.fail({}, err.message));
-    this.worker.on('failed', (job, err) =>
-      this.log.warn({ err, jobId: job?.id, name: job?.name, data: job?.data, attemptsMade: job?.attemptsMade }, 'refill job failed'),
-    );
+    // While Postgres or a sink is down every attempt fails: one episode, not a warn per attempt.
+    const failing = new Episode(this.log, 'refill jobs failing');
+    this.worker.on('failed', (job, err) => failing.fail({ jobId: job?.id, name: job?.name, data: job?.data, attemptsMade: job?.attemptsMade }, err.message));
+    this.worker.on('completed', () => failing.recover());
     // BullMQ's loop can end on a connection error and stay stopped after Redis comes back
     // (taskforcesh/bullmq#648, #2466): pools would then never be refilled. Start it again.
     this.watchdog = setInterval(() => {

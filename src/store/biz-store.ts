@@ -219,12 +219,12 @@ export class PostgresBizStore implements BizStore, SegmentUsage {
   }
 }
 
-/** Counter rows for shards 0..shards-1; existing rows (and their max_id) are kept. */
 /** Moves every shard's counter up to `startAfter` (never down): the next segment starts above it. */
 async function raiseCounters(tx: SqlClient, bizTag: string, startAfter: number): Promise<void> {
   await tx.query('UPDATE idmint_segment SET max_id = GREATEST(max_id, $2), updated_at = now() WHERE biz_tag = $1', [bizTag, startAfter]);
 }
 
+/** Counter rows for shards 0..shards-1; existing rows (and their max_id) are kept. */
 async function ensureSegments(tx: SqlClient, bizTag: string, shards: number): Promise<void> {
   await tx.query(
     `INSERT INTO idmint_segment (biz_tag, shard) SELECT $1, g FROM generate_series(0, $2::integer - 1) AS g

@@ -4,6 +4,7 @@ import { silentLogger, type Logger } from '../core/logger.js';
 import type { Database, SqlClient } from './db.js';
 import { mapDriverError, sqlState } from './errors.js';
 import { checkInteger, defaults, OptionsError, resolveOptions } from '../core/options.js';
+import { Episode } from '../core/episode.js';
 
 export interface PgDatabaseOptions {
   /** `postgres://user@host:port/db`. Required. */
@@ -50,8 +51,10 @@ export function createPgDatabase(options: PgDatabaseOptions): Database {
     types,
     ...(opts.schema === undefined ? {} : { options: `-c search_path=${opts.schema}` }),
   });
-  // An idle client losing its server must not crash the process; the next query reports it.
-  pool.on('error', (err) => log.warn({ err }, 'idle postgres connection failed'));
+  // An idle client losing its server must not crash the process; the next query reports it. A
+  // restart drops every idle client at once: one episode, ended by the next query that succeeds.
+  const lost = new Episode(log, 'postgres connections lost');
+  pool.on('error', (err) => lost.fail({}, err.message));
 
   let ready: Promise<void> | undefined;
   let closing: Promise<void> | undefined;
@@ -70,6 +73,7 @@ export function createPgDatabase(options: PgDatabaseOptions): Database {
     await ensureReady();
     try {
       const res = await pool.query(sql, params as unknown[] | undefined);
+      if (lost.active) lost.recover();
       return { rows: res.rows as R[] };
     } catch (err) {
       throw mapDriverError('postgres', err);

@@ -11,17 +11,17 @@ export interface PgliteDatabaseOptions {
 }
 
 /**
- * A Database over PGlite (Postgres 18 in WASM, one connection). PGlite runs one query or
- * transaction at a time, so concurrent callers queue; `int8` comes back as `bigint`.
- * Inside `transaction(fn)` use only `tx`: a `db.query` there would wait for the transaction forever.
- */
-/**
  * Memory settings of the embedded database. idmint's tables are a few rows per tag and a ledger
  * row per segment: 16 MB of shared buffers hold them many times over, where PGlite's default
  * 128 MB (grown into the WASM heap, which never shrinks) was most of the embedded server's RSS.
  */
 const EMBEDDED_SETTINGS = ['shared_buffers = 16MB', 'wal_buffers = 1MB', 'work_mem = 1MB', 'maintenance_work_mem = 16MB', 'temp_buffers = 1MB'];
 
+/**
+ * A Database over PGlite (Postgres 18 in WASM, one connection). PGlite runs one query or
+ * transaction at a time, so concurrent callers queue; `int8` comes back as `bigint`.
+ * Inside `transaction(fn)` use only `tx`: a `db.query` there would wait for the transaction forever.
+ */
 export async function createPgliteDatabase(options: PgliteDatabaseOptions = {}): Promise<Database> {
   const log = (options.logger ?? silentLogger).child({ component: 'pglite' });
   const parsers = { [types.INT8]: (v: string) => BigInt(v) };

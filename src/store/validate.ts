@@ -1,15 +1,6 @@
 import { BadRequestError } from '../core/errors.js';
 import { ID_FORMATS, type IdFormat } from '../core/format/format.js';
-import {
-  BIZ_TAG_PATTERN,
-  MAX_SEGMENT_ID,
-  MAX_STEP,
-  type BizMode,
-  type BizTagInput,
-  type BizTagPatch,
-  type FallbackPolicy,
-  type PoolKind,
-} from '../core/ports.js';
+import { BIZ_TAG_PATTERN, type BizMode, type BizTagInput, type BizTagPatch, type FallbackPolicy, MAX_SEGMENT_ID, MAX_SHARDS, MAX_STEP, type PoolKind } from '../core/ports.js';
 import { defaults } from '../core/options.js';
 
 export const BIZ_MODES = Object.freeze(['segment', 'snowflake', 'uid', 'sharded'] as const satisfies readonly BizMode[]);
@@ -18,10 +9,11 @@ export const POOL_KINDS = Object.freeze(['auto', 'memory', 'redis-list', 'redis-
 
 /** Most shards a tag may have: the `sharded` layout has 6 shard bits. */
 export { MAX_STEP };
-export const MAX_SHARDS = 64;
 export const MAX_DESCRIPTION_LENGTH = 1024;
 
 /** What a created tag gets for each field the input leaves out. */
+export { MAX_SHARDS };
+
 export const BIZ_DEFAULTS = defaults({
   mode: 'segment' as BizMode,
   step: 1000,

@@ -1,4 +1,4 @@
-import { readLua } from '../pool/redis/lua.js';
+import { readLua } from '../redis/lua.js';
 import type { Redis } from 'ioredis';
 import { IdmintError } from '../core/errors.js';
 import { systemClock, type Clock, type WorkerIdLease, type WorkerIdProvider } from '../core/ports.js';

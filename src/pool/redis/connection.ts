@@ -1,5 +1,6 @@
 import type { ConnectionOptions } from 'node:tls';
-import { Redis, type RedisOptions } from 'ioredis';
+import { Redis } from 'ioredis';
+import { Episode } from '../../core/episode.js';
 import { silentLogger, type Logger } from '../../core/logger.js';
 import { defineScripts } from './scripts.js';
 
@@ -8,29 +9,6 @@ export interface RedisConnectionOptions {
   /** TLS settings for a `rediss://` URL (a private CA). */
   tls?: ConnectionOptions;
   logger?: Logger;
-}
-
-/**
- * A client its user may be given either way, as BullMQ's RedisConnection is: a URL opens a client
- * that is ours to close; a client passed in belongs to whoever made it and is never closed here.
- */
-export interface RedisHandle {
-  readonly client: Redis;
-  /** Whether close() ends the client (it was opened from a URL here). */
-  readonly owned: boolean;
-  /** Idempotent: quits an owned client (disconnects if Redis does not answer); leaves a shared one open. */
-  close(): Promise<void>;
-}
-
-export function redisHandle(connection: string | Redis, options: RedisOptions = {}): RedisHandle {
-  if (typeof connection !== 'string') return { client: connection, owned: false, close: async () => undefined };
-  const client = new Redis(connection, options);
-  let closing: Promise<void> | undefined;
-  return {
-    client,
-    owned: true,
-    close: () => (closing ??= client.quit().then(() => undefined, () => client.disconnect())),
-  };
 }
 
 /**
@@ -47,7 +25,6 @@ export class RedisConnection {
   readonly fast: Redis;
   readonly patient: Redis;
   private readonly log: Logger;
-  private wasReady = false;
   private closed = false;
 
   constructor(options: RedisConnectionOptions) {
@@ -66,12 +43,11 @@ export class RedisConnection {
     defineScripts(this.patient);
     // ioredis emits 'error' on every failed reconnect; without a listener node would crash.
     for (const client of [this.fast, this.patient]) client.on('error', (err: Error) => this.log.debug({ err: err.message }, 'redis connection error'));
-    this.fast.on('ready', () => {
-      if (this.wasReady) this.log.info('redis is back; serving from pools again');
-      this.wasReady = true;
-    });
+    // Every failed reconnect closes the socket again: one episode, not a line per attempt.
+    const lost = new Episode(this.log, "redis connection lost; serving by each tag's fallback");
+    this.fast.on('ready', () => lost.recover());
     this.fast.on('close', () => {
-      if (this.wasReady && !this.closed) this.log.warn("redis connection lost; serving by each tag's fallback");
+      if (!this.closed) lost.fail({}, 'connection closed');
     });
   }
 

@@ -5,7 +5,7 @@ import type { PoolKeys } from './keys.js';
 import { parseTakeReply, redisFailure, runScript } from './scripts.js';
 
 /**
- * The seed design, without per-ID memory: a hash `{cur, last, queued}` plus a list of queued
+ * A counter pool with no per-ID memory: a hash `{cur, last, queued}` plus a list of queued
  * ranges "start-end". Segments of one tag are not contiguous (refills interleave), so a fresh
  * segment is queued as its own range rather than stretching `last`.
  */

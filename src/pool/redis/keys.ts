@@ -1,11 +1,10 @@
+import { MAX_SHARDS } from '../../core/ports.js';
 /**
  * Key names of Redis pools. Every key of a tag carries the `{tag}` hash tag, so a tag's keys
  * share one Redis Cluster slot and one Lua script may touch them all. Shard 0 is the unsharded
  * pool: `idmint:{order}:ids`; other shards add their number: `idmint:{order}:3:ids`.
  */
 
-/** Largest shard count a tag may have (src/store/validate.ts MAX_SHARDS). */
-export const MAX_POOL_SHARDS = 64;
 
 export interface PoolKeys {
   /** List pool: IDs as decimal strings. */
@@ -26,7 +25,7 @@ export function poolKeys(prefix: string, bizTag: string, shard: number): PoolKey
 /** Every key any shard of a tag may have: all in one slot, so one UNLINK drops them. */
 export function allTagKeys(prefix: string, bizTag: string): string[] {
   const keys: string[] = [];
-  for (let shard = 0; shard < MAX_POOL_SHARDS; shard++) {
+  for (let shard = 0; shard < MAX_SHARDS; shard++) {
     const k = poolKeys(prefix, bizTag, shard);
     keys.push(k.ids, k.counter, k.ranges, k.meta);
   }

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { readLua as readPoolLua } from './lua.js';
+import { readLua as readPoolLua } from '../../redis/lua.js';
 import { BadRequestError, IdmintError, notReady } from '../../core/errors.js';
 
 /**

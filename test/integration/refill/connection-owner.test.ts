@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import { redisHandle } from '../../../src/pool/redis/connection.js';
+import { redisHandle } from '../../../src/redis/handle.js';
 import { RefillQueue } from '../../../src/refill/queue.js';
 import { RefillWorker } from '../../../src/refill/worker.js';
 import type { RefillProcessor } from '../../../src/refill/processor.js';

@@ -1,4 +1,4 @@
--- Shared prologue (prepended to every pool script by redis-scripts.ts, not loaded alone).
+-- Shared prologue (prepended to every pool script by scripts.ts, not loaded alone).
 -- The fence: a pool's meta hash records the run_id and replication id of the Redis that wrote
 -- it. A Redis restored from an older snapshot has another run_id; a promoted replica (or an old
 -- master promoted again) has another master_replid. Either may hold IDs already handed out, so

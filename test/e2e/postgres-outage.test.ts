@@ -1,0 +1,113 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { spawnServer, type SpawnedServer } from '../helpers/spawn-server.js';
+import { startPrivateServer, type PrivateServer } from '../setup/private-infra.js';
+
+// A Postgres outage under load, as an orchestrator and an on-call engineer see it: IDs keep
+// flowing from the Redis pools, /readyz stays 200 `degraded` on every API (it was 503, which
+// pulled every instance out of rotation at once), and each component logs the outage once and
+// its end once, instead of a warning per request or per probe.
+const TOKEN = 'pg-outage-admin';
+const admin = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
+
+describe('Postgres down under load (two API processes, Redis pools)', () => {
+  let redis: PrivateServer;
+  let postgres: PrivateServer;
+  const servers: SpawnedServer[] = [];
+  const dirs: string[] = [];
+
+  beforeAll(async () => {
+    [redis, postgres] = await Promise.all([startPrivateServer('redis'), startPrivateServer('postgres')]);
+    for (let i = 0; i < 2; i++) {
+      const dir = mkdtempSync(join(tmpdir(), 'idmint-pg-outage-'));
+      dirs.push(dir);
+      servers.push(
+        await spawnServer({ IDMINT_DATA_DIR: dir, IDMINT_ADMIN_TOKEN: TOKEN, REDIS_URL: redis.url, DATABASE_URL: postgres.url, IDMINT_POOL_MIN_DEPTH: '200000', IDMINT_REFILL_EVERY_MS: '1000' }),
+      );
+    }
+    const response = await fetch(`${servers[0]!.url}/v1/biz`, { method: 'POST', headers: admin, body: JSON.stringify({ bizTag: 'orders', step: 1000 }) });
+    expect(response.status, await response.clone().text()).toBe(201);
+    // The pool is filled before the outage (that is what pools are for).
+    await vi.waitFor(
+      async () => {
+        const { source } = (await (await fetch(`${servers[0]!.url}/v1/ids/orders?count=10`)).json()) as { source?: string };
+        if (source !== 'pool') throw new Error(`served from ${source}, not yet from the pool`);
+      },
+      { timeout: 60_000, interval: 200 },
+    );
+  });
+
+  afterAll(async () => {
+    for (const server of servers) await server.stop('SIGKILL');
+    await Promise.all([redis?.close(), postgres?.close()]);
+    for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('keeps serving from the pools with /readyz 200 degraded, and logs the outage once and its end once per component', async () => {
+    const seen = new Set<string>();
+    let duplicates = 0;
+    const sources = new Map<string, number>();
+    const take = async (server: SpawnedServer): Promise<void> => {
+      const response = await fetch(`${server.url}/v1/ids/orders?count=50`);
+      const body = (await response.json()) as { ids?: string[]; source?: string; error?: { code: string } };
+      const key = response.status === 200 ? `200 ${body.source}` : `${response.status} ${body.error?.code}`;
+      sources.set(key, (sources.get(key) ?? 0) + 1);
+      for (const id of body.ids ?? []) {
+        if (seen.has(id)) duplicates++;
+        seen.add(id);
+      }
+    };
+    const marks = servers.map((s) => s.output().length);
+
+    await postgres.kill();
+    const readiness: string[] = [];
+    const until = Date.now() + 8000;
+    while (Date.now() < until) {
+      for (const server of servers) {
+        await take(server);
+        const probe = await fetch(`${server.url}/readyz`);
+        const report = (await probe.json()) as { status: string };
+        readiness.push(`${probe.status} ${report.status}`);
+      }
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(sources.get('200 pool') ?? 0).toBeGreaterThan(50);
+    // Every probe during the outage: still in rotation, and honest about the missing server.
+    expect(new Set(readiness.slice(4))).toEqual(new Set(['200 degraded']));
+
+    await postgres.start();
+    for (const server of servers) {
+      await expect.poll(async () => ((await (await fetch(`${server.url}/readyz`)).json()) as { status: string }).status, { timeout: 60_000, interval: 250 }).toBe('ready');
+    }
+    for (let i = 0; i < 20; i++) for (const server of servers) await take(server);
+    expect(duplicates).toBe(0);
+
+    // The log of the outage, per process: no component repeats a warning per request or probe,
+    // and each one that warned says when it was over.
+    for (const [i, server] of servers.entries()) {
+      const linesOf = () =>
+        server
+          .output()
+          .slice(marks[i])
+          .split('\n')
+          .filter((l) => l.startsWith('{'))
+          .map((l) => JSON.parse(l) as { level: number; msg: string; component?: string });
+      await expect
+        .poll(() => {
+          const lines = linesOf();
+          const warned = new Set(lines.filter((l) => l.level >= 40).map((l) => l.component));
+          const over = new Set(lines.filter((l) => l.level === 30 && /recovered|passing again/.test(l.msg)).map((l) => l.component));
+          return [...warned].filter((c) => !over.has(c));
+        }, { timeout: 15_000 })
+        .toEqual([]);
+      const lines = linesOf();
+      const warnings = lines.filter((l) => l.level >= 40);
+      const perMessage = new Map<string, number>();
+      for (const l of warnings) perMessage.set(`${l.component} ${l.msg}`, (perMessage.get(`${l.component} ${l.msg}`) ?? 0) + 1);
+      for (const [message, count] of perMessage) expect(count, `${message}\n${server.output().slice(marks[i])}`).toBe(1);
+      expect(lines.filter((l) => l.level >= 40 && /stack/.test(JSON.stringify(l))), 'no stack for an expected outage').toEqual([]);
+    }
+  });
+});
