@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
-import { spawnServer } from '../test/helpers/spawn-server.js';
+import { spawnServer } from '../test/support/spawn.js';
 import { perSecond, table, type Section } from './lib.js';
 
 const DURATION_S = 6;

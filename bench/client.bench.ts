@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createIdmintClient } from '../src/client/index.js';
-import { spawnServer, type SpawnedServer } from '../test/helpers/spawn-server.js';
+import { spawnServer, type SpawnedServer } from '../test/support/spawn.js';
 import { duplicatesInTyped, median, perSecond, table, type Section } from './lib.js';
 
 const ROUNDS = 3;

@@ -8,7 +8,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os, { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
-import { freePort, spawnServer, type SpawnedServer } from '../test/helpers/spawn-server.js';
+import { freePort, spawnServer, type SpawnedServer } from '../test/support/spawn.js';
 import { median, perSecond, table, type Section } from './lib.js';
 import { loadGenerator, loadRound } from './peers.js';
 

@@ -8,7 +8,7 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { spawnServer, type SpawnedServer } from '../test/helpers/spawn-server.js';
+import { spawnServer, type SpawnedServer } from '../test/support/spawn.js';
 import { median, table, type Section } from './lib.js';
 import { loadGenerator, loadRound, summary, SUMMARY_HEADERS, type Round } from './peers.js';
 

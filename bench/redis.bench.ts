@@ -15,7 +15,7 @@ import { PostgresBizStore } from '../src/store/biz-store.js';
 import { migrate } from '../src/store/migrations.js';
 import { createPgDatabase } from '../src/store/pg.js';
 import { perSecond, table, type Section } from './lib.js';
-import { freePort } from '../test/helpers/spawn-server.js';
+import { freePort } from '../test/support/spawn.js';
 
 const DATABASE_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const IN_FLIGHT = 8;

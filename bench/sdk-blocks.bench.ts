@@ -14,7 +14,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createIdmintClient } from '../src/client/index.js';
-import { spawnServer } from '../test/helpers/spawn-server.js';
+import { spawnServer } from '../test/support/spawn.js';
 import { median, perSecond, table, type Section } from './lib.js';
 
 const N = 5_000_000;

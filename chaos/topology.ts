@@ -1,8 +1,8 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort, spawnServer, type SpawnedServer } from '../test/helpers/spawn-server.js';
-import { startPrivateServer, type PrivateServer, type ServerName } from '../test/setup/private-infra.js';
+import { freePort, spawnServer, type SpawnedServer } from '../test/support/spawn.js';
+import { startPrivateServer, type PrivateServer, type ServerName } from '../test/support/servers.js';
 
 /**
  * The chaos topology on this machine: private Kafka, ZooKeeper, Redis and Postgres (their own

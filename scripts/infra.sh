@@ -24,7 +24,7 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 INFRA="${IDMINT_INFRA_DIR:-$ROOT/.infra}"
-LIB="${IDMINT_INFRA_LIB:-$INFRA/lib}" # shared by private instances (test/setup/private-infra.ts)
+LIB="${IDMINT_INFRA_LIB:-$INFRA/lib}" # shared by private instances (test/support/servers.ts)
 LOGS="$INFRA/logs"
 PIDS="$INFRA/pids"
 HOST=127.0.0.1

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { IdmintError, SegmentExhaustedError } from '../../src/core/errors.js';
 import type { Segment } from '../../src/core/ports.js';
 import { MAX_SHARDS, MAX_STEP, migrate, MIGRATIONS, PostgresBizStore, PostgresSettings, WorkerNodeRepository, type Database } from '../../src/store/index.js';
+import { expectNoDuplicates } from '../support/unique.js';
 
 /** A backend under test: a fresh, unmigrated database and `handles` connections onto it. */
 export interface StoreHarness {
@@ -364,7 +365,9 @@ export function bizStoreContract(backend: string, harness: StoreHarness): void {
         const repo = new WorkerNodeRepository(db);
         const first = await repo.insert({ hostName: '10.0.0.1', port: '8080' });
         const many = await Promise.all(Array.from({ length: 10 }, (_, i) => repo.insert({ hostName: 'h', port: String(i), type: 1 })));
-        expect(new Set([first, ...many]).size).toBe(11);
+        const distinct = [first, ...many];
+        expectNoDuplicates(distinct);
+        expect(distinct).toHaveLength(11);
         for (const id of many) expect(id).toBeGreaterThan(first);
         expect(await repo.get(first)).toMatchObject({ id: first, hostName: '10.0.0.1', port: '8080', type: 2 });
         expect(await repo.get(-1)).toBeNull();

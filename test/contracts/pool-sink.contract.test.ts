@@ -7,7 +7,11 @@ import { KafkaPoolSink } from '../../src/pool/kafka/sink.js';
 import { RedisCounterPool } from '../../src/pool/redis/counter-pool.js';
 import { RedisListPool } from '../../src/pool/redis/list-pool.js';
 import { defineScripts } from '../../src/pool/redis/scripts.js';
-import { createTestStore, testKafka, unique, type TestStore } from '../integration/kafka/helpers.js';
+import { testKafka } from '../support/kafka.js';
+import { storeWithDispenser, type DispensingStore } from '../support/store.js';
+import { uniqueName } from '../support/names.js';
+import { expectNoDuplicates } from '../support/unique.js';
+import { testTag } from '../support/tags.js';
 
 // One contract for every PoolSink (where refills put segments), on the real servers: segments
 // pushed concurrently come out exactly once — every ID of every segment, no ID twice, no other ID —
@@ -19,22 +23,19 @@ interface Subject {
   close(): Promise<void>;
 }
 
-let ts: TestStore;
+let ts: DispensingStore;
 let redis: Redis;
 let kafka: Kafka;
 
-function tag(bizTag: string, pool: BizTag['pool']): BizTag {
-  const now = new Date();
-  return { bizTag, mode: 'segment', step: 1000, maxLimit: null, shards: 1, fallback: 'error', pool, format: 'decimal', description: '', createdAt: now, updatedAt: now };
-}
+const tag = (bizTag: string, pool: BizTag['pool']): BizTag => testTag(bizTag, { fallback: 'error', pool });
 
 const subjects: Record<string, () => Subject> = {
   'redis-list': () => {
-    const pool = new RedisListPool({ redis, keyPrefix: `${unique('sink')}:` });
+    const pool = new RedisListPool({ redis, keyPrefix: `${uniqueName('sink')}:` });
     return { sink: pool, drain: (t, n) => pool.take(t, n), close: async () => undefined };
   },
   'redis-counter': () => {
-    const pool = new RedisCounterPool({ redis, keyPrefix: `${unique('sink')}:` });
+    const pool = new RedisCounterPool({ redis, keyPrefix: `${uniqueName('sink')}:` });
     return { sink: pool, drain: (t, n) => pool.take(t, n), close: async () => undefined };
   },
   kafka: () => {
@@ -56,7 +57,7 @@ const subjects: Record<string, () => Subject> = {
 };
 
 beforeAll(async () => {
-  ts = await createTestStore();
+  ts = await storeWithDispenser();
   redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
   defineScripts(redis);
   kafka = testKafka('pool-sink-contract');
@@ -75,7 +76,7 @@ describe.each(Object.keys(subjects))('PoolSink contract: %s', (name) => {
   afterAll(async () => s?.close());
 
   it('segments pushed concurrently come out exactly once: every ID, none twice, no other', async () => {
-    const bizTag = unique(`sink-${name}`);
+    const bizTag = uniqueName(`sink-${name}`);
     await ts.store.createBiz({ bizTag, step: 1000, pool: name === 'kafka' ? 'kafka' : (name as BizTag['pool']) });
     const segments: Segment[] = await Promise.all(Array.from({ length: 8 }, () => ts.store.allocate(bizTag, 1000)));
     await Promise.all(segments.map((segment) => s.sink.push(segment)));
@@ -88,7 +89,7 @@ describe.each(Object.keys(subjects))('PoolSink contract: %s', (name) => {
       got.push(...batch);
     }
     const expected = segments.flatMap((seg) => Array.from({ length: seg.end - seg.start + 1 }, (_, i) => String(seg.start + i)));
-    expect(new Set(got).size).toBe(got.length);
+    expectNoDuplicates(got);
     expect([...got].sort()).toEqual([...expected].sort());
     await s.sink.remove(bizTag);
   });

@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { WorkerIdLease, WorkerIdProvider } from '../../src/core/ports.js';
+import { expectNoDuplicates } from '../support/unique.js';
 
 /**
  * One contract for every WorkerIdProvider (CosId's MachineIdDistributorSpec). A harness is one
@@ -34,7 +35,8 @@ export function workerIdProviderContract(name: string, onRestart: 'same id' | 'n
       const sequential = [await acquire(0), await acquire(1)];
       const concurrent = await Promise.all([2, 3, 4, 5].map((i) => acquire(i)));
       const ids = [...sequential, ...concurrent].map((l) => l.workerId);
-      expect(new Set(ids).size).toBe(6);
+      expectNoDuplicates(ids);
+      expect(ids).toHaveLength(6);
       for (const id of ids) {
         expect(Number.isSafeInteger(id)).toBe(true);
         expect(id).toBeGreaterThanOrEqual(0);
@@ -65,7 +67,7 @@ export function workerIdProviderContract(name: string, onRestart: 'same id' | 'n
         }
       }
       expect(refusal).toMatchObject({ code: 'WORKER_ID_UNAVAILABLE' });
-      expect(new Set(got).size).toBe(got.length);
+      expectNoDuplicates(got);
       for (const id of got) expect(id).toBeLessThanOrEqual(maxWorkerId);
     });
 

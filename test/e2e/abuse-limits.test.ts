@@ -1,8 +1,9 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { spawnServer, type SpawnedServer } from '../helpers/spawn-server.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { spawnServer, type SpawnedServer } from '../support/spawn.js';
+import { until } from '../support/poll.js';
 
 const TOKEN = 'abuse-admin-token';
 const admin = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
@@ -65,8 +66,9 @@ describe('nobody burns a tag: per-tag tokens and the exhaustion warning', () => 
     const url = s.server.url;
     const metric = async (): Promise<string> => (await fetch(`${url}/metrics`)).text();
     await metric(); // the first sample
-    const until = Date.now() + 5500;
-    while (Date.now() < until) await fetch(`${url}/v1/ids/bounded?count=1000`);
+    // Load for a while: the rate is sampled at most every 5 s (EXHAUSTION_SAMPLE_MS).
+    const loadUntil = Date.now() + 5500;
+    while (Date.now() < loadUntil) await fetch(`${url}/v1/ids/bounded?count=1000`);
     const text = await metric();
     expect(text).toMatch(/^idmint_tag_exhaustion_warning\{biz_tag="bounded"\} 1$/m);
     const days = Number(/^idmint_tag_days_left\{biz_tag="bounded"\} (\S+)$/m.exec(text)?.[1]);
@@ -74,7 +76,7 @@ describe('nobody burns a tag: per-tag tokens and the exhaustion warning', () => 
     expect(days).toBeLessThan(30);
     expect(text).not.toMatch(/idmint_tag_days_left\{biz_tag="open"\}/);
     // The log line travels on the server's stdout pipe, not with the HTTP answer: wait for it.
-    await vi.waitFor(() => expect(s.server.output()).toMatch(/tag \\"bounded\\" runs out of IDs within 30 days/), { timeout: 10_000, interval: 50 });
+    await until('the exhaustion warning in the log', () => /tag \\"bounded\\" runs out of IDs within 30 days/.test(s.server.output()), { timeoutMs: 10_000, detail: s.server.output });
     // Requests past max_limit are refused with SEGMENT_EXHAUSTED; the log says so once, not per request.
     expect(s.server.output().match(/reached its max_limit/g)?.length ?? 0).toBeLessThanOrEqual(1);
   });

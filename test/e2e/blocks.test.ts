@@ -4,7 +4,10 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKafkaClient, type IdmintKafkaClient } from '../../src/client/kafka/rpc-client.js';
-import { spawnServer, type SpawnedServer } from '../helpers/spawn-server.js';
+import { spawnServer, type SpawnedServer } from '../support/spawn.js';
+import { sleep, until } from '../support/poll.js';
+import { expectDisjoint } from '../support/unique.js';
+import { expectNoDuplicates } from '../support/unique.js';
 
 // Blocks end to end: GET /v1/blocks and Kafka "as":"blocks" beside GET /v1/ids, with zero
 // duplicates across both while the server is SIGKILLed and restarted, every block inside a ledger
@@ -69,7 +72,8 @@ describe('blocks on the distributed topology (Postgres, Redis pools, Kafka)', ()
     const answers = await Promise.all(Array.from({ length: 16 }, () => fetch(`${server.url}/v1/ids/burst?count=500`).then((r) => r.json() as Promise<{ ids: string[]; source: string }>)));
     expect(answers.filter((a) => a.source === 'snowflake')).toHaveLength(0);
     const ids = answers.flatMap((a) => a.ids);
-    expect(new Set(ids).size).toBe(16 * 500);
+    expectNoDuplicates(ids);
+    expect(ids).toHaveLength(16 * 500);
   });
 
   it('blocks and lists mixed, over HTTP and Kafka, across a SIGKILL and restart: zero duplicates, every block inside a ledger segment', async () => {
@@ -92,22 +96,23 @@ describe('blocks on the distributed topology (Postgres, Redis pools, Kafka)', ()
           }
         } catch (err) {
           failures.push(String(err));
-          await new Promise((r) => setTimeout(r, 50));
+          await sleep(50);
         }
       }
     };
     const workers = Array.from({ length: 9 }, (_, i) => worker(i));
-    await new Promise((r) => setTimeout(r, 1500));
+    const taken = () => ranges.reduce((n, [s, e]) => n + e - s + 1, 0);
+    await until('IDs before the crash', () => taken() > 50_000);
     await server.stop('SIGKILL');
+    const atCrash = taken();
     server = await spawnServer(env);
-    await new Promise((r) => setTimeout(r, 3000));
+    await until('IDs after the restart', () => taken() > atCrash + 50_000);
     stop = true;
     await Promise.all(workers);
 
     const total = ranges.reduce((n, [s, e]) => n + e - s + 1, 0);
     expect(total).toBeGreaterThan(100_000);
-    ranges.sort((a, b) => a[0] - b[0]);
-    for (let i = 1; i < ranges.length; i++) expect(ranges[i]![0], `overlap at ${ranges[i]![0]}`).toBeGreaterThan(ranges[i - 1]![1]);
+    expectDisjoint(ranges.map(([start, end]) => ({ start, end })));
     const { rows } = await db.query<{ start_id: string; end_id: string }>(`SELECT start_id, end_id FROM ${schema}.idmint_ledger WHERE biz_tag = 'mixed'`);
     // Adjacent segments merge (a counter pool hands out across them): every ID inside the ledger.
     const ledger: Array<[number, number]> = [];

@@ -2,8 +2,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { spawnServer, type SpawnedServer } from '../helpers/spawn-server.js';
-import { startPrivateServer, type PrivateServer } from '../setup/private-infra.js';
+import { spawnServer, type SpawnedServer } from '../support/spawn.js';
+import { startPrivateServer, type PrivateServer } from '../support/servers.js';
+import { expectNoDuplicates } from '../support/unique.js';
+import { until } from '../support/poll.js';
 
 // The last rung of a segment tag's fallback ladder, on real servers: with Redis and Postgres both
 // killed, a tag with fallback `snowflake` is served Snowflake IDs (source "snowflake", 63-bit),
@@ -72,19 +74,21 @@ describe('segment tags with Redis and Postgres down (fallback snowflake / error)
     expect(((await blocks.json()) as { error: { code: string } }).error.code).toBe('NOT_READY');
 
     await Promise.all([redis.start(), postgres.start()]);
-    const deadline = Date.now() + 60_000;
     const back = new Set<string>();
-    while (!(back.has('pay:pool') && back.has('refund:pool'))) {
-      if (Date.now() > deadline) throw new Error(`the pools did not serve again within 60 s: ${[...back].join(', ')}`);
-      for (const tag of ['pay', 'refund'] as const) {
-        const { status, body } = await get(tag, 20);
-        if (status === 200) {
-          back.add(`${tag}:${body.source}`);
-          seen[tag].push(...body.ids!);
+    await until(
+      'the pools to serve again',
+      async () => {
+        for (const tag of ['pay', 'refund'] as const) {
+          const { status, body } = await get(tag, 20);
+          if (status === 200) {
+            back.add(`${tag}:${body.source}`);
+            seen[tag].push(...body.ids!);
+          }
         }
-      }
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    for (const ids of Object.values(seen)) expect(new Set(ids).size).toBe(ids.length);
+        return back.has('pay:pool') && back.has('refund:pool');
+      },
+      { intervalMs: 100, detail: () => `sources seen: ${[...back].join(', ')}` },
+    );
+    for (const ids of Object.values(seen)) expectNoDuplicates(ids);
   });
 });

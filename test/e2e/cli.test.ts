@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort, spawnServer, type SpawnedServer } from '../helpers/spawn-server.js';
+import { freePort, spawnServer, type SpawnedServer } from '../support/spawn.js';
+import { expectNoDuplicates } from '../support/unique.js';
 
 const BIN = fileURLToPath(new URL('../../bin/idmint.js', import.meta.url));
 const TOKEN = 'cli-admin-token';
@@ -68,7 +69,8 @@ describe('idmint CLI against a running server', () => {
     expect(got.code).toBe(0);
     const ids = got.stdout.trim().split('\n');
     expect(ids).toHaveLength(5);
-    expect(new Set(ids).size).toBe(5);
+    expectNoDuplicates(ids);
+    expect(ids).toHaveLength(5);
 
     const decoded = await idmint(['decode', ids[0]!, '--biz-tag', 'ticket'], env);
     expect(JSON.parse(decoded.stdout)).toMatchObject({ type: 'segment', id: ids[0] });

@@ -5,8 +5,10 @@ import { setImmediate as yieldToIo } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createIdmintClient, httpTransport, IdmintError } from '../../src/client/index.js';
 import type { HttpTransport, IdmintClient } from '../../src/client/index.js';
-import { freePort, spawnServer, type SpawnedServer } from '../helpers/spawn-server.js';
-import { rejection } from '../helpers/assertions.js';
+import { freePort, spawnServer, type SpawnedServer } from '../support/spawn.js';
+import { rejection } from '../support/assertions.js';
+import { sleep, until } from '../support/poll.js';
+import { expectNoDuplicates } from '../support/unique.js';
 
 const TOKEN = 'e2e-client-token';
 // The global setup exports the distributed servers; this file wants the embedded default.
@@ -63,7 +65,8 @@ describe('client SDK against a spawned embedded server', () => {
       }),
     );
     expect(ids).toHaveLength(200_000);
-    expect(new Set(ids).size).toBe(200_000);
+    expectNoDuplicates(ids);
+    expect(ids).toHaveLength(200_000);
     expect(transports.reduce((n, t) => n + t.retried, 0)).toBe(0);
     // Every client fetched for itself, far fewer times than it handed out IDs.
     const fetches = clients.map((c) => c.stats()[0]?.fetches ?? 0);
@@ -92,31 +95,26 @@ describe('client SDK against a spawned embedded server', () => {
           // The server is down for longer than the transport's retries: a clear error, then again.
           if (!(err instanceof IdmintError)) throw err;
           errors.set(err.code, (errors.get(err.code) ?? 0) + 1);
-          await new Promise((r) => setTimeout(r, 100));
+          await sleep(100);
         }
         // Callers do other work between IDs; this also lets the prefetch's I/O run.
         if (i % 64 === 0) await yieldToIo();
       }
     };
     const run = Promise.all(Array.from({ length: 64 }, (_, n) => caller(n)));
-    const until = async (done: () => boolean): Promise<void> => {
-      while (!done()) await new Promise((r) => setTimeout(r, 10));
-    };
-
-    await until(() => ids.length >= 60_000);
+    await until('60,000 IDs before the crash', () => ids.length >= 60_000, { intervalMs: 10 });
     const port = new URL(server.url).port;
     await server.stop('SIGKILL');
     const beforeRestart = ids.length;
     server = await spawnServer({ IDMINT_DATA_DIR: dataDir, IDMINT_ADMIN_TOKEN: TOKEN, IDMINT_PORT: port });
     const atRestart = ids.length;
-    await until(() => ids.length >= Math.max(200_000, atRestart + 50_000));
+    await until('IDs after the restart', () => ids.length >= Math.max(200_000, atRestart + 50_000), { intervalMs: 10 });
     stop = true;
     await run;
 
     const retried = transports.reduce((n, t) => n + t.retried, 0);
-    const unique = new Set(ids);
     expect(ids.length).toBeGreaterThanOrEqual(200_000);
-    expect(ids.length - unique.size).toBe(0);
+    expectNoDuplicates(ids);
     expect(ids.every((id) => id >= 1n && id <= BigInt(Number.MAX_SAFE_INTEGER))).toBe(true);
     // The kill really reached the callers: requests failed and were retried.
     expect(retried).toBeGreaterThan(0);
@@ -178,7 +176,9 @@ describe('client SDK against a spawned embedded server', () => {
     const trace = await client.next('trace');
     expect(trace >= 1n << 53n).toBe(true);
     const many = await client.nextMany('trace', 3000);
-    expect(new Set([trace, ...many]).size).toBe(3001);
+    const distinct = [trace, ...many];
+    expectNoDuplicates(distinct);
+    expect(distinct).toHaveLength(3001);
     await client.close();
   });
 

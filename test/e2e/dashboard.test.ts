@@ -7,7 +7,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeAdminGuard } from '../../src/http/auth.js';
 import { registerDashboard } from '../../src/http/dashboard.js';
 import { SWEEP_SCHEDULER_ID } from '../../src/refill/queue.js';
-import { freshStore, REDIS_URL, sleep, startHarness, uid, type Harness, type TestStore } from '../integration/refill/helpers.js';
+import { startHarness, type Harness } from '../integration/refill/helpers.js';
+import { freshStore, type TestStore } from '../support/store.js';
+import { uid } from '../support/names.js';
+import { until } from '../support/poll.js';
+import { env } from '../support/env.js';
+
+const REDIS_URL = env('REDIS_URL');
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const ARTIFACTS = `${ROOT}test/artifacts`;
@@ -30,7 +36,8 @@ describe('refill dashboard at /ui in real headless Chromium', () => {
     await harness.queue.requestRefill(tag.bizTag, 0, 'threshold');
     await harness.queue.scheduleSweeps(60_000);
     await harness.queue.queue.add('refill', { malformed: true }, { attempts: 2 });
-    for (let i = 0; i < 100 && (await harness.queue.counts()).failed === 0; i++) await sleep(50);
+    const h = harness;
+    await until('the malformed job to fail', async () => ((await h.queue.counts()).failed ?? 0) > 0);
 
     app = Fastify();
     await registerDashboard(app, { queues: [harness.queue.queue], authorize: makeAdminGuard(TOKEN) });

@@ -1,11 +1,12 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { createKafkaClient } from '../../src/client/kafka/rpc-client.js';
-import { testKafka } from '../integration/kafka/helpers.js';
-import { freePort } from '../helpers/spawn-server.js';
+import { testKafka } from '../support/kafka.js';
+import { freePort } from '../support/spawn.js';
+import { untilReady } from '../support/spawn.js';
+import { expectNoDuplicates } from '../support/unique.js';
 
 // `npm run dev` brings the topology up as processes on the local servers (two APIs, refill,
 // responder), serves over HTTP and Kafka, labels its combined log, and Ctrl-C stops it all.
@@ -20,14 +21,6 @@ async function fourFreePorts(): Promise<number> {
   }
 }
 
-async function ready(url: string, output: () => string): Promise<void> {
-  for (let i = 0; i < 900; i++) {
-    const ok = await fetch(`${url}/readyz`).then((r) => r.ok, () => false);
-    if (ok) return;
-    await sleep(100);
-  }
-  throw new Error(`${url} never became ready:\n${output()}`);
-}
 
 describe('npm run dev', () => {
   it('runs 2 api + refill + responder on the local servers; curl and a Kafka request get IDs; Ctrl-C stops everything', async () => {
@@ -56,7 +49,7 @@ describe('npm run dev', () => {
     const kafka = testKafka('dev-test');
     const client = createKafkaClient({ kafka, requestTopic, clientId: 'dev-test' });
     try {
-      for (let i = 0; i < 4; i++) await ready(`http://127.0.0.1:${base + i}`, () => output);
+      for (let i = 0; i < 4; i++) await untilReady(`http://127.0.0.1:${base + i}`, { timeoutMs: 90_000, output: () => output });
       const created = await fetch(`http://127.0.0.1:${base}/v1/biz`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"bizTag":"order"}' });
       expect(created.status, await created.clone().text()).toBe(201);
       const ids: string[] = [];
@@ -67,7 +60,8 @@ describe('npm run dev', () => {
       await client.start();
       ids.push(...(await client.getIds('order', 5, { timeoutMs: 30_000 })));
       expect(ids).toHaveLength(15);
-      expect(new Set(ids).size).toBe(15);
+      expectNoDuplicates(ids);
+      expect(ids).toHaveLength(15);
       for (const label of ['api-1', 'api-2', 'refill', 'responder']) expect(output).toMatch(new RegExp(`^${label} +\\| `, 'm'));
     } finally {
       await client.close();

@@ -7,7 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKafka } from '../../src/kafka/kafka.js';
 import { createKafkaClient, type IdmintKafkaClient } from '../../src/client/kafka/rpc-client.js';
 import { ensureTopics } from '../../src/kafka/topics.js';
-import { spawnServer, type SpawnedServer } from '../helpers/spawn-server.js';
+import { spawnServer, untilReady, type SpawnedServer } from '../support/spawn.js';
+import { expectNoDuplicates } from '../support/unique.js';
 
 const TOKEN = 'distributed-admin-token';
 
@@ -73,14 +74,7 @@ describe('idmint serve with Postgres, Redis, Kafka and ZooKeeper', () => {
   });
 
   it('reports every dependency ready, with its worker id from ZooKeeper', async () => {
-    const deadline = Date.now() + 60_000;
-    let report: { status: string; checks: Record<string, { ok: boolean; message?: string }> } = { status: '', checks: {} };
-    while (Date.now() < deadline) {
-      report = (await (await fetch(`${server.url}/readyz`)).json()) as typeof report;
-      if (report.status === 'ready') break;
-      await new Promise((r) => setTimeout(r, 250));
-    }
-    expect(report.status).toBe('ready');
+    const report = await untilReady(server.url, { output: server.output });
     expect(report.checks.snowflake?.message).toMatch(/from zookeeper/);
     expect(Object.keys(report.checks).sort()).toEqual(['database', 'kafka', 'redis', 'refill', 'snowflake', 'zookeeper']);
   });
@@ -112,7 +106,7 @@ describe('idmint serve with Postgres, Redis, Kafka and ZooKeeper', () => {
     await Promise.all([...overHttp, ...overKafka]);
 
     expect(ids).toHaveLength(8 * 100 * 100 + 8 * 50 * 100);
-    expect(new Set(ids).size).toBe(ids.length);
+    expectNoDuplicates(ids);
     expect(sources.has('pool')).toBe(true);
     const stats = (await (await fetch(`${server.url}/v1/stats`, { headers: { authorization: `Bearer ${TOKEN}` } })).json()) as { pools: Array<{ bizTag: string; kind: string }> };
     expect(stats.pools.some((p) => p.bizTag === 'order' && p.kind === 'redis-counter')).toBe(true);

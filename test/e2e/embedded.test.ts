@@ -2,7 +2,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { spawnServer, type SpawnedServer } from '../helpers/spawn-server.js';
+import { spawnServer, type SpawnedServer } from '../support/spawn.js';
+import { expectNoDuplicates } from '../support/unique.js';
+import { sleep, until } from '../support/poll.js';
 
 const TOKEN = 'e2e-admin-token';
 const admin = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
@@ -29,22 +31,13 @@ async function collect(url: () => string, bizTag: string, total: number, clients
         // The server is restarting: give the IDs back to the budget and try again shortly.
         failures.push(String(err));
         remaining += count;
-        await new Promise((r) => setTimeout(r, 50));
+        await sleep(50);
       }
     }
   };
   await Promise.all(Array.from({ length: clients }, worker));
 }
 
-function duplicates(ids: string[]): string[] {
-  const seen = new Set<string>();
-  const dups: string[] = [];
-  for (const id of ids) {
-    if (seen.has(id)) dups.push(id);
-    seen.add(id);
-  }
-  return dups;
-}
 
 describe('embedded server (idmint serve with PGlite)', () => {
   let dataDir: string;
@@ -80,7 +73,8 @@ describe('embedded server (idmint serve with PGlite)', () => {
 
     // Restart twice mid-run: once gracefully, once by crash. Buffered IDs may be lost; none may repeat.
     for (const signal of ['SIGTERM', 'SIGKILL'] as const) {
-      while (ids.length < (signal === 'SIGTERM' ? 60_000 : 120_000)) await new Promise((r) => setTimeout(r, 20));
+      const mark = signal === 'SIGTERM' ? 60_000 : 120_000;
+      await until(`${mark} IDs before the ${signal}`, () => ids.length >= mark, { intervalMs: 20 });
       const port = new URL(current.url).port;
       await current.stop(signal);
       current = await spawnServer({ IDMINT_DATA_DIR: dataDir, IDMINT_ADMIN_TOKEN: TOKEN, IDMINT_PORT: port });
@@ -89,7 +83,7 @@ describe('embedded server (idmint serve with PGlite)', () => {
     server = current;
 
     expect(ids.length).toBeGreaterThanOrEqual(200_000);
-    expect(duplicates(ids)).toEqual([]);
+    expectNoDuplicates(ids);
     // Both restarts really interrupted the clients.
     expect(failures.length).toBeGreaterThan(0);
     expect(ids.every((id) => Number(id) >= 1 && Number(id) <= Number.MAX_SAFE_INTEGER)).toBe(true);
@@ -129,7 +123,7 @@ describe('embedded server (idmint serve with PGlite)', () => {
     const trace = await pull('trace');
     const session = await pull('session');
     const shop = await pull('shop-order');
-    for (const ids of [trace, session, shop]) expect(duplicates(ids)).toEqual([]);
+    for (const ids of [trace, session, shop]) expectNoDuplicates(ids);
     // Invariant 4: time-based IDs live at or above 2^53; sharded IDs stay below it.
     expect(trace.every((id) => BigInt(id) >= 1n << 53n)).toBe(true);
     expect(session.every((id) => BigInt(id) >= 1n << 53n)).toBe(true);
@@ -215,7 +209,8 @@ describe('embedded server (idmint serve with PGlite)', () => {
     // max_limit 120: 120 IDs, then SEGMENT_EXHAUSTED, never a wrap.
     const got: string[] = [];
     for (let i = 0; i < 3; i++) got.push(...((await (await fetch(`${server.url}/v1/ids/invoice?count=40`)).json()) as IdsAnswer).ids);
-    expect(new Set(got).size).toBe(120);
+    expectNoDuplicates(got);
+    expect(got).toHaveLength(120);
     expect(Math.max(...got.map(Number))).toBe(120);
     const exhausted = await fetch(`${server.url}/v1/ids/invoice?count=1`);
     expect(exhausted.status).toBe(409);

@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createIdmintClient } from '../../src/client/index.js';
-import { spawnServer, type SpawnedServer } from '../helpers/spawn-server.js';
+import { spawnServer, type SpawnedServer } from '../support/spawn.js';
+import { expectNoDuplicates } from '../support/unique.js';
 
 // ID formats on a real server: each format round-trips through /v1/ids and /v1/decode (which
 // shows the raw ID), bad formatted input is a BAD_REQUEST naming the format, an obfuscated tag
@@ -35,7 +36,8 @@ describe('ID formats (real embedded server)', () => {
 
   it.each(FORMATS.map((f, i) => [f, i] as const))('%s: IDs round-trip through decode, which shows the raw ID', async (format, i) => {
     const { ids } = (await (await fetch(`${server.url}/v1/ids/f${i}?count=50`)).json()) as { ids: string[] };
-    expect(new Set(ids).size).toBe(50);
+    expectNoDuplicates(ids);
+    expect(ids).toHaveLength(50);
     const raws: string[] = [];
     for (const id of ids.slice(0, 10)) {
       const decoded = (await (await fetch(`${server.url}/v1/decode/${encodeURIComponent(id)}?bizTag=f${i}`)).json()) as { id: string; raw?: string; format?: string };
@@ -59,7 +61,7 @@ describe('ID formats (real embedded server)', () => {
     try {
       const ids = [...(await client.nextStrings(`f${i}`, 250)), await client.nextString(`f${i}`)];
       for (let k = 0; k < 50; k++) ids.push(client.tryNextString(`f${i}`) ?? (await client.nextString(`f${i}`)));
-      expect(new Set(ids).size).toBe(ids.length);
+      expectNoDuplicates(ids);
       const raws = new Set<string>();
       for (const id of ids.slice(0, 40)) {
         const decoded = (await (await fetch(`${server.url}/v1/decode/${encodeURIComponent(id)}?bizTag=f${i}`)).json()) as { id: string; raw?: string };
@@ -100,7 +102,9 @@ describe('ID formats (real embedded server)', () => {
     await server.stop('SIGKILL');
     server = await spawnServer(env());
     const after = ((await (await fetch(`${server.url}/v1/ids/f1?count=5000`)).json()) as { ids: string[] }).ids;
-    expect(new Set([...before, ...after]).size).toBe(10_000);
+    const distinct = [...before, ...after];
+    expectNoDuplicates(distinct);
+    expect(distinct).toHaveLength(10_000);
   });
 
   it('without IDMINT_OBFUSCATION_KEY, an obfuscated format is refused at creation, naming the variable', async () => {

@@ -2,9 +2,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { untilValue } from '../support/poll.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { spawnServer, type SpawnedServer } from '../helpers/spawn-server.js';
+import { spawnServer, type SpawnedServer } from '../support/spawn.js';
 
 // Regression tests for the adversarial probe's findings (issue "Hardening"), on a real embedded
 // server with small limits so the mechanisms show quickly.
@@ -29,20 +29,6 @@ function hostile(url: string, head: string, trickleMs?: number): { socket: Socke
   return { socket, closed };
 }
 
-async function eventually<T>(probe: () => Promise<T>, ok: (v: T) => boolean, what: string, attempts = 200): Promise<T> {
-  let last: unknown;
-  for (let i = 0; i < attempts; i++) {
-    try {
-      const v = await probe();
-      if (ok(v)) return v;
-      last = v;
-    } catch (err) {
-      last = err;
-    }
-    await sleep(100);
-  }
-  throw new Error(`${what}: last ${String(last)}`);
-}
 
 describe('hardening (real embedded server, small limits)', () => {
   let dataDir: string;
@@ -64,22 +50,22 @@ describe('hardening (real embedded server, small limits)', () => {
     rmSync(dataDir, { recursive: true, force: true });
   });
 
-  it('#1 closes a body trickled a byte at a time, and a Content-Length larger than the body, at the request timeout', async () => {
+  it('closes a body trickled a byte at a time, and a Content-Length larger than the body, at the request timeout', async () => {
     const trickle = hostile(server.url, 'POST /v1/biz HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 60000\r\n\r\n', 200);
     const short = hostile(server.url, 'POST /v1/biz HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"a":1}');
     const silent = hostile(server.url, '');
     await Promise.all([trickle.closed, short.closed, silent.closed]);
   });
 
-  it('#1 many hostile sockets beyond the connection cap leave /healthz answering', async () => {
+  it('many hostile sockets beyond the connection cap leave /healthz answering', async () => {
     const sockets = Array.from({ length: 300 }, () => hostile(server.url, 'POST /v1/biz HTTP/1.1\r\nHost: x\r\nContent-Length: 60000\r\n\r\n', 300));
-    const health = await eventually(() => fetch(`${server.url}/healthz`).then((r) => r.status), (s) => s === 200, '/healthz under 300 hostile sockets');
+    const health = await untilValue('/healthz under 300 hostile sockets', () => fetch(`${server.url}/healthz`).then((r) => r.status, (err: unknown) => String(err)), (s) => s === 200);
     expect(health).toBe(200);
     await Promise.all(sockets.map((s) => s.closed));
     expect((await fetch(`${server.url}/v1/ids/demo`)).status).toBe(200);
   });
 
-  it('#8 router, parser and client errors come back in the error envelope', async () => {
+  it('router, parser and client errors come back in the error envelope', async () => {
     const envelope = async (response: Response, status: number): Promise<void> => {
       expect(response.status).toBe(status);
       const body = (await response.json()) as { error: { code: string; message: string } };
@@ -96,7 +82,7 @@ describe('hardening (real embedded server, small limits)', () => {
     expect(raw).toContain('{"error":{"code":"BAD_REQUEST","message":"malformed HTTP request"}}');
   });
 
-  it('#4 refuses maxLimit on snowflake and uid tags; #5 refuses NUL in a description with 400', async () => {
+  it('refuses maxLimit on snowflake and uid tags, and NUL in a description with 400', async () => {
     for (const mode of ['snowflake', 'uid']) {
       const response = await fetch(`${server.url}/v1/biz`, { method: 'POST', headers: admin, body: JSON.stringify({ bizTag: `lim-${mode}`, mode, maxLimit: 5, fallback: 'error' }) });
       expect(response.status).toBe(400);
@@ -107,12 +93,11 @@ describe('hardening (real embedded server, small limits)', () => {
     expect(((await nul.json()) as { error: { code: string } }).error.code).toBe('BAD_REQUEST');
   });
 
-  it('#3 a sharded tag never hands out buffered sequences above a lowered maxLimit', async () => {
+  it('a sharded tag never hands out buffered sequences above a lowered maxLimit', async () => {
     expect((await fetch(`${server.url}/v1/biz`, { method: 'POST', headers: admin, body: JSON.stringify({ bizTag: 'shardy', mode: 'sharded', shards: 1, step: 10, fallback: 'error' }) })).status).toBe(201);
     const first = (await (await fetch(`${server.url}/v1/ids/shardy?count=3`)).json()) as { ids: string[] };
     expect(first.ids).toHaveLength(3);
     expect((await fetch(`${server.url}/v1/biz/shardy`, { method: 'PATCH', headers: admin, body: '{"maxLimit":4}' })).status).toBe(200);
-    await sleep(1100); // the tag cache (tagCacheMs) lets the new limit reach the API process
     const next = await fetch(`${server.url}/v1/ids/shardy?count=1`);
     const body = (await next.json()) as { ids?: string[]; error?: { code: string } };
     if (next.ok) {
@@ -123,7 +108,7 @@ describe('hardening (real embedded server, small limits)', () => {
     expect(after.status).toBe(409);
   });
 
-  it('#13 #14 admin auth is exact; #15 /v1/stats needs the token', async () => {
+  it('admin auth is exact, and /v1/stats needs the token', async () => {
     const as = (authorization: string) => fetch(`${server.url}/v1/biz`, { headers: { authorization } }).then((r) => r.status);
     expect(await as(`Bearer ${TOKEN}`)).toBe(200);
     expect(await as(`Bearer ${TOKEN} extra`)).toBe(401);

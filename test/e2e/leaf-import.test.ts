@@ -7,7 +7,7 @@ import { promisify } from 'node:util';
 import mysql from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { leafKeyToBizTag } from '../../src/core/leaf-key.js';
-import { spawnServer, type SpawnedServer } from '../helpers/spawn-server.js';
+import { spawnServer, type SpawnedServer } from '../support/spawn.js';
 
 // The MariaDB this machine runs (README: "Migrating from Leaf"); a throwaway database per run.
 const MYSQL = process.env.IDMINT_TEST_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306';

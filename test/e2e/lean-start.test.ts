@@ -3,12 +3,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { spawnServer } from '../helpers/spawn-server.js';
+import { spawnServer } from '../support/spawn.js';
 
 // A process loads the clients of the servers it is configured for, and no others: the embedded
 // default and a Postgres-only api start without KafkaJS, BullMQ, ioredis, the BullMQ dashboard or
 // the ZooKeeper client (about half a second of start-up and 55 MB of memory on this machine).
-const RECORDER = pathToFileURL(new URL('../helpers/imports/record.mjs', import.meta.url).pathname).href;
+const RECORDER = pathToFileURL(new URL('../support/imports/record.mjs', import.meta.url).pathname).href;
 const SERVER_CLIENTS = ['kafkajs', 'bullmq', 'ioredis', '@bull-board/api', '@bull-board/fastify', 'node-zookeeper-client'];
 
 async function packagesLoaded(env: Record<string, string>, route: string): Promise<Set<string>> {

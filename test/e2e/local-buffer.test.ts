@@ -4,8 +4,10 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { spawnServer, type SpawnedServer } from '../helpers/spawn-server.js';
-import { startPrivateServer, type PrivateServer } from '../setup/private-infra.js';
+import { spawnServer, type SpawnedServer } from '../support/spawn.js';
+import { startPrivateServer, type PrivateServer } from '../support/servers.js';
+import { expectNoDuplicates } from '../support/unique.js';
+import { until } from '../support/poll.js';
 
 // IDMINT_LOCAL_BUFFER: two api processes on one Postgres and one (private) Redis counter pool,
 // each keeping a local buffer of blocks. Small requests from 24 callers while one process is
@@ -82,13 +84,7 @@ describe('local block buffer over the Redis counter pool (IDMINT_LOCAL_BUFFER)',
       }
     };
     const callers = Promise.all(Array.from({ length: 24 }, (_, n) => caller(n)));
-    const waitIds = async (n: number): Promise<void> => {
-      const deadline = Date.now() + 60_000;
-      while (ids.length < n) {
-        if (Date.now() > deadline) throw new Error(`only ${ids.length} IDs after 60 s; errors ${errors.slice(0, 3).join(' | ')}`);
-        await new Promise((r) => setTimeout(r, 20));
-      }
-    };
+    const waitIds = (n: number): Promise<void> => until(`${n} IDs`, () => ids.length >= n, { intervalMs: 20, detail: () => `only ${ids.length} IDs; errors ${errors.slice(0, 3).join(' | ')}` });
     try {
       await waitIds(20_000);
       // The point of the buffer: far fewer take scripts in Redis than answered requests.
@@ -109,7 +105,7 @@ describe('local block buffer over the Redis counter pool (IDMINT_LOCAL_BUFFER)',
       stop = true;
       await callers;
     }
-    expect(new Set(ids).size).toBe(ids.length);
+    expectNoDuplicates(ids);
     expect(sources.get('pool') ?? 0).toBeGreaterThan(0);
     // Only the killed process's connections may fail; no answer is a server error.
     for (const e of errors) expect(e).toMatch(/transport|NOT_READY/);

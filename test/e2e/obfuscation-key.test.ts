@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { spawnServer, type SpawnedServer } from '../helpers/spawn-server.js';
+import { spawnServer, type SpawnedServer } from '../support/spawn.js';
+import { until } from '../support/poll.js';
 
 // Two processes sharing one Postgres with different IDMINT_OBFUSCATION_KEYs apply two different
 // permutations to disjoint raw IDs, and the images overlap: before the fingerprint check, 200
@@ -87,7 +88,8 @@ describe('IDMINT_OBFUSCATION_KEY differs between processes of one deployment', (
     expect(lines).toHaveLength(1);
     // Probes repeat every few seconds: the failing check is logged once, not per probe.
     for (let i = 0; i < 3; i++) await fetch(`${mismatched.url}/readyz`);
-    await expect.poll(() => mismatched.output().split('\n').filter((l) => l.includes('readiness check failing')).length).toBe(1);
+    await until('the readiness line', () => mismatched.output().includes('readiness check failing'));
+    expect(mismatched.output().split('\n').filter((l) => l.includes('readiness check failing'))).toHaveLength(1);
     // The key itself is never written anywhere.
     for (const server of servers) expect(server.output()).not.toContain(KEY_TWO);
     expect(mismatched.output()).not.toContain(KEY_ONE);

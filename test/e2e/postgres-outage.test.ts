@@ -1,9 +1,10 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { spawnServer, type SpawnedServer } from '../helpers/spawn-server.js';
-import { startPrivateServer, type PrivateServer } from '../setup/private-infra.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { spawnServer, untilReady, type SpawnedServer } from '../support/spawn.js';
+import { startPrivateServer, type PrivateServer } from '../support/servers.js';
+import { sleep, until } from '../support/poll.js';
 
 // A Postgres outage under load, as an orchestrator and an on-call engineer see it: IDs keep
 // flowing from the Redis pools, /readyz stays 200 `degraded` on every API (it was 503, which
@@ -30,13 +31,7 @@ describe('Postgres down under load (two API processes, Redis pools)', () => {
     const response = await fetch(`${servers[0]!.url}/v1/biz`, { method: 'POST', headers: admin, body: JSON.stringify({ bizTag: 'orders', step: 1000 }) });
     expect(response.status, await response.clone().text()).toBe(201);
     // The pool is filled before the outage (that is what pools are for).
-    await vi.waitFor(
-      async () => {
-        const { source } = (await (await fetch(`${servers[0]!.url}/v1/ids/orders?count=10`)).json()) as { source?: string };
-        if (source !== 'pool') throw new Error(`served from ${source}, not yet from the pool`);
-      },
-      { timeout: 60_000, interval: 200 },
-    );
+    await until('the first server to serve from the pool', async () => ((await (await fetch(`${servers[0]!.url}/v1/ids/orders?count=10`)).json()) as { source?: string }).source === 'pool');
   });
 
   afterAll(async () => {
@@ -63,24 +58,23 @@ describe('Postgres down under load (two API processes, Redis pools)', () => {
 
     await postgres.kill();
     const readiness: string[] = [];
-    const until = Date.now() + 8000;
-    while (Date.now() < until) {
+    // The outage lasts a while, under load: time must pass here.
+    const outageUntil = Date.now() + 8000;
+    while (Date.now() < outageUntil) {
       for (const server of servers) {
         await take(server);
         const probe = await fetch(`${server.url}/readyz`);
         const report = (await probe.json()) as { status: string };
         readiness.push(`${probe.status} ${report.status}`);
       }
-      await new Promise((r) => setTimeout(r, 50));
+      await sleep(50);
     }
     expect(sources.get('200 pool') ?? 0).toBeGreaterThan(50);
     // Every probe during the outage: still in rotation, and honest about the missing server.
     expect(new Set(readiness.slice(4))).toEqual(new Set(['200 degraded']));
 
     await postgres.start();
-    for (const server of servers) {
-      await expect.poll(async () => ((await (await fetch(`${server.url}/readyz`)).json()) as { status: string }).status, { timeout: 60_000, interval: 250 }).toBe('ready');
-    }
+    for (const server of servers) await untilReady(server.url, { output: server.output });
     for (let i = 0; i < 20; i++) for (const server of servers) await take(server);
     expect(duplicates).toBe(0);
 
@@ -94,14 +88,13 @@ describe('Postgres down under load (two API processes, Redis pools)', () => {
           .split('\n')
           .filter((l) => l.startsWith('{'))
           .map((l) => JSON.parse(l) as { level: number; msg: string; component?: string });
-      await expect
-        .poll(() => {
-          const lines = linesOf();
-          const warned = new Set(lines.filter((l) => l.level >= 40).map((l) => l.component));
-          const over = new Set(lines.filter((l) => l.level === 30 && /recovered|passing again/.test(l.msg)).map((l) => l.component));
-          return [...warned].filter((c) => !over.has(c));
-        }, { timeout: 15_000 })
-        .toEqual([]);
+      const unrecovered = (): Array<string | undefined> => {
+        const lines = linesOf();
+        const warned = new Set(lines.filter((l) => l.level >= 40).map((l) => l.component));
+        const over = new Set(lines.filter((l) => l.level === 30 && /recovered|passing again/.test(l.msg)).map((l) => l.component));
+        return [...warned].filter((c) => !over.has(c));
+      };
+      await until('every component that warned to log its recovery', () => unrecovered().length === 0, { timeoutMs: 15_000, detail: () => `not recovered: ${unrecovered().join(', ')}` });
       const lines = linesOf();
       const warnings = lines.filter((l) => l.level >= 40);
       const perMessage = new Map<string, number>();

@@ -3,7 +3,9 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { spawnServer, type SpawnedServer } from '../helpers/spawn-server.js';
+import { spawnServer, type SpawnedServer } from '../support/spawn.js';
+import { expectNoDuplicates } from '../support/unique.js';
+import { sleep, until } from '../support/poll.js';
 
 /**
  * IDMINT_PROCESSES: n serving processes on one port, on a shared Postgres with ZooKeeper worker
@@ -25,13 +27,6 @@ const children = (pid: number): number[] =>
     .filter(Boolean)
     .map(Number);
 
-async function until(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}\n${server?.output() ?? ''}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 describe.each([2, 4])('IDMINT_PROCESSES=%i on one port', (processes) => {
   it('hands out 500,000 IDs with one process SIGKILLed and replaced: zero duplicates, distinct worker ids', async () => {
@@ -42,15 +37,26 @@ describe.each([2, 4])('IDMINT_PROCESSES=%i on one port', (processes) => {
       IDMINT_PG_SCHEMA: schema,
       IDMINT_PROCESSES: String(processes),
       IDMINT_DATA_DIR: mkdtempSync(join(tmpdir(), 'idmint-procs-')),
+      IDMINT_TAG_CACHE_MS: '100',
       // Each run its own ZooKeeper identities: the port is fresh, the address says which process.
     });
     const s = server;
-    await until(`all ${processes} processes`, () => s.output().includes(`all ${processes} processes serve`));
+    const opts = { intervalMs: 100, detail: () => s.output() };
+    await until(`all ${processes} processes`, () => s.output().includes(`all ${processes} processes serve`), opts);
     for (const [bizTag, mode] of [['procs-seg', 'segment'], ['procs-snow', 'snowflake'], ['procs-metrics', 'segment']] as const) {
       const created = await fetch(`${s.url}/v1/biz`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ bizTag, mode, step: 2000 }) });
       expect(created.status).toBe(201);
     }
-    await new Promise((r) => setTimeout(r, 1200)); // every process sees the new tags within a second
+    // Every process sees the new tags once its cached miss expires (IDMINT_TAG_CACHE_MS): ask over fresh connections.
+    // (Decode with ?bizTag= looks the tag up without handing out an ID: the metrics check below counts every one.)
+    for (const bizTag of ['procs-seg', 'procs-snow', 'procs-metrics']) {
+      let served = 0;
+      await until(`every process to know ${bizTag}`, async () => {
+        const ok = (await fetch(`${s.url}/v1/decode/1?bizTag=${bizTag}`, { headers: { connection: 'close' } })).status !== 404;
+        served = ok ? served + 1 : 0;
+        return served >= 4 * processes;
+      }, opts);
+    }
 
     const primary = s.child.pid!;
     const ids: Record<'procs-seg' | 'procs-snow', string[]> = { 'procs-seg': [], 'procs-snow': [] };
@@ -73,22 +79,22 @@ describe.each([2, 4])('IDMINT_PROCESSES=%i on one port', (processes) => {
           taken += body.ids.length;
         } catch {
           failed++; // the SIGKILLed process's connections reset; nothing was handed out on them
-          await new Promise((r) => setTimeout(r, 20));
+          await sleep(20);
         }
       }
     };
     const killer = (async () => {
-      await until('a quarter of the run', () => taken >= 125_000);
+      await until('a quarter of the run', () => taken >= 125_000, opts);
       const victim = children(primary)[0]!;
       process.kill(victim, 'SIGKILL');
-      await until('the replacement', () => s.output().includes('starting its replacement'));
-      await until(`${processes} processes again`, () => children(primary).length === processes && !children(primary).includes(victim));
+      await until('the replacement', () => s.output().includes('starting its replacement'), opts);
+      await until(`${processes} processes again`, () => children(primary).length === processes && !children(primary).includes(victim), opts);
     })();
     await Promise.all([...Array.from({ length: 8 }, (_, i) => take(i % 2 === 0 ? 'procs-seg' : 'procs-snow')), killer]);
 
     const all = [...ids['procs-seg'], ...ids['procs-snow']];
     expect(all.length).toBeGreaterThanOrEqual(500_000);
-    expect(new Set(all).size).toBe(all.length);
+    expectNoDuplicates(all);
     // Leaf's layout: 41 time | 10 worker | 12 sequence.
     const workers = new Set(ids['procs-snow'].map((id) => Number((BigInt(id) >> 12n) & 0x3ffn)));
     expect(workers.size, `worker ids ${[...workers].join(',')}`).toBe(processes);

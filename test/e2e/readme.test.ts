@@ -5,7 +5,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { marked, type Tokens } from 'marked';
 import { afterAll, describe, expect, it } from 'vitest';
-import { freePort } from '../helpers/spawn-server.js';
+import { freePort } from '../support/spawn.js';
 
 /**
  * The README runs as written: every `sh` and `ts` block is marked `<!-- test: embedded -->`,

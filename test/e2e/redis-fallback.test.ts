@@ -2,8 +2,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { spawnServer, type SpawnedServer } from '../helpers/spawn-server.js';
-import { startPrivateServer, type PrivateServer } from '../setup/private-infra.js';
+import { spawnServer, type SpawnedServer } from '../support/spawn.js';
+import { startPrivateServer, type PrivateServer } from '../support/servers.js';
+import { expectNoDuplicates } from '../support/unique.js';
+import { until } from '../support/poll.js';
 
 const TOKEN = 'fallback-admin-token';
 const admin = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
@@ -60,16 +62,11 @@ describe('Redis pools with fallback (idmint serve + REDIS_URL)', () => {
     };
     const clients = Promise.all(Array.from({ length: 16 }, (_, i) => client(i % 2 === 0 ? 'pay' : 'refund')));
     const total = (): number => ids.get('pay')!.length + ids.get('refund')!.length;
-    const waitFor = async (predicate: () => boolean, what: string, ms = 60_000): Promise<void> => {
-      const deadline = Date.now() + ms;
-      while (!predicate()) {
-        if (Date.now() > deadline) {
-          const seen = JSON.stringify(Object.fromEntries(Object.entries(phaseSources).map(([k, v]) => [k, [...v]])));
-          throw new Error(`timed out waiting for ${what}; sources so far ${seen}; the server's last output:\n${server.output().slice(-4000)}`);
-        }
-        await new Promise((r) => setTimeout(r, 50));
-      }
+    const detail = (): string => {
+      const seen = JSON.stringify(Object.fromEntries(Object.entries(phaseSources).map(([k, v]) => [k, [...v]])));
+      return `sources so far ${seen}; the server's last output:\n${server.output().slice(-4000)}`;
     };
+    const waitFor = (predicate: () => boolean, what: string, timeoutMs = 60_000): Promise<void> => until(what, predicate, { timeoutMs, detail });
 
     try {
       await waitFor(() => phaseSources.up!.has('pay:pool') && total() > 20_000, 'IDs from the Redis pool');
@@ -94,8 +91,8 @@ describe('Redis pools with fallback (idmint serve + REDIS_URL)', () => {
     expect(errors).toEqual([]);
     const pay = ids.get('pay')!;
     const refund = ids.get('refund')!;
-    expect(new Set(pay).size).toBe(pay.length);
-    expect(new Set(refund).size).toBe(refund.length);
+    expectNoDuplicates(pay);
+    expectNoDuplicates(refund);
     // Postgres served throughout: no Snowflake IDs, only short segment IDs, for either tag.
     expect(phaseSources.down!.has('pay:snowflake')).toBe(false);
     expect(pay.every((id) => BigInt(id) < 1n << 53n)).toBe(true);

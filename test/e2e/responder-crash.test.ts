@@ -9,18 +9,22 @@ import type { Kafka } from 'kafkajs';
 import { createKafkaClient } from '../../src/client/kafka/rpc-client.js';
 import type { IdmintKafkaClient } from '../../src/client/kafka/rpc-client.js';
 import { isIdmintError } from '../../src/core/errors.js';
-import { createTestStore, createTopic, deleteTopics, distinct, env, testKafka, unique } from '../integration/kafka/helpers.js';
-import type { TestStore } from '../integration/kafka/helpers.js';
-import { freePort } from '../helpers/spawn-server.js';
+import { createTopic, deleteTopics, testKafka } from '../support/kafka.js';
+import { storeWithDispenser, type DispensingStore } from '../support/store.js';
+import { uniqueName } from '../support/names.js';
+import { env } from '../support/env.js';
+import { expectNoDuplicates } from '../support/unique.js';
+import { freePort } from '../support/spawn.js';
+import { until } from '../support/poll.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 
 // The real responder process, SIGKILLed mid-stream and restarted over the same Postgres schema.
 describe('responder process killed with SIGKILL mid-stream', () => {
   let kafka: Kafka;
-  let ts: TestStore;
-  const requestTopic = unique('idmint.requests.crash');
-  const groupId = unique('idmint.responders.crash');
+  let ts: DispensingStore;
+  const requestTopic = uniqueName('idmint.requests.crash');
+  const groupId = uniqueName('idmint.responders.crash');
   const children: ChildProcess[] = [];
 
   // The same data dir and port across the crash and restart, as a supervisor would restart it.
@@ -60,7 +64,7 @@ describe('responder process killed with SIGKILL mid-stream', () => {
 
   beforeAll(async () => {
     kafka = testKafka();
-    ts = await createTestStore();
+    ts = await storeWithDispenser();
     await ts.store.createBiz({ bizTag: 'order', step: 500 });
     await createTopic(kafka, requestTopic, 4);
   });
@@ -99,7 +103,7 @@ describe('responder process killed with SIGKILL mid-stream', () => {
       ),
     );
 
-    while (answered < 150) await new Promise((r) => setTimeout(r, 20));
+    await until('150 answers before the crash', () => answered >= 150, { intervalMs: 20 });
     first.kill('SIGKILL');
     await new Promise((r) => first.once('exit', r));
     const second = await startResponder();
@@ -111,7 +115,7 @@ describe('responder process killed with SIGKILL mid-stream', () => {
     expect(answered).toBe(5 * 4 * 40);
     expect(timeouts).toBeGreaterThan(0);
     expect(all).toHaveLength(5 * 4 * 40 * 7);
-    expect(distinct(all).size).toBe(all.length);
+    expectNoDuplicates(all);
 
     // A responder alone still holds its port, for health, readiness and metrics.
     const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();

@@ -5,7 +5,9 @@ import { setImmediate as yieldToIo } from 'node:timers/promises';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createIdmintClient } from '../../src/client/index.js';
-import { spawnServer, type SpawnedServer } from '../helpers/spawn-server.js';
+import { spawnServer, type SpawnedServer } from '../support/spawn.js';
+import { expectNoDuplicates } from '../support/unique.js';
+import { until } from '../support/poll.js';
 
 // The SDK with two servers on one Postgres: one is SIGKILLed mid-run; callers get every ID they
 // ask for, with zero duplicates and no error, because fetches fail over to the other server.
@@ -64,15 +66,15 @@ describe('SDK failover across two servers', () => {
       }
     };
     const callers = Promise.all(Array.from({ length: 32 }, (_, n) => caller(n)));
-    while (ids.length < 50_000) await new Promise((r) => setTimeout(r, 10));
+    await until('50,000 IDs before the kill', () => ids.length >= 50_000, { intervalMs: 10 });
     await servers[0]!.stop('SIGKILL');
     const atKill = ids.length;
-    while (ids.length < atKill + 200_000) await new Promise((r) => setTimeout(r, 10));
+    await until('200,000 IDs after the kill', () => ids.length >= atKill + 200_000, { intervalMs: 10 });
     stop = true;
     await callers;
     await client.close();
     expect(errors).toEqual([]);
-    expect(new Set(ids).size).toBe(ids.length);
+    expectNoDuplicates(ids);
     expect(ids.length).toBeGreaterThan(250_000);
   });
 });

@@ -9,8 +9,10 @@ import { loadConfig } from '../../src/app/config.js';
 import { kafkaFor } from '../../src/app/kafka-client.js';
 import { silentLogger } from '../../src/core/logger.js';
 import { createKafkaClient } from '../../src/client/kafka/rpc-client.js';
-import { runUntilExit, spawnServer, type SpawnedServer } from '../helpers/spawn-server.js';
-import { startSecureInfra, type SecureInfra } from '../setup/secure-infra.js';
+import { runUntilExit, spawnServer, untilReady, type SpawnedServer } from '../support/spawn.js';
+import { until } from '../support/poll.js';
+import { startSecureInfra, type SecureInfra } from '../support/secure-servers.js';
+import { expectNoDuplicates } from '../support/unique.js';
 
 /**
  * Secured connections, end to end: idmint against Kafka (SASL_SSL, SCRAM-SHA-512), Redis (TLS,
@@ -32,21 +34,12 @@ afterAll(async () => {
   await infra?.close();
 });
 
-async function waitReady(url: string): Promise<{ status: string; checks: Record<string, { ok: boolean; message?: string }> }> {
-  let report = { status: 'starting', checks: {} as Record<string, { ok: boolean; message?: string }> };
-  for (let i = 0; i < 120; i++) {
-    report = (await (await fetch(`${url}/readyz`)).json()) as typeof report;
-    if (report.status === 'ready') break;
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  return report;
-}
 
 describe('secured connections', () => {
   it('with the right credentials every server is reached and IDs stay unique across two processes, HTTP and Kafka', async () => {
-    for (let i = 0; i < 2; i++) servers.push(await spawnServer({ ...infra.env, IDMINT_DATA_DIR: dataDir(), IDMINT_PG_SCHEMA: 'secure' }));
+    for (let i = 0; i < 2; i++) servers.push(await spawnServer({ ...infra.env, IDMINT_DATA_DIR: dataDir(), IDMINT_PG_SCHEMA: 'secure', IDMINT_TAG_CACHE_MS: '100' }));
     for (const server of servers) {
-      const report = await waitReady(server.url);
+      const report = await untilReady(server.url, { output: server.output });
       expect(report.status, JSON.stringify(report)).toBe('ready');
       expect(report.checks.snowflake?.message).toMatch(/from zookeeper/);
       expect(report.checks.redis?.ok).toBe(true);
@@ -54,7 +47,8 @@ describe('secured connections', () => {
     }
     const created = await fetch(`${servers[0]!.url}/v1/biz`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ bizTag: 'secured', step: 100 }) });
     expect(created.status).toBe(201);
-    await new Promise((r) => setTimeout(r, 1200)); // tag settings are cached for a second
+    // The other process has cached the tag's absence for its IDMINT_TAG_CACHE_MS.
+    await until('the second process to see the new tag', async () => (await fetch(`${servers[1]!.url}/v1/ids/secured?count=1`)).status === 200);
 
     const ids: string[] = [];
     const take = async (server: SpawnedServer, path: string) => {
@@ -85,7 +79,7 @@ describe('secured connections', () => {
       ids.push(await response.text());
     }
     expect(ids.length).toBe(Math.ceil(200 / 3) * 40 + (200 - Math.ceil(200 / 3)) * 20 + 200 + 50);
-    expect(new Set(ids).size).toBe(ids.length);
+    expectNoDuplicates(ids);
   });
 
   it('the servers refuse plaintext and password-less clients', async () => {

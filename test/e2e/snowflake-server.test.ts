@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { spawnServer, type SpawnedServer } from '../helpers/spawn-server.js';
+import { spawnServer, type SpawnedServer } from '../support/spawn.js';
 
 /** Issued IDs as the server's own counter reports them. */
 async function issued(url: string): Promise<number> {

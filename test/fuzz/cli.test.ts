@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildProgram, main } from '../../src/cli/main.js';
-import { spawnServer, type SpawnedServer } from '../helpers/spawn-server.js';
+import { spawnServer, type SpawnedServer } from '../support/spawn.js';
 import { fuzzParameters, STACK_TRACE } from './runs.js';
 
 const TOKEN = 'fuzz-cli-token';

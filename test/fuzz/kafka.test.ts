@@ -7,27 +7,31 @@ import { createKafkaClient, type IdmintKafkaClient } from '../../src/client/kafk
 import { waitForGroupJoin } from '../../src/kafka/group.js';
 import { decodeReply } from '../../src/kafka/messages.js';
 import { createResponder, type Responder } from '../../src/kafka/responder.js';
-import { createTestStore, createTopic, deleteTopics, distinct, testKafka, unique, type TestStore } from '../integration/kafka/helpers.js';
+import { createTopic, deleteTopics, testKafka } from '../support/kafka.js';
+import { storeWithDispenser, type DispensingStore } from '../support/store.js';
+import { uniqueName } from '../support/names.js';
+import { expectNoDuplicates } from '../support/unique.js';
 import { FUZZ_RUNS, FUZZ_SEED, STACK_TRACE } from './runs.js';
+import { sleep } from '../support/poll.js';
 
 // Random bytes, wrong types, huge and negative values, bad replyTo and deadlines, sent to a real
 // responder on the real broker. It must answer every answerable message with a well-formed reply,
 // never crash, and keep serving.
 describe('Kafka responder under fuzzing (fast-check, real broker)', () => {
   let kafka: Kafka;
-  let ts: TestStore;
+  let ts: DispensingStore;
   let responder: Responder;
   let client: IdmintKafkaClient;
   let producer: Producer;
   let replies: Consumer;
   const raw: Array<Buffer | null> = [];
-  const requestTopic = unique('idmint.requests.fuzz');
-  const replyTopic = unique('fuzz.replies');
-  const groupId = unique('idmint.responders.fuzz');
+  const requestTopic = uniqueName('idmint.requests.fuzz');
+  const replyTopic = uniqueName('fuzz.replies');
+  const groupId = uniqueName('idmint.responders.fuzz');
 
   beforeAll(async () => {
     kafka = testKafka('idmint-fuzz');
-    ts = await createTestStore();
+    ts = await storeWithDispenser();
     await ts.store.createBiz({ bizTag: 'order' });
     await createTopic(kafka, requestTopic, 2);
     await createTopic(kafka, replyTopic);
@@ -37,7 +41,7 @@ describe('Kafka responder under fuzzing (fast-check, real broker)', () => {
     await client.start();
     producer = kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner });
     await producer.connect();
-    replies = kafka.consumer({ groupId: unique('fuzz-replies') });
+    replies = kafka.consumer({ groupId: uniqueName('fuzz-replies') });
     const joined = waitForGroupJoin(replies, 30_000);
     await replies.connect();
     await replies.subscribe({ topic: replyTopic, fromBeginning: true });
@@ -85,7 +89,7 @@ describe('Kafka responder under fuzzing (fast-check, real broker)', () => {
     // A valid request after all of them is still answered; then every reply that arrived is well formed.
     const ids = await client.getIds('order', 5, { timeoutMs: 60_000 });
     expect(ids).toHaveLength(5);
-    await new Promise((r) => setTimeout(r, 1000));
+    await sleep(1000); // replies to the fuzzed requests may still be on their way: give them time to arrive
     const codes = new Set(Object.keys(ERROR_CODES));
     const answered: string[] = [];
     for (const value of raw) {
@@ -97,7 +101,7 @@ describe('Kafka responder under fuzzing (fast-check, real broker)', () => {
       if (reply && 'ids' in reply) answered.push(...reply.ids);
     }
     // Random valid requests got real IDs: none repeated, none of the client's repeated either.
-    distinct([...answered, ...ids]);
+    expectNoDuplicates([...answered, ...ids]);
     expect(raw.length).toBeGreaterThan(0);
   });
 });

@@ -2,7 +2,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createIdmintClient, httpTransport } from '../../../src/client/index.js';
-import { rejection } from '../../helpers/assertions.js';
+import { rejection } from '../../support/assertions.js';
+import { until } from '../../support/poll.js';
 
 /**
  * The transport's handling of every answer shape, against a scripted HTTP server (the real
@@ -110,7 +111,7 @@ describe('httpTransport', () => {
     const t = httpTransport({ url, retries: 0 });
     expect((await rejection(t.fetch('order', 1))).message).toMatch(/without an ids array/);
     const pending = t.fetch('order', 1);
-    await new Promise((r) => setTimeout(r, 50));
+    await until('the request to reach the server', () => seen.length === 2);
     await t.close();
     expect(await rejection(pending)).toMatchObject({ code: 'NOT_READY', message: /closed/ });
     expect((await rejection(t.fetch('order', 1))).message).toMatch(/closed/);

@@ -7,8 +7,10 @@ import { createKafkaClient } from '../../../src/client/kafka/rpc-client.js';
 import type { IdmintKafkaClient } from '../../../src/client/kafka/rpc-client.js';
 import { createResponder } from '../../../src/kafka/responder.js';
 import type { Responder } from '../../../src/kafka/responder.js';
-import { createTestStore, createTopic, deleteTopics, testKafka, unique } from '../kafka/helpers.js';
-import type { TestStore } from '../kafka/helpers.js';
+import { createTopic, deleteTopics, testKafka } from '../../support/kafka.js';
+import { storeWithDispenser, type DispensingStore } from '../../support/store.js';
+import { uniqueName } from '../../support/names.js';
+import { expectNoDuplicates } from '../../support/unique.js';
 
 /** `callers` concurrent callers take `total` IDs from `client` (batches of 1..50); retriable errors are retried. */
 async function drain(client: IdmintClient, bizTag: string, total: number, callers: number): Promise<bigint[]> {
@@ -31,20 +33,19 @@ async function drain(client: IdmintClient, bizTag: string, total: number, caller
   return ids;
 }
 
-const dupes = (ids: bigint[]): number => ids.length - new Set(ids).size;
 
 // Real Kafka and a real dispenser over Postgres (the Kafka engineer's helpers); names unique per run.
 describe('client over Kafka', () => {
   let kafka: Kafka;
-  let ts: TestStore;
+  let ts: DispensingStore;
   let responder: Responder;
   let rpc: IdmintKafkaClient;
-  const requestTopic = unique('idmint.requests.client');
-  const groupId = unique('idmint.responders.client');
+  const requestTopic = uniqueName('idmint.requests.client');
+  const groupId = uniqueName('idmint.responders.client');
 
   beforeAll(async () => {
     kafka = testKafka('idmint-client-test');
-    ts = await createTestStore();
+    ts = await storeWithDispenser();
     await ts.store.createBiz({ bizTag: 'order', step: 1000 });
     await createTopic(kafka, requestTopic, 2);
     responder = createResponder({ kafka, dispenser: ts.dispenser, groupId, requestTopic });
@@ -67,7 +68,7 @@ describe('client over Kafka', () => {
     ];
     const ids = (await Promise.all(clients.map((c) => drain(c, 'order', 10_000, 16)))).flat();
     expect(ids).toHaveLength(20_000);
-    expect(dupes(ids)).toBe(0);
+    expectNoDuplicates(ids);
     expect(Math.max(...clients.flatMap((c) => c.stats()).map((s) => s.batchSize))).toBeGreaterThan(200);
     await Promise.all(clients.map((c) => c.close()));
     // closeClient: the second rpc client closed with its transport; the shared one did not.
@@ -82,7 +83,7 @@ describe('client over Kafka', () => {
   });
 
   it('kafkaPoolTransport: 2 clients share the tag\'s pool group and take 16,000 IDs with zero duplicates', async () => {
-    const bizTag = unique('client-pool');
+    const bizTag = uniqueName('client-pool');
     await ts.store.createBiz({ bizTag, pool: 'kafka', step: 1000 });
     const sink = new KafkaPoolSink({ kafka, blockSize: 100, partitions: 2 });
     try {
@@ -92,7 +93,7 @@ describe('client over Kafka', () => {
       );
       const ids = (await Promise.all(clients.map((c) => drain(c, bizTag, 8000, 8)))).flat();
       expect(ids).toHaveLength(16_000);
-      expect(dupes(ids)).toBe(0);
+      expectNoDuplicates(ids);
       // Every ID came from a segment this tag allocated: 1..25,000 (spare IDs keep the buffers from running the pool dry).
       expect(ids.every((id) => id >= 1n && id <= 25_000n)).toBe(true);
       await Promise.all(clients.map((c) => c.close()));
@@ -105,7 +106,7 @@ describe('client over Kafka', () => {
   });
 
   it('kafkaPoolTransport: a dry pool topic answers POOL_EMPTY', async () => {
-    const bizTag = unique('client-dry');
+    const bizTag = uniqueName('client-dry');
     const sink = new KafkaPoolSink({ kafka, partitions: 1 });
     try {
       await ts.store.createBiz({ bizTag, pool: 'kafka', step: 10 });

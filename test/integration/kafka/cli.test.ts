@@ -4,12 +4,13 @@ import { createResponder } from '../../../src/kafka/responder.js';
 import { REQUEST_TOPIC, assertTopicsExist, poolTopic } from '../../../src/kafka/topics.js';
 import { KafkaPoolSink } from '../../../src/pool/kafka/sink.js';
 import type { IdDispenser } from '../../../src/core/ports.js';
-import { deleteTopics, testKafka, unique } from './helpers.js';
+import { deleteTopics, testKafka } from '../../support/kafka.js';
+import { uniqueName } from '../../support/names.js';
 
 // `idmint kafka init` and the start-up check that points at it.
 describe('idmint kafka init and the start-up topic check', () => {
   const kafka = testKafka();
-  const tags = [unique('init-a'), unique('init-b')];
+  const tags = [uniqueName('init-a'), uniqueName('init-b')];
 
   afterAll(async () => {
     await deleteTopics(kafka, tags.map((t) => poolTopic(t)));
@@ -35,8 +36,8 @@ describe('idmint kafka init and the start-up topic check', () => {
     const responder = createResponder({
       kafka,
       dispenser: { get: () => Promise.reject(new Error('never called')) } satisfies IdDispenser,
-      requestTopic: unique('idmint.requests.absent'),
-      groupId: unique('idmint.responders.absent'),
+      requestTopic: uniqueName('idmint.requests.absent'),
+      groupId: uniqueName('idmint.responders.absent'),
     });
     await expect(responder.start()).rejects.toThrow(/topic "idmint\.requests\.absent-[0-9a-f]+" missing: run `idmint kafka init`/);
     await responder.close();
@@ -47,7 +48,7 @@ describe('idmint kafka init and the start-up topic check', () => {
     const watcher = new KafkaPoolSink({ kafka: testKafka('watcher') });
     const admin = kafka.admin();
     await admin.connect();
-    const other = unique('init-c');
+    const other = uniqueName('init-c');
     tags.push(other);
     try {
       await sink.push({ bizTag: tags[1]!, shard: 0, start: 1, end: 10 });

@@ -6,26 +6,29 @@ import { Dispenser } from '../../../src/dispenser/dispenser.js';
 import { MemoryPool } from '../../../src/dispenser/sources/memory.js';
 import { createKafkaClient, type IdmintKafkaClient } from '../../../src/client/kafka/rpc-client.js';
 import { createResponder, type Responder } from '../../../src/kafka/responder.js';
-import { createTestStore, createTopic, deleteTopics, testKafka, unique, type TestStore } from './helpers.js';
+import { createTopic, deleteTopics, testKafka } from '../../support/kafka.js';
+import { storeWithDispenser, type DispensingStore } from '../../support/store.js';
+import { uniqueName } from '../../support/names.js';
+import { expectNoDuplicates } from '../../support/unique.js';
 
 // Formatted tags over Kafka request/reply: replies carry the formatted IDs, which decode back to
 // the tag's raw sequence; blocks of a formatted tag are refused with BAD_REQUEST.
 describe('ID formats over Kafka (real broker)', () => {
   const kafka = testKafka('formats');
-  const requestTopic = unique('idmint-test.requests.formats');
+  const requestTopic = uniqueName('idmint-test.requests.formats');
   const formats = new TagFormats('kafka-formats-test-key-000001');
-  let ts: TestStore;
+  let ts: DispensingStore;
   let memory: MemoryPool;
   let responder: Responder;
   let client: IdmintKafkaClient;
 
   beforeAll(async () => {
-    ts = await createTestStore();
+    ts = await storeWithDispenser();
     for (const format of ['obfuscated', 'sqids', 'obfuscated+base62'] as const) await ts.store.createBiz({ bizTag: `k-${format.replace('+', '-')}`, format });
     memory = new MemoryPool({ allocator: ts.store });
     const dispenser = new Dispenser({ store: ts.store, pools: { memory }, formats });
     await createTopic(kafka, requestTopic, 1);
-    responder = createResponder({ kafka, dispenser, requestTopic, groupId: unique('formats-responders'), registry: new Registry() });
+    responder = createResponder({ kafka, dispenser, requestTopic, groupId: uniqueName('formats-responders'), registry: new Registry() });
     await responder.start();
     client = createKafkaClient({ kafka, requestTopic, clientId: 'formats' });
     await client.start();
@@ -57,7 +60,9 @@ describe('ID formats over Kafka (real broker)', () => {
     const sdk = createIdmintClient({ transport: kafkaTransport(client), batchSize: 50 });
     try {
       const ids = await sdk.nextStrings(bizTag, 120);
-      expect(new Set(ids.map((id) => codec.decode(id))).size).toBe(120);
+      const distinct = ids.map((id) => codec.decode(id));
+      expectNoDuplicates(distinct);
+      expect(distinct).toHaveLength(120);
       if (format === 'obfuscated') expect(typeof (await sdk.next(bizTag))).toBe('bigint');
       else await expect(sdk.next(bizTag)).rejects.toMatchObject({ code: 'BAD_REQUEST' });
     } finally {

@@ -9,27 +9,29 @@ import type { IdmintKafkaClient } from '../../../src/client/kafka/rpc-client.js'
 import { decodeReply } from '../../../src/kafka/messages.js';
 import type { IdReply } from '../../../src/kafka/messages.js';
 import { waitForGroupJoin } from '../../../src/kafka/group.js';
-import { createTestStore, createTopic, deleteTopics, testKafka, unique } from './helpers.js';
-import type { TestStore } from './helpers.js';
+import { createTopic, deleteTopics, testKafka } from '../../support/kafka.js';
+import { storeWithDispenser, type DispensingStore } from '../../support/store.js';
+import { uniqueName } from '../../support/names.js';
+import { until, untilValue } from '../../support/poll.js';
 
 // Every malformed kind: answered with an error when replyTo is readable, skipped otherwise;
 // either way the responder keeps serving the valid request that follows.
 describe('Kafka responder and malformed requests', () => {
   let kafka: Kafka;
-  let ts: TestStore;
+  let ts: DispensingStore;
   let responder: Responder;
   let client: IdmintKafkaClient;
   let producer: Producer;
   let replies: Consumer;
   const received = new Map<string, IdReply>();
   const registry = new Registry();
-  const requestTopic = unique('idmint.requests.bad');
-  const replyTopic = unique('idmint.replies.raw');
-  const groupId = unique('idmint.responders.bad');
+  const requestTopic = uniqueName('idmint.requests.bad');
+  const replyTopic = uniqueName('idmint.replies.raw');
+  const groupId = uniqueName('idmint.responders.bad');
 
   beforeAll(async () => {
     kafka = testKafka();
-    ts = await createTestStore();
+    ts = await storeWithDispenser();
     await ts.store.createBiz({ bizTag: 'order' });
     await createTopic(kafka, requestTopic, 2);
     await createTopic(kafka, replyTopic);
@@ -39,7 +41,7 @@ describe('Kafka responder and malformed requests', () => {
     await client.start();
     producer = kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner });
     await producer.connect();
-    replies = kafka.consumer({ groupId: unique('raw-replies') });
+    replies = kafka.consumer({ groupId: uniqueName('raw-replies') });
     const joined = waitForGroupJoin(replies, 30_000);
     await replies.connect();
     await replies.subscribe({ topic: replyTopic, fromBeginning: true });
@@ -64,10 +66,8 @@ describe('Kafka responder and malformed requests', () => {
   const good = (id: string) => ({ v: 1, id, bizTag: 'order', count: 3, replyTo: replyTopic, deadline: Date.now() + 60_000 });
 
   async function waitForReply(id: string): Promise<IdReply> {
-    for (let i = 0; i < 200 && !received.has(id); i++) await new Promise((r) => setTimeout(r, 50));
-    const reply = received.get(id);
-    if (!reply) throw new Error(`no reply for ${id}`);
-    return reply;
+    await until(`a reply to ${id}`, () => received.has(id), { timeoutMs: 10_000 });
+    return received.get(id)!;
   }
 
   async function metric(outcome: string): Promise<number> {
@@ -77,8 +77,7 @@ describe('Kafka responder and malformed requests', () => {
 
   /** The bad message and the next valid one may sit on different partitions: poll, do not assume order. */
   async function metricAbove(outcome: string, before: number): Promise<number> {
-    for (let i = 0; i < 200 && (await metric(outcome)) <= before; i++) await new Promise((r) => setTimeout(r, 50));
-    return metric(outcome);
+    return untilValue(`idmint_kafka_requests_total{outcome="${outcome}"} above ${before}`, () => metric(outcome), (n) => n > before, { timeoutMs: 10_000 });
   }
 
   async function send(value: string | Buffer): Promise<void> {
@@ -100,7 +99,7 @@ describe('Kafka responder and malformed requests', () => {
     ['unknown tag', (id: string) => ({ ...good(id), bizTag: 'ghost' }), 'UNKNOWN_BIZ_TAG', /ghost/],
     ['oversized', (id: string) => ({ ...good(id), padding: 'x'.repeat(8000) }), 'BAD_REQUEST', /exceeds the 4096-byte limit/],
   ])('%s: gets an error reply, and the responder keeps serving', async (name, make, code, message) => {
-    const id = unique(name.replace(/\W+/g, '-'));
+    const id = uniqueName(name.replace(/\W+/g, '-'));
     await send(JSON.stringify(make(id)));
     const reply = await waitForReply(id);
     expect(reply).toMatchObject({ id, error: { code } });
@@ -129,14 +128,14 @@ describe('Kafka responder and malformed requests', () => {
 
   it('a replyTo topic that does not exist is skipped, and the responder keeps serving', async () => {
     const before = await metric('unanswerable');
-    await send(JSON.stringify({ ...good('to-nowhere'), replyTo: unique('idmint.replies.gone') }));
+    await send(JSON.stringify({ ...good('to-nowhere'), replyTo: uniqueName('idmint.replies.gone') }));
     await stillServes();
     expect(await metricAbove('unanswerable', before)).toBeGreaterThan(before);
   });
 
   it('a request past its deadline is dropped unanswered and counted', async () => {
     const before = await metric('expired');
-    const id = unique('late');
+    const id = uniqueName('late');
     await send(JSON.stringify({ ...good(id), deadline: Date.now() - 1 }));
     await stillServes();
     expect(await metricAbove('expired', before)).toBeGreaterThan(before);
@@ -144,7 +143,7 @@ describe('Kafka responder and malformed requests', () => {
   });
 
   it('a valid raw request is answered with IDs on its replyTo, keyed by its id', async () => {
-    const id = unique('raw-ok');
+    const id = uniqueName('raw-ok');
     await send(JSON.stringify(good(id)));
     const reply = await waitForReply(id);
     expect(reply).toMatchObject({ id, source: expect.any(String) });

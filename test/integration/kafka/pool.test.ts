@@ -9,8 +9,12 @@ import { KafkaPoolSink } from '../../../src/pool/kafka/sink.js';
 import { KafkaPoolConsumer } from '../../../src/client/kafka/pool-consumer.js';
 import { RedisPoolMeta } from '../../../src/pool/redis/meta.js';
 import { createRefillProcessor } from '../../../src/refill/processor.js';
-import { createTestStore, distinct, env, testKafka, unique } from './helpers.js';
-import type { TestStore } from './helpers.js';
+import { testKafka } from '../../support/kafka.js';
+import { storeWithDispenser, type DispensingStore } from '../../support/store.js';
+import { uniqueName } from '../../support/names.js';
+import { env } from '../../support/env.js';
+import { expectNoDuplicates } from '../../support/unique.js';
+import { until } from '../../support/poll.js';
 
 const fixture = fileURLToPath(new URL('./fixtures/pool-consumer.ts', import.meta.url));
 const root = fileURLToPath(new URL('../../../', import.meta.url));
@@ -18,14 +22,14 @@ const root = fileURLToPath(new URL('../../../', import.meta.url));
 // Kafka pool topics: blocks published by the sink, taken by one group per tag, commit before hand-out.
 describe('Kafka pool topics', () => {
   let kafka: Kafka;
-  let ts: TestStore;
+  let ts: DispensingStore;
   let sink: KafkaPoolSink;
   const registry = new Registry();
   const tags: string[] = [];
   const children: ChildProcess[] = [];
 
   async function newTag(prefix: string): Promise<string> {
-    const bizTag = unique(prefix);
+    const bizTag = uniqueName(prefix);
     await ts.store.createBiz({ bizTag, pool: 'kafka', step: 1000 });
     tags.push(bizTag);
     return bizTag;
@@ -33,7 +37,7 @@ describe('Kafka pool topics', () => {
 
   beforeAll(async () => {
     kafka = testKafka();
-    ts = await createTestStore();
+    ts = await storeWithDispenser();
     sink = new KafkaPoolSink({ kafka, blockSize: 100, registry });
   });
 
@@ -54,7 +58,8 @@ describe('Kafka pool topics', () => {
     try {
       const ids = await consumer.take(250, { timeoutMs: 10_000 });
       expect(ids).toHaveLength(250);
-      expect(distinct(ids).size).toBe(250);
+      expectNoDuplicates(ids);
+      expect(ids.length).toBe(250);
       // Three blocks are committed (the third is in hand): depth counts what no one can receive again.
       expect(await sink.depth(bizTag, 0)).toBe(700);
     } finally {
@@ -71,7 +76,7 @@ describe('Kafka pool topics', () => {
       const batches = await Promise.all(Array.from({ length: 40 }, () => consumer.take(123, { timeoutMs: 20_000 })));
       const all = batches.flat();
       expect(all).toHaveLength(40 * 123);
-      expect(distinct(all).size).toBe(all.length);
+      expectNoDuplicates(all);
     } finally {
       await consumer.close();
     }
@@ -80,7 +85,7 @@ describe('Kafka pool topics', () => {
   it('depth refills through the refill processor when consumed below threshold', async () => {
     const bizTag = await newTag('refill');
     const redis = new Redis(env('REDIS_URL'));
-    const meta = new RedisPoolMeta({ redis, keyPrefix: `${unique('kafka-test')}:` });
+    const meta = new RedisPoolMeta({ redis, keyPrefix: `${uniqueName('kafka-test')}:` });
     const processor = createRefillProcessor({ store: ts.store, sinks: { kafka: sink }, meta, minDepth: 2000, maxDepth: 2000 });
     const consumer = new KafkaPoolConsumer({ kafka, bizTag });
     try {
@@ -89,13 +94,16 @@ describe('Kafka pool topics', () => {
       expect(full).toBeGreaterThanOrEqual(2000);
 
       const taken = await consumer.take(full - 200, { timeoutMs: 20_000 });
-      expect(distinct(taken).size).toBe(full - 200);
+      expectNoDuplicates(taken);
+      expect(taken.length).toBe(full - 200);
       expect(await sink.depth(bizTag, 0)).toBeLessThan(400);
 
       expect(await processor.refill(bizTag, 0, 'threshold')).toMatchObject({ status: 'pushed' });
       expect(await sink.depth(bizTag, 0)).toBeGreaterThanOrEqual(2000);
       const more = await consumer.take(1000, { timeoutMs: 20_000 });
-      expect(distinct([...taken, ...more]).size).toBe(taken.length + 1000);
+      const merged = [...taken, ...more];
+      expectNoDuplicates(merged);
+      expect(merged.length).toBe(taken.length + 1000);
     } finally {
       await consumer.close();
       redis.disconnect();
@@ -135,26 +143,28 @@ describe('Kafka pool topics', () => {
 
     const [a, b] = await Promise.all([spawnConsumer(), spawnConsumer()]);
     const idsOf = (c: ChildProcess) => outputs.get(c)!;
-    for (let i = 0; idsOf(a).length < 500 || idsOf(b).length < 500; i++) {
-      if (i > 3000) throw new Error(`both consumers should be serving: a=${idsOf(a).length} b=${idsOf(b).length}`);
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    await until('both consumers serving', () => idsOf(a).length >= 500 && idsOf(b).length >= 500, { detail: () => `a=${idsOf(a).length} b=${idsOf(b).length}` });
     a.kill('SIGKILL');
     await new Promise((r) => a.once('exit', r));
     const bAtKill = idsOf(b).length;
 
     // B takes over A's partition once A's session expires, and drains the topic.
     let last = -1;
-    while ((await sink.depth(bizTag, 0)) > 0 || idsOf(b).length !== last) {
-      last = idsOf(b).length;
-      await new Promise((r) => setTimeout(r, 1000));
-    }
+    await until(
+      'B to drain the topic and stop taking',
+      async () => {
+        const settled = (await sink.depth(bizTag, 0)) === 0 && idsOf(b).length === last;
+        last = idsOf(b).length;
+        return settled;
+      },
+      { intervalMs: 1000, detail: () => `b=${idsOf(b).length}` },
+    );
     const exited = new Promise<number | null>((r) => b.once('exit', (code) => r(code)));
     b.kill('SIGTERM');
     expect(await exited).toBe(0);
 
     const all = [...idsOf(a), ...idsOf(b)];
-    expect(distinct(all).size).toBe(all.length);
+    expectNoDuplicates(all);
     expect(idsOf(b).length).toBeGreaterThan(bAtKill);
     // A crash loses at most the block A held (invariant 2: committed before hand-out), never repeats it.
     expect(all.length).toBeLessThanOrEqual(total);

@@ -8,22 +8,25 @@ import { createKafkaClient } from '../../../src/client/kafka/rpc-client.js';
 import { waitForGroupJoin } from '../../../src/kafka/group.js';
 import { decodeRequest, encodeIdsReply } from '../../../src/kafka/messages.js';
 import type { IdmintKafkaClient } from '../../../src/client/kafka/rpc-client.js';
-import { createTestStore, createTopic, deleteTopics, distinct, testKafka, unique } from './helpers.js';
-import type { TestStore } from './helpers.js';
+import { createTopic, deleteTopics, testKafka } from '../../support/kafka.js';
+import { storeWithDispenser, type DispensingStore } from '../../support/store.js';
+import { uniqueName } from '../../support/names.js';
+import { expectNoDuplicates } from '../../support/unique.js';
+import { until } from '../../support/poll.js';
 
 // Request/reply against real Kafka and a real dispenser over Postgres; names unique per file.
 describe('Kafka request/reply', () => {
   let kafka: Kafka;
-  let ts: TestStore;
+  let ts: DispensingStore;
   let responder: Responder;
   let client: IdmintKafkaClient;
   const registry = new Registry();
-  const requestTopic = unique('idmint.requests.test');
-  const groupId = unique('idmint.responders.test');
+  const requestTopic = uniqueName('idmint.requests.test');
+  const groupId = uniqueName('idmint.responders.test');
 
   beforeAll(async () => {
     kafka = testKafka();
-    ts = await createTestStore();
+    ts = await storeWithDispenser();
     await ts.store.createBiz({ bizTag: 'order', step: 1000 });
     await createTopic(kafka, requestTopic, 4);
     responder = createResponder({ kafka, dispenser: ts.dispenser, groupId, requestTopic, registry });
@@ -43,7 +46,8 @@ describe('Kafka request/reply', () => {
     const ids = await client.getIds('order', count, { timeoutMs: 20_000 });
     expect(ids).toHaveLength(count);
     for (const id of ids) expect(id).toMatch(/^[1-9]\d*$/);
-    expect(distinct(ids).size).toBe(count);
+    expectNoDuplicates(ids);
+    expect(ids.length).toBe(count);
   });
 
   it('offers the IDs as bigint, or with their source', async () => {
@@ -58,7 +62,7 @@ describe('Kafka request/reply', () => {
   });
 
   it('times out with TIMEOUT when nobody answers', async () => {
-    const silentTopic = unique('idmint.requests.silent');
+    const silentTopic = uniqueName('idmint.requests.silent');
     await createTopic(kafka, silentTopic);
     const lonely = createKafkaClient({ kafka, requestTopic: silentTopic, clientId: 'lonely' });
     try {
@@ -71,19 +75,19 @@ describe('Kafka request/reply', () => {
   });
 
   it('retries a timed-out request under a new request id each time', async () => {
-    const silentTopic = unique('idmint.requests.retry');
+    const silentTopic = uniqueName('idmint.requests.retry');
     await createTopic(kafka, silentTopic);
     const retrying = createKafkaClient({ kafka, requestTopic: silentTopic, clientId: 'retrying', retries: 2 });
-    const seen = kafka.consumer({ groupId: unique('retry-watch') });
+    const seen = kafka.consumer({ groupId: uniqueName('retry-watch') });
     const ids: string[] = [];
     try {
       await expect(retrying.getIds('order', 1, { timeoutMs: 200 })).rejects.toMatchObject({ code: 'TIMEOUT' });
       await seen.connect();
       await seen.subscribe({ topic: silentTopic, fromBeginning: true });
       await seen.run({ eachMessage: async ({ message }) => void ids.push((JSON.parse(message.value!.toString()) as { id: string }).id) });
-      for (let i = 0; i < 200 && ids.length < 3; i++) await new Promise((r) => setTimeout(r, 50));
+      await until('three requests on the topic', () => ids.length >= 3, { timeoutMs: 10_000 });
       expect(ids).toHaveLength(3);
-      expect(new Set(ids).size).toBe(3);
+      expectNoDuplicates(ids, 'request ids');
     } finally {
       await seen.disconnect();
       await retrying.close();
@@ -92,10 +96,10 @@ describe('Kafka request/reply', () => {
   });
 
   it('keeps the first reply for a request id and drops a second (a redelivered request\'s)', async () => {
-    const silentTopic = unique('idmint.requests.dup');
+    const silentTopic = uniqueName('idmint.requests.dup');
     await createTopic(kafka, silentTopic);
     const dupClient = createKafkaClient({ kafka, requestTopic: silentTopic, clientId: 'dup' });
-    const fake = kafka.consumer({ groupId: unique('fake-responder') });
+    const fake = kafka.consumer({ groupId: uniqueName('fake-responder') });
     const producer = kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner });
     try {
       await dupClient.start();
@@ -115,7 +119,7 @@ describe('Kafka request/reply', () => {
       });
       await joined;
       expect(await dupClient.getIds('order', 2, { timeoutMs: 10_000 })).toEqual(['11', '12']);
-      for (let i = 0; i < 200 && dupClient.droppedReplies < 1; i++) await new Promise((r) => setTimeout(r, 25));
+      await until('the second reply to be dropped', () => dupClient.droppedReplies >= 1, { timeoutMs: 5000 });
       expect(dupClient.droppedReplies).toBe(1);
     } finally {
       await fake.disconnect();
@@ -126,7 +130,7 @@ describe('Kafka request/reply', () => {
   });
 
   it('refuses to start when the request topic is missing, naming the command that fixes it', async () => {
-    const orphan = createKafkaClient({ kafka, requestTopic: unique('idmint.requests.missing') });
+    const orphan = createKafkaClient({ kafka, requestTopic: uniqueName('idmint.requests.missing') });
     await expect(orphan.start()).rejects.toThrow(/missing: run `idmint kafka init`/);
     await orphan.close();
   });
@@ -166,7 +170,8 @@ describe('Kafka request/reply', () => {
       );
       const all = perClient.flat();
       expect(all).toHaveLength(50 * 200 * 5);
-      expect(distinct(all).size).toBe(50 * 200 * 5);
+      expectNoDuplicates(all);
+      expect(all.length).toBe(50 * 200 * 5);
     } finally {
       await Promise.all(clients.map((c) => c.close()));
     }

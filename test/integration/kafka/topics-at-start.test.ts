@@ -3,17 +3,19 @@ import { loadConfig } from '../../../src/app/config.js';
 import { startResponderRole } from '../../../src/app/roles/responder.js';
 import { silentLogger } from '../../../src/core/logger.js';
 import { createKafkaClient } from '../../../src/client/kafka/rpc-client.js';
-import { createTestStore, deleteTopics, testKafka, unique, type TestStore } from './helpers.js';
+import { deleteTopics, testKafka } from '../../support/kafka.js';
+import { storeWithDispenser, type DispensingStore } from '../../support/store.js';
+import { uniqueName } from '../../support/names.js';
 
 // A responder started on a cluster without its request topic creates it (idempotently), unless
 // IDMINT_KAFKA_CREATE_TOPICS=false, where it refuses and names the command to run.
 describe('Kafka topics at start', () => {
   const kafka = testKafka('topics-at-start');
-  let ts: TestStore;
+  let ts: DispensingStore;
   const topics: string[] = [];
 
   beforeAll(async () => {
-    ts = await createTestStore();
+    ts = await storeWithDispenser();
     await ts.store.createBiz({ bizTag: 'order' });
   });
 
@@ -26,13 +28,13 @@ describe('Kafka topics at start', () => {
     loadConfig({
       KAFKA_BROKERS: process.env.KAFKA_BROKERS,
       IDMINT_KAFKA_REQUEST_TOPIC: requestTopic,
-      IDMINT_KAFKA_RESPONDER_GROUP: unique('topics-at-start'),
+      IDMINT_KAFKA_RESPONDER_GROUP: uniqueName('topics-at-start'),
       IDMINT_KAFKA_CREATE_TOPICS: create,
       IDMINT_KAFKA_PARTITIONS: '2',
     });
 
   it('creates the missing request topic and serves; a second start finds it and creates nothing', async () => {
-    const requestTopic = unique('idmint-test.requests.created');
+    const requestTopic = uniqueName('idmint-test.requests.created');
     topics.push(requestTopic);
     const config = configFor(requestTopic, 'true');
     const responder = await startResponderRole({ config, logger: silentLogger, dispenser: ts.dispenser });
@@ -54,7 +56,7 @@ describe('Kafka topics at start', () => {
   });
 
   it('with IDMINT_KAFKA_CREATE_TOPICS=false refuses a missing topic and names the command', async () => {
-    const requestTopic = unique('idmint-test.requests.missing');
+    const requestTopic = uniqueName('idmint-test.requests.missing');
     await expect(startResponderRole({ config: configFor(requestTopic, 'false'), logger: silentLogger, dispenser: ts.dispenser })).rejects.toThrow(/idmint kafka init/);
   });
 });

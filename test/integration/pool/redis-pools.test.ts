@@ -5,7 +5,17 @@ import type { RefillReason, RefillTrigger } from '../../../src/pool/redis/pool-b
 import { RedisCounterPool } from '../../../src/pool/redis/counter-pool.js';
 import { RedisListPool } from '../../../src/pool/redis/list-pool.js';
 import { RedisPoolMeta } from '../../../src/pool/redis/meta.js';
-import { freePort, makeTag, PrivateRedis, REDIS_URL, uid } from '../refill/helpers.js';
+import { uid } from '../../support/names.js';
+import { freePort } from '../../support/ports.js';
+import { testTag } from '../../support/tags.js';
+import { sleep } from '../../support/poll.js';
+import { startPrivateServer } from '../../support/servers.js';
+import { env } from '../../support/env.js';
+
+const REDIS_URL = env('REDIS_URL');
+
+/** A tag as the refill tests use it: a Redis list pool that refuses rather than falls back. */
+const poolTag = (bizTag: string, overrides: Parameters<typeof testTag>[1] = {}) => testTag(bizTag, { fallback: 'error', pool: 'redis-list', ...overrides });
 
 class RecordingTrigger implements RefillTrigger {
   readonly calls: Array<{ bizTag: string; shard: number; reason: RefillReason }> = [];
@@ -33,7 +43,7 @@ describe.each(kinds)('%s pool (real Redis)', (kind, Pool) => {
 
   it('hands out pushed segments in order, then fewer, then none', async () => {
     const { pool } = make();
-    const tag = makeTag('order', { pool: kind });
+    const tag = poolTag('order', { pool: kind });
     await pool.push({ bizTag: 'order', shard: 0, start: 1, end: 5 });
     await pool.push({ bizTag: 'order', shard: 0, start: 101, end: 103 });
     expect(await pool.depth('order', 0)).toBe(8);
@@ -45,14 +55,14 @@ describe.each(kinds)('%s pool (real Redis)', (kind, Pool) => {
 
   it('keeps IDs near 2^53 exact', async () => {
     const { pool } = make();
-    const tag = makeTag('big', { pool: kind });
+    const tag = poolTag('big', { pool: kind });
     await pool.push({ bizTag: 'big', shard: 0, start: 9007199254740989, end: 9007199254740991 });
     expect(await pool.take(tag, 10)).toEqual(['9007199254740989', '9007199254740990', '9007199254740991']);
   });
 
   it('keeps shards apart and removes every shard of a tag', async () => {
     const { pool, keyPrefix } = make();
-    const tag = makeTag('sh', { pool: kind, mode: 'sharded', shards: 4 });
+    const tag = poolTag('sh', { pool: kind, mode: 'sharded', shards: 4 });
     await pool.push({ bizTag: 'sh', shard: 0, start: 1, end: 10 });
     await pool.push({ bizTag: 'sh', shard: 3, start: 1, end: 10 });
     expect(await pool.take(tag, 2, { shard: 3 })).toEqual(['1', '2']);
@@ -65,14 +75,14 @@ describe.each(kinds)('%s pool (real Redis)', (kind, Pool) => {
 
   it('rejects a bad count with BAD_REQUEST from the script', async () => {
     const { pool } = make();
-    await expect(pool.take(makeTag('x', { pool: kind }), 0)).rejects.toMatchObject({ code: 'BAD_REQUEST' });
-    await expect(pool.take(makeTag('x', { pool: kind }), 1.5)).rejects.toMatchObject({ code: 'BAD_REQUEST' });
+    await expect(pool.take(poolTag('x', { pool: kind }), 0)).rejects.toMatchObject({ code: 'BAD_REQUEST' });
+    await expect(pool.take(poolTag('x', { pool: kind }), 1.5)).rejects.toMatchObject({ code: 'BAD_REQUEST' });
   });
 
   it('asks for a refill when a take leaves the pool under 20 % of its target, and records demand', async () => {
     const trigger = new RecordingTrigger();
     const { pool, keyPrefix } = make({ refill: trigger, minDepth: 100, refillDebounceMs: 0 });
-    const tag = makeTag('low', { pool: kind });
+    const tag = poolTag('low', { pool: kind });
     await pool.push({ bizTag: 'low', shard: 0, start: 1, end: 100 });
     await pool.take(tag, 70); // 30 left: above 20
     expect(trigger.calls).toEqual([]);
@@ -86,17 +96,19 @@ describe.each(kinds)('%s pool (real Redis)', (kind, Pool) => {
   });
 
   it('drops a pool restored from an older snapshot instead of serving IDs again (fence)', async () => {
-    const server = await PrivateRedis.start({ persist: true });
+    const server = await startPrivateServer('redis');
     const client = new Redis(server.url, { maxRetriesPerRequest: 1, retryStrategy: () => 50 });
     client.on('error', () => {}); // refused connections while the server restarts
     try {
       const pool = new Pool({ redis: client });
-      const tag = makeTag('snap', { pool: kind });
+      const tag = poolTag('snap', { pool: kind });
       await pool.push({ bizTag: 'snap', shard: 0, start: 1, end: 1000 });
       await client.save();
       const handedOut = await pool.take(tag, 300);
       expect(handedOut).toHaveLength(300);
-      await server.restart();
+      await server.kill();
+      await sleep(300); // Redis stays down a while
+      await server.start();
       await client.ping();
       expect(await pool.depth('snap', 0)).toBe(1000); // the snapshot brought them back...
       const after = await pool.take(tag, 1000); // ...but none is served again
@@ -106,7 +118,7 @@ describe.each(kinds)('%s pool (real Redis)', (kind, Pool) => {
       expect(await pool.take(tag, 10)).toEqual(['5001', '5002', '5003']);
     } finally {
       client.disconnect();
-      await server.stop();
+      await server.close();
     }
   });
 
@@ -115,8 +127,7 @@ describe.each(kinds)('%s pool (real Redis)', (kind, Pool) => {
     dead.on('error', () => {});
     try {
       const pool = new Pool({ redis: dead });
-      await new Promise((r) => setTimeout(r, 50));
-      const err = await pool.take(makeTag('down', { pool: kind }), 1).catch((e: unknown) => e);
+      const err = await pool.take(poolTag('down', { pool: kind }), 1).catch((e: unknown) => e);
       expect(isIdmintError(err) && err.code).toBe('NOT_READY');
     } finally {
       dead.disconnect();

@@ -1,5 +1,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { findDuplicate, freshStore, outsideLedger, REDIS_URL, runTakers, startHarness, uid, type Harness, type TestStore } from './helpers.js';
+import { outsideLedger, runTakers, startHarness, type Harness } from './helpers.js';
+import { freshStore, type TestStore } from '../../support/store.js';
+import { uid } from '../../support/names.js';
+import { expectNoDuplicates } from '../../support/unique.js';
+import { env } from '../../support/env.js';
+
+const REDIS_URL = env('REDIS_URL');
 
 describe('Redis pools under 16 concurrent takers while refills run (real Redis, Postgres, BullMQ)', () => {
   let store: TestStore | undefined;
@@ -28,7 +34,7 @@ describe('Redis pools under 16 concurrent takers while refills run (real Redis, 
     const { ids, short } = await runTakers({ source: harness.pool, tag, total, takers: 16, batch: 250 });
 
     expect(ids.length).toBe(total);
-    expect(findDuplicate(ids)).toBeUndefined();
+    expectNoDuplicates(ids);
     const ledger = await store.ledger(bizTag);
     expect(ledger.length).toBeGreaterThan(5);
     expect(outsideLedger(ids, ledger)).toEqual([]);

@@ -4,7 +4,11 @@ import { redisHandle } from '../../../src/redis/handle.js';
 import { RefillQueue } from '../../../src/refill/queue.js';
 import { RefillWorker } from '../../../src/refill/worker.js';
 import type { RefillProcessor } from '../../../src/refill/processor.js';
-import { REDIS_URL, uid } from './helpers.js';
+import { uid } from '../../support/names.js';
+import { env } from '../../support/env.js';
+import { until } from '../../support/poll.js';
+
+const REDIS_URL = env('REDIS_URL');
 
 // One rule for Redis clients, as BullMQ's RedisConnection has: a URL opens a client that is
 // closed with its user; a client passed in belongs to the caller and stays open.
@@ -21,7 +25,7 @@ describe('who closes a Redis client (real Redis)', () => {
     expect(await owned.client.ping()).toBe('PONG');
     await owned.close();
     await owned.close(); // idempotent
-    await expect.poll(() => owned.client.status).toBe('end');
+    await until('the owned client to end', () => owned.client.status === 'end', { timeoutMs: 5000 });
 
     const mine = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
     const shared = redisHandle(mine);
@@ -47,7 +51,7 @@ describe('who closes a Redis client (real Redis)', () => {
     const clients = [queueOnUrl.queue.opts.connection, workerOnUrl.worker.opts.connection] as Redis[];
     await workerOnUrl.close();
     await queueOnUrl.close();
-    for (const client of clients) await expect.poll(() => client.status).toBe('end');
+    for (const client of clients) await until('the owned clients to end', () => client.status === 'end', { timeoutMs: 5000 });
     await mine.quit();
   });
 });

@@ -2,18 +2,12 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { PoolSink, Segment } from '../../../src/core/ports.js';
-import {
-  findDuplicate,
-  freshStore,
-  outsideLedger,
-  PrivateRedis,
-  runTakers,
-  sleep,
-  startHarness,
-  uid,
-  type Harness,
-  type TestStore,
-} from './helpers.js';
+import { outsideLedger, runTakers, startHarness, type Harness } from './helpers.js';
+import { freshStore, type TestStore } from '../../support/store.js';
+import { uid } from '../../support/names.js';
+import { expectNoDuplicates } from '../../support/unique.js';
+import { startPrivateServer, type PrivateServer } from '../../support/servers.js';
+import { sleep, until } from '../../support/poll.js';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const REFILL_SETTINGS = { minDepth: 5000, maxDepth: 40_000, poolSeconds: 1, maxSegment: 10_000 };
@@ -21,21 +15,21 @@ const REFILL_SETTINGS = { minDepth: 5000, maxDepth: 40_000, poolSeconds: 1, maxS
 describe('refill faults, each ending with the zero-duplicate check (private redis-server, real Postgres, BullMQ)', () => {
   let store: TestStore | undefined;
   let harness: Harness | undefined;
-  let server: PrivateRedis | undefined;
+  let server: PrivateServer | undefined;
   const children: ChildProcess[] = [];
 
   afterEach(async () => {
     for (const c of children.splice(0)) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
     await harness?.close();
     await store?.close();
-    await server?.stop();
+    await server?.close();
     harness = undefined;
     store = undefined;
     server = undefined;
   });
 
   async function setUp(kind: 'redis-list' | 'redis-counter' = 'redis-list', extra: Parameters<typeof startHarness>[0] extends infer O ? Partial<O> : never = {}) {
-    server = await PrivateRedis.start({ persist: true });
+    server = await startPrivateServer('redis');
     store = await freshStore();
     const bizTag = `fault-${uid()}`;
     const tag = await store.store.createBiz({ bizTag, step: 1000, pool: kind });
@@ -45,7 +39,7 @@ describe('refill faults, each ending with the zero-duplicate check (private redi
 
   async function expectClean(st: TestStore, bizTag: string, ids: Float64Array, total: number) {
     expect(ids.length).toBe(total);
-    expect(findDuplicate(ids)).toBeUndefined();
+    expectNoDuplicates(ids);
     expect(outsideLedger(ids, await st.ledger(bizTag))).toEqual([]);
   }
 
@@ -84,7 +78,9 @@ describe('refill faults, each ending with the zero-duplicate check (private redi
       onProgress: async (n) => {
         if (!restarted && n >= 50_000) {
           restarted = true;
-          await srv.restart(500);
+          await srv.kill();
+      await sleep(500); // Redis stays down a while: takes in this window fail over
+      await srv.start();
         }
       },
     });
@@ -110,7 +106,9 @@ describe('refill faults, each ending with the zero-duplicate check (private redi
           await h.redis.save();
         } else if (saved && !restarted && n >= 60_000) {
           restarted = true;
-          await srv.restart(300);
+          await srv.kill();
+      await sleep(300); // Redis stays down a while: takes in this window fail over
+      await srv.start();
         }
       },
     });
@@ -183,8 +181,7 @@ describe('refill faults, each ending with the zero-duplicate check (private redi
     const total = 50_000;
     const taking = runTakers({ source: h.pool, tag, total, takers: 16, batch: 200 });
     // Wait until the first worker holds a fresh segment it has not pushed.
-    for (let i = 0; i < 600 && !first.output().includes('segment allocated for refill'); i++) await sleep(50);
-    expect(first.output()).toContain('segment allocated for refill');
+    await until('the first worker to allocate a segment', () => first.output().includes('segment allocated for refill'), { detail: first.output });
     const [killed] = await st.ledger(bizTag);
     expect(killed).toBeDefined();
     first.child.kill('SIGKILL');

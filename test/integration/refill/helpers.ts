@@ -1,14 +1,12 @@
 /**
- * Helpers for pool and refill tests: a fresh Postgres schema per test, a private redis-server
- * on a random port (for FLUSHALL and restarts), takers, and the two checks every ID-handing
- * test ends with: no duplicates, and every ID inside a segment of the ledger.
+ * Pool and refill harnesses: concurrent takers, the ledger check (every ID inside a segment the
+ * ledger recorded), and a pool + queue + worker isolated by a random key prefix and queue name.
+ * The generic helpers (store, servers, polls, duplicate checks) are in test/support.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { isIdmintError } from '../../../src/core/errors.js';
+import { uid } from '../../support/names.js';
+import { sleep } from '../../support/poll.js';
 import type { BizStore, BizTag, IdSource } from '../../../src/core/ports.js';
 import { RedisCounterPool } from '../../../src/pool/redis/counter-pool.js';
 import { RedisListPool } from '../../../src/pool/redis/list-pool.js';
@@ -16,130 +14,6 @@ import { RedisPoolMeta } from '../../../src/pool/redis/meta.js';
 import { createRefillProcessor, type RefillProcessor, type RefillProcessorOptions } from '../../../src/refill/processor.js';
 import { RefillQueue } from '../../../src/refill/queue.js';
 import { RefillWorker, type RefillWorkerOptions } from '../../../src/refill/worker.js';
-import { PostgresBizStore } from '../../../src/store/biz-store.js';
-import type { Database } from '../../../src/store/db.js';
-import { migrate } from '../../../src/store/migrations.js';
-import { createPgDatabase } from '../../../src/store/pg.js';
-import { freePort } from '../../helpers/spawn-server.js';
-
-export const DATABASE_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
-
-export const uid = (): string => Math.random().toString(36).slice(2, 10);
-export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-
-export interface TestStore {
-  readonly db: Database;
-  readonly store: BizStore;
-  readonly schema: string;
-  /** DATABASE_URL whose connections use this schema (for spawned workers). */
-  readonly url: string;
-  ledger(bizTag: string): Promise<Array<{ start: number; end: number }>>;
-  close(): Promise<void>;
-}
-
-export async function freshStore(): Promise<TestStore> {
-  const schema = `t_refill_${uid()}`;
-  const db = createPgDatabase({ connectionString: DATABASE_URL, schema });
-  await migrate(db);
-  const store = new PostgresBizStore(db, { owner: 'test' });
-  const u = new URL(DATABASE_URL);
-  u.searchParams.set('options', `-c search_path=${schema}`);
-  return {
-    db,
-    store,
-    schema,
-    url: u.toString(),
-    async ledger(bizTag) {
-      const { rows } = await db.query<{ start_id: bigint; end_id: bigint }>(
-        'SELECT start_id, end_id FROM idmint_ledger WHERE biz_tag = $1 ORDER BY start_id',
-        [bizTag],
-      );
-      return rows.map((r) => ({ start: Number(r.start_id), end: Number(r.end_id) }));
-    },
-    async close() {
-      await store.close();
-      await db.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-      await db.close();
-    },
-  };
-}
-
-export { freePort };
-
-/** A redis-server of our own: FLUSHALL, kill and restart touch nobody else's data. */
-export class PrivateRedis {
-  readonly dir = mkdtempSync(join(tmpdir(), 'idmint-redis-'));
-  private proc: ChildProcess | undefined;
-
-  private constructor(readonly port: number, private readonly persist: boolean) {}
-
-  static async start(options: { persist?: boolean } = {}): Promise<PrivateRedis> {
-    const r = new PrivateRedis(await freePort(), options.persist ?? false);
-    await r.startProcess();
-    return r;
-  }
-
-  get url(): string {
-    return `redis://127.0.0.1:${this.port}`;
-  }
-
-  private async startProcess(): Promise<void> {
-    // persist: an RDB file only written by explicit SAVE, so a test controls what a restart restores.
-    const args = ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', this.dir, '--dbfilename', 'dump.rdb'];
-    this.proc = spawn('redis-server', args, { stdio: 'ignore' });
-    const probe = new Redis(this.url, { lazyConnect: true, retryStrategy: () => 50, maxRetriesPerRequest: 1 });
-    probe.on('error', () => {}); // refused until the server listens
-    for (let i = 0; i < 200; i++) {
-      try {
-        if (probe.status === 'wait') await probe.connect();
-        if ((await probe.ping()) === 'PONG') break;
-      } catch {
-        await sleep(25);
-      }
-    }
-    probe.disconnect();
-    if (!this.persist) rmSync(join(this.dir, 'dump.rdb'), { force: true });
-  }
-
-  /** Kills the server (no save on the way down) and starts it again on the same port. */
-  async restart(downMs = 300): Promise<void> {
-    await this.kill();
-    await sleep(downMs);
-    await this.startProcess();
-  }
-
-  async kill(): Promise<void> {
-    const p = this.proc;
-    if (!p || p.exitCode !== null) return;
-    await new Promise<void>((resolve) => {
-      p.once('exit', () => resolve());
-      p.kill('SIGKILL');
-    });
-  }
-
-  async stop(): Promise<void> {
-    await this.kill();
-    rmSync(this.dir, { recursive: true, force: true });
-  }
-}
-
-export function makeTag(bizTag: string, overrides: Partial<BizTag> = {}): BizTag {
-  return {
-    bizTag,
-    mode: 'segment',
-    step: 1000,
-    maxLimit: null,
-    shards: 1,
-    fallback: 'error',
-    pool: 'redis-list',
-    format: 'decimal',
-    description: '',
-    createdAt: new Date(),
-    updatedAt: new Date(),
-    ...overrides,
-  };
-}
 
 export interface TakersResult {
   ids: Float64Array;
@@ -202,13 +76,6 @@ export async function runTakers(opts: {
   };
   await Promise.all(Array.from({ length: opts.takers }, loop));
   return { ids: ids.subarray(0, n), notReady, short };
-}
-
-/** Sorted copy; returns the first duplicate, if any. */
-export function findDuplicate(ids: Float64Array): number | undefined {
-  const sorted = Float64Array.from(ids).sort();
-  for (let i = 1; i < sorted.length; i++) if (sorted[i] === sorted[i - 1]) return sorted[i];
-  return undefined;
 }
 
 /** IDs that lie in no ledger segment (should be none). */

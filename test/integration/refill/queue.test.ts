@@ -3,7 +3,13 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { targetDepth } from '../../../src/refill/target.js';
 import { collectRefillStats } from '../../../src/refill/stats.js';
 import { SWEEP_SCHEDULER_ID } from '../../../src/refill/queue.js';
-import { freshStore, REDIS_URL, runTakers, sleep, startHarness, uid, type Harness, type TestStore } from './helpers.js';
+import { runTakers, startHarness, type Harness } from './helpers.js';
+import { freshStore, type TestStore } from '../../support/store.js';
+import { uid } from '../../support/names.js';
+import { sleep, untilValue } from '../../support/poll.js';
+import { env } from '../../support/env.js';
+
+const REDIS_URL = env('REDIS_URL');
 
 describe('refill triggers: threshold and cron (real Redis, Postgres, BullMQ)', () => {
   let store: TestStore | undefined;
@@ -23,8 +29,11 @@ describe('refill triggers: threshold and cron (real Redis, Postgres, BullMQ)', (
       expect(await harness.pool.take(tag, 10)).toEqual([]);
       await sleep(30); // past the pool's 20 ms debounce, so each take really asks
     }
+    const h = harness;
+    const jobs = await untilValue('the refill job', () => h.queue.queue.getJobs(['waiting', 'prioritized', 'delayed', 'active']), (j) => j.length > 0);
+    // Deduplicated: the five asks made one job, and no other arrives later.
     await sleep(100);
-    const jobs = await harness.queue.queue.getJobs(['waiting', 'prioritized', 'delayed', 'active']);
+    expect((await h.queue.queue.getJobs(['waiting', 'prioritized', 'delayed', 'active'])).length).toBe(jobs.length);
     expect(jobs.map((j) => [j.name, j.data])).toEqual([['refill', { bizTag: tag.bizTag, shard: 0, reason: 'threshold' }]]);
   });
 
@@ -36,12 +45,8 @@ describe('refill triggers: threshold and cron (real Redis, Postgres, BullMQ)', (
     const schedulers = await harness.queue.queue.getJobSchedulers();
     expect(schedulers.map((s) => [s.key, s.every])).toEqual([[SWEEP_SCHEDULER_ID, 300]]);
 
-    let depth = 0;
-    for (let i = 0; i < 200 && depth < 500; i++) {
-      await sleep(50);
-      depth = await harness.pool.depth(tag.bizTag, 0);
-    }
-    expect(depth).toBeGreaterThanOrEqual(500);
+    const h = harness;
+    await untilValue('the sweep to fill the pool', () => h.pool.depth(tag.bizTag, 0), (depth) => depth >= 500);
     const done = await harness.queue.queue.getJobs(['completed'], 0, 100);
     expect(done.some((j) => j.name === 'sweep')).toBe(true);
     expect(done.some((j) => j.name === 'refill' && (j.data as { reason: string }).reason === 'cron')).toBe(true);
@@ -135,11 +140,8 @@ describe('refill triggers: threshold and cron (real Redis, Postgres, BullMQ)', (
     const tag = await store.store.createBiz({ bizTag: `lim-${uid()}`, step: 100, maxLimit: 250 });
     harness = await startHarness({ redisUrl: REDIS_URL, store: store.store, processor: { minDepth: 1000 } });
     await harness.queue.requestRefill(tag.bizTag, 0, 'manual');
-    let failed: Awaited<ReturnType<typeof harness.queue.queue.getJobs>> = [];
-    for (let i = 0; i < 200 && failed.length === 0; i++) {
-      await sleep(50);
-      failed = await harness.queue.queue.getJobs(['failed']);
-    }
+    const h = harness;
+    const failed = await untilValue('the refill job to fail', () => h.queue.queue.getJobs(['failed']), (f) => f.length > 0);
     expect(failed).toHaveLength(1);
     expect(failed[0]!.failedReason).toContain('SEGMENT_EXHAUSTED');
     expect(failed[0]!.attemptsMade).toBe(1);

@@ -3,8 +3,14 @@ import { fileURLToPath } from 'node:url';
 import { Queue } from 'bullmq';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SWEEP_SCHEDULER_ID } from '../../../src/refill/queue.js';
-import { DATABASE_URL, freshStore, REDIS_URL, sleep, uid, type TestStore } from './helpers.js';
-import { freePort } from '../../helpers/spawn-server.js';
+import { freshStore, type TestStore } from '../../support/store.js';
+import { uid } from '../../support/names.js';
+import { until, untilValue } from '../../support/poll.js';
+import { env } from '../../support/env.js';
+
+const DATABASE_URL = env('DATABASE_URL');
+const REDIS_URL = env('REDIS_URL');
+import { freePort } from '../../support/spawn.js';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 
@@ -35,17 +41,12 @@ describe('workers/refill.ts as a process', () => {
     const w = await startWorker({ REDIS_URL, DATABASE_URL: store.url, IDMINT_REFILL_QUEUE: queueName, IDMINT_REFILL_EVERY_MS: '1000' });
     const queue = new Queue(queueName, { connection: { url: REDIS_URL } });
     try {
-      for (let i = 0; i < 600 && !w.output().includes('refill worker ready'); i++) await sleep(50);
+      await until('the refill worker', () => w.output().includes('refill worker ready'), { detail: w.output });
       expect(await queue.getJobScheduler(SWEEP_SCHEDULER_ID)).toBeTruthy();
       // What FLUSHALL or a restart without persistence does to this queue's scheduler.
       await queue.removeJobScheduler(SWEEP_SCHEDULER_ID);
       expect(await queue.getJobScheduler(SWEEP_SCHEDULER_ID)).toBeFalsy();
-      let back = false;
-      for (let i = 0; i < 200 && !back; i++) {
-        await sleep(100);
-        back = Boolean(await queue.getJobScheduler(SWEEP_SCHEDULER_ID));
-      }
-      expect(back, w.output()).toBe(true);
+      await until('the sweep scheduler re-asserted', async () => Boolean(await queue.getJobScheduler(SWEEP_SCHEDULER_ID)), { detail: w.output });
     } finally {
       await queue.obliterate({ force: true }).catch(() => undefined);
       await queue.close();
@@ -58,8 +59,7 @@ describe('workers/refill.ts as a process', () => {
     store = await freshStore();
     const w = await startWorker({ REDIS_URL, DATABASE_URL: store.url, IDMINT_REFILL_QUEUE: `proc-${uid()}`, IDMINT_REFILL_EVERY_MS: '600000' });
     try {
-      for (let i = 0; i < 600 && !w.output().includes('refill worker ready'); i++) await sleep(50);
-      expect(w.output()).toContain('refill worker ready');
+      await until('the refill worker', () => w.output().includes('refill worker ready'), { detail: w.output });
       // One assembly with idmint serve: ops routes, and no dispenser or worker id it would never use.
       const ready = (await (await fetch(`${w.url}/readyz`)).json()) as { status: string; checks: Record<string, unknown> };
       expect(ready.status).toBe('ready');
@@ -88,12 +88,8 @@ describe('workers/refill.ts as a process', () => {
       IDMINT_REFILL_EVERY_MS: '1000',
     });
     try {
-      let ledger: Array<{ start: number; end: number }> = [];
-      for (let i = 0; i < 300 && ledger.length === 0; i++) {
-        await sleep(100);
-        ledger = await store.ledger('schema-drift');
-      }
-      expect(ledger.length, w.output()).toBeGreaterThan(0);
+      const ledger = await untilValue('a segment allocated in the schema', () => store!.ledger('schema-drift'), (l) => l.length > 0, { detail: w.output });
+      expect(ledger.length).toBeGreaterThan(0);
     } finally {
       w.child.kill('SIGKILL');
       await w.exited;

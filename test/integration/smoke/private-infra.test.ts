@@ -2,8 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { startPrivateServer } from '../../setup/private-infra.js';
-import type { PrivateServer } from '../../setup/private-infra.js';
+import { startPrivateServer } from '../../support/servers.js';
+import type { PrivateServer } from '../../support/servers.js';
+import { until } from '../../support/poll.js';
 
 // The fault hooks others build on: a private server can crash, hang and come back, and the
 // shared servers never notice.
@@ -29,14 +30,14 @@ describe('smoke: private servers for fault tests', () => {
       await expect(redis.get(key)).rejects.toThrow();
 
       await server.start();
-      await expect.poll(() => redis.ping().catch(() => 'down'), { timeout: 10_000 }).toBe('PONG');
+      await until('Redis to answer', async () => (await redis.ping().catch(() => 'down')) === 'PONG', { timeoutMs: 10_000 });
       // No persistence: a crash is data loss, which is what invariant 1's tests need.
       expect(await redis.get(key)).toBeNull();
 
       await server.pause();
       await expect(redis.ping()).rejects.toThrow(/timed out/i);
       await server.resume();
-      await expect.poll(() => redis.ping().catch(() => 'down'), { timeout: 10_000 }).toBe('PONG');
+      await until('Redis to answer', async () => (await redis.ping().catch(() => 'down')) === 'PONG', { timeoutMs: 10_000 });
     } finally {
       redis.disconnect();
     }

@@ -99,7 +99,7 @@ describe('createPgDatabase', () => {
         while (!stop) {
           const r = await admin.query<{ ok: boolean }>('SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE application_name = $1', [app]);
           kills += r.rows.filter((x) => x.ok).length;
-          await sleep(10);
+          await sleep(10); // the pace of the fault: a backend killed every 10 ms
         }
       })();
       const got: Segment[] = [];

@@ -1,31 +1,17 @@
 import { mkdtempSync } from 'node:fs';
 import { createConnection, createServer, type Socket } from 'node:net';
+import { uniqueName } from '../../support/names.js';
+import { env } from '../../support/env.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
-import { randomBytes } from 'node:crypto';
 import { createLogger, type Logger } from '../../../src/app/log.js';
 import { ZkClient } from '../../../src/worker-id/index.js';
 
-/** A server address from the environment the global setup fills in. */
-export function env(name: 'ZK_CONNECT' | 'REDIS_URL' | 'DATABASE_URL'): string {
-  const v = process.env[name];
-  if (!v) throw new Error(`${name} is not set: run through vitest (test/setup/global-infra.ts) or source .infra/env`);
-  return v;
-}
 
-export const uniq = (prefix: string): string => `${prefix}${randomBytes(5).toString('hex')}`;
 
 export const tempDir = (): string => mkdtempSync(join(tmpdir(), 'idmint-wid-'));
 
-/** A loopback port nobody listens on: "the server is down", without stopping a shared one. */
-export async function deadPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 /** A logger whose JSON lines land in `lines`, for asserting on warnings. */
 export function capturingLogger(): { logger: Logger; lines: Array<Record<string, unknown>> } {
@@ -45,14 +31,6 @@ export function steppedClock(offsetMs = 0): { offset: number; now(): number } {
   return c;
 }
 
-/** Polls `check` until it returns true, failing after `attempts` tries. */
-export async function eventually(check: () => boolean | Promise<boolean>, attempts = 200, everyMs = 50): Promise<void> {
-  for (let i = 0; i < attempts; i++) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
-  throw new Error('condition not met');
-}
 
 /** A TCP forwarder to `target` on `port`, started late: "the server came back". */
 export async function startProxy(port: number, target: string): Promise<{ close(): Promise<void> }> {
@@ -102,7 +80,7 @@ export function zkRoots(): { next(): string; removeAll(): Promise<void> } {
   const roots: string[] = [];
   return {
     next() {
-      const root = `/${uniq('idmint-test-')}`;
+      const root = `/${uniqueName('idmint-test-', '')}`;
       roots.push(root);
       return root;
     },

@@ -9,13 +9,15 @@ import {
   ZooKeeperWorkerIdProvider,
 } from '../../../src/worker-id/index.js';
 import { workerIdProviderContract } from '../../contracts/worker-id.contract.js';
-import { env, tempDir, uniq } from './helpers.js';
+import { tempDir } from './helpers.js';
+import { env } from '../../support/env.js';
+import { uniqueName } from '../../support/names.js';
 
 // Small marks keep quick restarts (which wait out the mark) short.
 const fast = { markAheadMs: 50, maxStartWaitMs: 1000 };
 
 workerIdProviderContract('zookeeper', 'same id', async () => {
-  const root = `/${uniq('idmint-test-')}`;
+  const root = `/${uniqueName('idmint-test-', '')}`;
   const dataDir = tempDir();
   return {
     provider: (i) => new ZooKeeperWorkerIdProvider({ connect: env('ZK_CONNECT'), address: `10.0.0.${i}:8080`, root, dataDir, ...fast }),
@@ -30,7 +32,7 @@ workerIdProviderContract('zookeeper', 'same id', async () => {
 });
 
 workerIdProviderContract('postgres', 'new id', async () => {
-  const db = createPgDatabase({ connectionString: env('DATABASE_URL'), schema: uniq('wid_'), max: 4 });
+  const db = createPgDatabase({ connectionString: env('DATABASE_URL'), schema: uniqueName('wid_', ''), max: 4 });
   await migrate(db);
   return {
     provider: (i) => new PostgresWorkerIdProvider({ db, host: `10.0.0.${i}`, port: 8080 }),
@@ -49,7 +51,7 @@ workerIdProviderContract('postgres (PGlite, the embedded default)', 'new id', as
 
 workerIdProviderContract('redis', 'same id', async () => {
   const redis = new Redis(env('REDIS_URL'), { lazyConnect: false, maxRetriesPerRequest: 1 });
-  const keyPrefix = `${uniq('idmint-test:')}:`;
+  const keyPrefix = `${uniqueName('idmint-test:', '')}:`;
   const dataDir = tempDir();
   return {
     provider: (i) => new RedisWorkerIdProvider({ redis, app: 'contract', address: `10.0.0.${i}:8080`, keyPrefix, dataDir, ...fast }),

@@ -1,20 +1,24 @@
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { RedisWorkerIdProvider } from '../../../src/worker-id/index.js';
-import { capturingLogger, deadPort, env, tempDir, uniq } from './helpers.js';
+import { capturingLogger, tempDir } from './helpers.js';
+import { env } from '../../support/env.js';
+import { freePort } from '../../support/ports.js';
+import { uniqueName } from '../../support/names.js';
+import { expectNoDuplicates } from '../../support/unique.js';
 
 const redis = new Redis(env('REDIS_URL'), { maxRetriesPerRequest: 1 });
 const prefixes: string[] = [];
 
 function prefix(): string {
-  const p = `${uniq('idmint-test:')}:`;
+  const p = `${uniqueName('idmint-test:', '')}:`;
   prefixes.push(p);
   return p;
 }
 
 /** A client for a port nobody listens on that fails commands at once instead of queueing them. */
 async function deadRedis(): Promise<Redis> {
-  const client = new Redis({ port: await deadPort(), host: '127.0.0.1', lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  const client = new Redis({ port: await freePort(), host: '127.0.0.1', lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 0, retryStrategy: () => null });
   client.on('error', () => undefined); // the refusal is the point; the command's rejection reports it
   return client;
 }
@@ -40,7 +44,9 @@ describe('RedisWorkerIdProvider', () => {
     const leases = await Promise.all(
       Array.from({ length: 20 }, (_, i) => new RedisWorkerIdProvider({ redis, app: 'x', address: `10.0.1.${i}:80`, keyPrefix, dataDir: tempDir() }).acquire({ maxWorkerId: 1023 })),
     );
-    expect(new Set(leases.map((l) => l.workerId)).size).toBe(20);
+    const distinct = leases.map((l) => l.workerId);
+    expectNoDuplicates(distinct, 'worker ids');
+    expect(distinct).toHaveLength(20);
     await Promise.all(leases.map((l) => l.close()));
   });
 

@@ -7,7 +7,12 @@ import { LEAF_LAYOUT } from '../../../src/core/layout.js';
 import type { BizTag } from '../../../src/core/ports.js';
 import { createSnowflakeSource, type SnowflakeSource } from '../../../src/dispenser/sources/snowflake.js';
 import { type ZkClient, ZooKeeperWorkerIdProvider } from '../../../src/worker-id/index.js';
-import { capturingLogger, deadPort, env, eventually, expireSession, steppedClock, tempDir, zkRoots } from './helpers.js';
+import { capturingLogger, expireSession, steppedClock, tempDir, zkRoots } from './helpers.js';
+import { env } from '../../support/env.js';
+import { until } from '../../support/poll.js';
+import { freePort } from '../../support/ports.js';
+import { expectNoDuplicates } from '../../support/unique.js';
+import { sleep } from '../../support/poll.js';
 
 const run = promisify(execFile);
 const fixture = fileURLToPath(new URL('./fixtures/snowflake-issue.ts', import.meta.url));
@@ -36,10 +41,6 @@ async function issueFor(source: SnowflakeSource, ms: number): Promise<string[]> 
   return out;
 }
 
-function expectNoDuplicates(ids: string[]): void {
-  const seen = new Set(ids);
-  expect(seen.size).toBe(ids.length);
-}
 
 afterEach(async () => {
   await Promise.all(sources.splice(0).map((s) => s.close()));
@@ -51,7 +52,9 @@ describe('SnowflakeSource over ZooKeeper worker ids', () => {
   it('several sources, in this process and in two child processes, issue concurrently with zero duplicates', async () => {
     const root = newRoot();
     const local = await Promise.all([1, 2, 3].map((i) => start(root, `10.5.0.${i}:8080`, { dataDir: tempDir() })));
-    expect(new Set(local.map((s) => s.workerId)).size).toBe(3);
+    const distinct = local.map((s) => s.workerId);
+    expectNoDuplicates(distinct, 'worker ids');
+    expect(distinct).toHaveLength(3);
     const children = [4, 5].map((i) =>
       run(process.execPath, ['--import', 'tsx', fixture, env('ZK_CONNECT'), `10.5.0.${i}:8080`, root, tempDir(), '30000'], { maxBuffer: 64 << 20, timeout: 60_000 }),
     );
@@ -87,7 +90,7 @@ describe('SnowflakeSource over ZooKeeper worker ids', () => {
     const first = await start(root, '10.7.0.1:8080', { dataDir });
     let ids = await issueFor(first, 200);
     await first.close();
-    const second = await start(root, '10.7.0.1:8080', { dataDir, connect: `127.0.0.1:${await deadPort()}`, connectTimeoutMs: 300 });
+    const second = await start(root, '10.7.0.1:8080', { dataDir, connect: `127.0.0.1:${await freePort()}`, connectTimeoutMs: 300 });
     expect(second.workerId).toBe(first.workerId);
     ids = ids.concat(await issueFor(second, 200));
     expectNoDuplicates(ids);
@@ -100,7 +103,7 @@ describe('SnowflakeSource over ZooKeeper worker ids', () => {
     const zk = (source.lease as unknown as { zk: ZkClient }).zk;
     const issuing = issueFor(source, 1500);
     await expireSession(zk, env('ZK_CONNECT'));
-    await eventually(() => lines.some((l) => String(l.msg).includes('re-established')));
+    await until('the session to be re-established', () => lines.some((l) => String(l.msg).includes('re-established')));
     const ids = await issuing;
     expect(lines.some((l) => String(l.msg).includes('session expired'))).toBe(true);
     expectNoDuplicates(ids);
@@ -118,7 +121,7 @@ async function issueUntilKilled(args: string[], ms: number): Promise<string[]> {
     child.stderr.setEncoding('utf8').on('data', (d: string) => d.includes('ready') && resolve());
     child.on('exit', (code) => reject(new Error(`fixture exited early with ${code}`)));
   });
-  await new Promise((r) => setTimeout(r, ms));
+  await sleep(ms); // the fixture issues IDs for this long before it is killed
   child.kill('SIGKILL');
   await exited;
   // A line cut by the kill was never fully handed out.

@@ -1,11 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import { ZkClient } from '../../../src/worker-id/index.js';
-import { capturingLogger, deadPort, env, eventually, uniq } from './helpers.js';
+import { capturingLogger } from './helpers.js';
+import { env } from '../../support/env.js';
+import { until } from '../../support/poll.js';
+import { freePort } from '../../support/ports.js';
+import { uniqueName } from '../../support/names.js';
 
 describe('ZkClient', () => {
   it('creates, reads, writes, lists and removes nodes', async () => {
     const zk = await ZkClient.connect({ connect: env('ZK_CONNECT') });
-    const root = `/${uniq('idmint-test-')}`;
+    const root = `/${uniqueName('idmint-test-', '')}`;
     try {
       await zk.mkdirp(`${root}/a`);
       const seq = await zk.create(`${root}/a/n-`, Buffer.from('x'), 2);
@@ -24,7 +28,7 @@ describe('ZkClient', () => {
   });
 
   it('connect fails fast with NOT_READY naming the connect string', async () => {
-    const connect = `127.0.0.1:${await deadPort()}`;
+    const connect = `127.0.0.1:${await freePort()}`;
     await expect(ZkClient.connect({ connect, connectTimeoutMs: 200 })).rejects.toMatchObject({ code: 'NOT_READY', message: expect.stringContaining(connect) });
   });
 
@@ -44,7 +48,7 @@ describe('ZkClient', () => {
       expect(() => cm.onSocketData(frame)).not.toThrow();
       expect(lines.some((l) => String(l.msg).includes('could not parse'))).toBe(true);
       // Calls in flight fail with CONNECTION_LOSS; the client reconnects and serves again.
-      await eventually(async () => (await zk.exists('/').catch(() => null)) !== null);
+      await until('ZooKeeper to answer again', async () => (await zk.exists('/').catch(() => null)) !== null);
       expect(zk.connected).toBe(true);
     } finally {
       zk.close();

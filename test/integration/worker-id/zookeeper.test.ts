@@ -5,7 +5,10 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { ClockBackwardsError } from '../../../src/core/errors.js';
 import type { WorkerIdLease } from '../../../src/core/ports.js';
 import { localMarkPath, readLocalMark, ZkClient, ZooKeeperWorkerIdProvider, type ZooKeeperWorkerIdProviderOptions } from '../../../src/worker-id/index.js';
-import { capturingLogger, deadPort, env, eventually, expireSession, startProxy, steppedClock, tempDir, zkRoots } from './helpers.js';
+import { capturingLogger, expireSession, startProxy, steppedClock, tempDir, zkRoots } from './helpers.js';
+import { env } from '../../support/env.js';
+import { until } from '../../support/poll.js';
+import { freePort } from '../../support/ports.js';
 
 const run = promisify(execFile);
 const fixture = fileURLToPath(new URL('./fixtures/zk-acquire.ts', import.meta.url));
@@ -54,7 +57,7 @@ describe('ZooKeeperWorkerIdProvider', () => {
       const read = async () => JSON.parse((await zk.getData(path)).data!.toString()) as { ip: string; port: string; timestamp: number };
       const first = await read();
       expect(first).toMatchObject({ ip: '10.3.0.1', port: '9090' });
-      await eventually(async () => (await read()).timestamp > first.timestamp);
+      await until('a newer report in the node', async () => (await read()).timestamp > first.timestamp);
     } finally {
       zk.close();
     }
@@ -66,7 +69,7 @@ describe('ZooKeeperWorkerIdProvider', () => {
     const first = await acquire({ root, dataDir });
     await first.close();
     const { logger, lines } = capturingLogger();
-    const connect = `127.0.0.1:${await deadPort()}`;
+    const connect = `127.0.0.1:${await freePort()}`;
     const lease = await acquire({ root, dataDir, connect, connectTimeoutMs: 300, logger });
     expect(lease.workerId).toBe(first.workerId);
     expect(lease.provider).toBe('zookeeper');
@@ -76,7 +79,7 @@ describe('ZooKeeperWorkerIdProvider', () => {
   });
 
   it('no cache and no ZooKeeper: a clear WORKER_ID_UNAVAILABLE naming ZK_CONNECT', async () => {
-    const connect = `127.0.0.1:${await deadPort()}`;
+    const connect = `127.0.0.1:${await freePort()}`;
     const err = await acquire({ root: newRoot(), dataDir: tempDir(), connect, connectTimeoutMs: 300 }).catch((e: unknown) => e);
     expect(err).toMatchObject({ code: 'WORKER_ID_UNAVAILABLE' });
     expect((err as Error).message).toContain(`ZK_CONNECT=${connect}`);
@@ -128,9 +131,9 @@ describe('ZooKeeperWorkerIdProvider', () => {
     const zk = (lease as unknown as { zk: ZkClient }).zk;
     // Joining the session from a second client and closing it ends the session for the first.
     await expireSession(zk, env('ZK_CONNECT'));
-    await eventually(() => lines.some((l) => String(l.msg).includes('session expired')));
+    await until('the session-expired line', () => lines.some((l) => String(l.msg).includes('session expired')));
     lease.assertIssuable(Date.now());
-    await eventually(() => lines.some((l) => String(l.msg).includes('re-established')));
+    await until('the session to be re-established', () => lines.some((l) => String(l.msg).includes('re-established')));
     expect((lease as unknown as { registered: boolean }).registered).toBe(true);
     lease.assertIssuable(Date.now() + 2000);
   });
@@ -146,7 +149,7 @@ describe('ZooKeeperWorkerIdProvider after session loss', () => {
     try {
       for (const child of await admin.getChildren(`${root}/forever`)) await admin.remove(`${root}/forever/${child}`);
       await expireSession(zk, env('ZK_CONNECT'));
-      await eventually(() => lines.some((l) => String(l.msg).includes('no more IDs')));
+      await until('the lease to be revoked', () => lines.some((l) => String(l.msg).includes('no more IDs')));
       expect(() => lease.assertIssuable(Date.now())).toThrow(expect.objectContaining({ code: 'WORKER_ID_UNAVAILABLE' }));
     } finally {
       admin.close();
@@ -160,14 +163,14 @@ describe('ZooKeeperWorkerIdProvider started on the cached id', () => {
     const dataDir = tempDir();
     const first = await acquire({ root, dataDir });
     await first.close();
-    const port = await deadPort();
+    const port = await freePort();
     const { logger, lines } = capturingLogger();
     const lease = await acquire({ root, dataDir, connect: `127.0.0.1:${port}`, connectTimeoutMs: 300, retryEveryMs: 100, reportEveryMs: 100, logger });
     expect(lease.workerId).toBe(first.workerId);
     expect((lease as unknown as { registered: boolean }).registered).toBe(false);
     const proxy = await startProxy(port, env('ZK_CONNECT'));
     try {
-      await eventually(() => (lease as unknown as { registered: boolean }).registered);
+      await until('the node to be confirmed', () => (lease as unknown as { registered: boolean }).registered);
       expect(lines.some((l) => String(l.msg).includes('worker node confirmed'))).toBe(true);
       lease.assertIssuable(Date.now());
     } finally {

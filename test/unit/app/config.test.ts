@@ -31,7 +31,7 @@ describe('loadConfig', () => {
   });
 });
 
-describe('loadConfig is strict (hardening #11)', () => {
+describe('loadConfig is strict', () => {
   it.each(['0x46A6', '1e4', ' 18102', '18102 ', '+80', '80.0', ''.padEnd(20, '9')])('refuses IDMINT_PORT=%j instead of guessing a number', (port) => {
     expect(() => loadConfig({ IDMINT_PORT: port })).toThrow(/IDMINT_PORT: expected an integer from 0 to 65535/);
   });

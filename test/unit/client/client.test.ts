@@ -2,9 +2,10 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createIdmintClient, IdmintError } from '../../../src/client/index.js';
 import type { IdmintClient, IdTransport } from '../../../src/client/index.js';
-import { duplicates, FakeTransport, settle } from './fake-transport.js';
-import { rejection } from '../../helpers/assertions.js';
+import { FakeTransport, settle } from './fake-transport.js';
+import { rejection } from '../../support/assertions.js';
 import { codeOf } from '../core/helpers.js';
+import { expectNoDuplicates } from '../../support/unique.js';
 
 const range = (from: number, to: number): bigint[] => Array.from({ length: to - from + 1 }, (_, i) => BigInt(from + i));
 
@@ -31,7 +32,7 @@ async function expectNoRepeats<O extends { kind: string }>(
   );
   const handed = (await s.waitFor(Promise.all(calls))).flat();
   await c.close();
-  expect(duplicates(handed)).toEqual([]);
+  expectNoDuplicates(handed);
   for (const id of handed) expect(issued.has(id)).toBe(true);
 }
 
@@ -92,7 +93,7 @@ describe('client double buffer: one fetch in flight per tag', () => {
     t.release();
     const ids = (await Promise.all(calls)).flat();
     expect(ids).toHaveLength(32 * 3 + 32);
-    expect(duplicates(ids)).toEqual([]);
+    expectNoDuplicates(ids);
     expect(await other).toBe(1001n);
     await c.close();
   });
@@ -432,7 +433,7 @@ describe('client: blocks and the synchronous take', () => {
     expect(c.stats()[0]!.buffered).toBe(1_000 + 10_000);
     for (let i = 0; i < 1_001; i++) got.push(c.tryNextNumber('t')!);
     expect(got.at(-1)).toBe(10_101); // the first ID of the second block
-    expect(new Set(got).size).toBe(got.length);
+    expectNoDuplicates(got);
     await c.close();
   });
 
@@ -456,7 +457,8 @@ describe('client: blocks and the synchronous take', () => {
     await settle();
     expect(c.tryNextNumbers('t', ids, 100)).toBe(50); // the next block, from where the array was left
     expect(Array.from(ids.subarray(0, 101))).toEqual([...Array.from({ length: 100 }, (_, i) => i + 1), 111]);
-    expect(new Set(ids).size).toBe(150);
+    expectNoDuplicates(ids);
+    expect(ids).toHaveLength(150);
     const plain: number[] = [];
     expect(c.tag('t').tryNextNumbers(plain, 0, 10)).toBe(10);
     expect(plain[0]).toBe(ids[149]! + 1);

@@ -55,13 +55,3 @@ export class FakeTransport implements IdTransport {
 export async function settle(rounds = 20): Promise<void> {
   for (let i = 0; i < rounds; i++) await Promise.resolve();
 }
-
-export function duplicates(ids: readonly bigint[]): bigint[] {
-  const seen = new Set<bigint>();
-  const dups: bigint[] = [];
-  for (const id of ids) {
-    if (seen.has(id)) dups.push(id);
-    seen.add(id);
-  }
-  return dups;
-}

@@ -2,9 +2,10 @@ import { describe, expect, it } from 'vitest';
 import { makeDecoder } from '../../../src/core/decode.js';
 import { MIN_TIME_BASED_ID } from '../../../src/core/layout.js';
 import type { BizTag } from '../../../src/core/ports.js';
+import { testTag } from '../../support/tags.js';
 
 const decode = makeDecoder();
-const tag = (mode: BizTag['mode']) => ({ bizTag: 't', mode }) as BizTag;
+const tag = (mode: BizTag['mode']): BizTag => testTag('t', { mode });
 
 describe('makeDecoder', () => {
   it('says it decoded by the tag when a tag is given', () => {

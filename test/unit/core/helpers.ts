@@ -28,13 +28,6 @@ export function memoryLogger(): { logger: pino.Logger; lines: Array<Record<strin
   return { logger: pino({ level: 'debug' }, stream), lines };
 }
 
-/** Counts values seen more than once, sorting a copy (memory-lean for millions of bigints). */
-export function countDuplicates(values: BigInt64Array | bigint[]): number {
-  const sorted = BigInt64Array.from(values).sort();
-  let dups = 0;
-  for (let i = 1; i < sorted.length; i++) if (sorted[i] === sorted[i - 1]) dups++;
-  return dups;
-}
 
 /** The code of the IdmintError `fn` throws, undefined when it returns. */
 export function codeOf(fn: () => unknown): string | undefined {

@@ -4,6 +4,7 @@ import { IdmintError, SegmentExhaustedError } from '../../../src/core/errors.js'
 import { SegmentBuffer, type SegmentBufferOptions } from '../../../src/core/segment-buffer.js';
 import type { Segment } from '../../../src/core/ports.js';
 import { ManualClock, memoryLogger } from './helpers.js';
+import { expectNoDuplicates } from '../../support/unique.js';
 
 /** An in-memory allocator like the store's: one counter, each call a fresh range. */
 function counterAllocator(): { allocate: (bizTag: string, step: number) => Promise<Segment>; steps: number[] } {
@@ -163,7 +164,9 @@ describe('SegmentBuffer', () => {
     slow.resolve({ bizTag: 'order', shard: 0, start: 1, end: 100 });
     const [a, b, batch, c] = await waiting;
     expect(calls).toBeGreaterThanOrEqual(1);
-    expect(new Set([a, b, c, ...batch]).size).toBe(8);
+    const distinct = [a, b, c, ...batch];
+    expectNoDuplicates(distinct);
+    expect(distinct).toHaveLength(8);
   });
 
   it('doubles the step for segments that last under 15 minutes and halves it for those over 30', async () => {

@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { ClockBackwardsError, type IdmintError } from '../../../src/core/errors.js';
 import { createLayout, LEAF_LAYOUT, MIN_TIME_BASED_ID } from '../../../src/core/layout.js';
 import { SnowflakeGenerator } from '../../../src/core/snowflake.js';
-import { codeOf, countDuplicates, ManualClock, memoryLogger } from './helpers.js';
+import { codeOf, ManualClock, memoryLogger } from './helpers.js';
+import { expectNoDuplicates } from '../../support/unique.js';
 
 
 describe('SnowflakeGenerator', () => {
@@ -20,7 +21,7 @@ describe('SnowflakeGenerator', () => {
       prev = id;
     }
     expect(notIncreasing).toBe(0);
-    expect(countDuplicates(sample)).toBe(0);
+    expectNoDuplicates(sample);
     expect(sample[0]! >= MIN_TIME_BASED_ID).toBe(true);
     expect(LEAF_LAYOUT.decode(prev).worker).toBe(513);
   }, 120_000);
@@ -66,7 +67,7 @@ describe('SnowflakeGenerator', () => {
     clock.advance(-3);
     ids.push(gen.nextId(), gen.nextId());
     expect(slept).toEqual([6]);
-    expect(countDuplicates(ids)).toBe(0);
+    expectNoDuplicates(ids);
     expect(ids[2]! > ids[1]!).toBe(true);
   });
 
@@ -146,7 +147,7 @@ describe('SnowflakeGenerator', () => {
       if (i % 1000 === 0) clock.advance(1);
       for (const g of gens) ids.push(g.nextId());
     }
-    expect(countDuplicates(ids)).toBe(0);
+    expectNoDuplicates(ids);
   });
 
   it('never repeats an ID under a chaotic clock (stalls, small and large steps back, jumps)', () => {
@@ -171,7 +172,7 @@ describe('SnowflakeGenerator', () => {
       }
     }
     expect(refused).toBeGreaterThan(0);
-    expect(countDuplicates(ids)).toBe(0);
+    expectNoDuplicates(ids);
     for (let i = 1; i < ids.length; i++) if (ids[i]! <= ids[i - 1]!) expect.fail(`not increasing at ${i}`);
   });
 
@@ -198,14 +199,14 @@ describe('SnowflakeGenerator', () => {
     await Promise.all(Array.from({ length: 8 }, (_, k) => caller(k)));
     expect(refused).toBeGreaterThan(0);
     expect(ids.length).toBeGreaterThan(100_000);
-    expect(countDuplicates(ids)).toBe(0);
+    expectNoDuplicates(ids);
   }, 60_000);
 
   it('batches with nextIds', () => {
     const gen = new SnowflakeGenerator({ workerId: 5 });
     const ids = gen.nextIds(10_000);
     expect(ids).toHaveLength(10_000);
-    expect(countDuplicates(ids)).toBe(0);
+    expectNoDuplicates(ids);
     expect(codeOf(() => gen.nextIds(-1))).toBe('BAD_REQUEST');
   });
 });

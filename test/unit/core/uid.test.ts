@@ -1,10 +1,12 @@
 import { setImmediate as tick } from 'node:timers/promises';
-import { describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { IdmintError } from '../../../src/core/errors.js';
 import { createUidLayout, UID_LAYOUT } from '../../../src/core/layout.js';
 import { CachedUidGenerator, throwOnRejectedTake } from '../../../src/core/cached-uid.js';
 import { DefaultUidGenerator } from '../../../src/core/uid.js';
-import { codeOf, countDuplicates, ManualClock } from './helpers.js';
+import { codeOf, ManualClock } from './helpers.js';
+import { expectNoDuplicates } from '../../support/unique.js';
+import { until } from '../../support/poll.js';
 
 
 describe('DefaultUidGenerator', () => {
@@ -13,7 +15,7 @@ describe('DefaultUidGenerator', () => {
     const slept: number[] = [];
     const gen = new DefaultUidGenerator({ workerId: 77, clock, sleep: (ms) => { slept.push(ms); clock.advance(ms); } });
     const ids = gen.getUids(8192 * 3 + 5);
-    expect(countDuplicates(ids)).toBe(0);
+    expectNoDuplicates(ids);
     expect(slept).toEqual([750, 1000, 1000]);
     const last = gen.parseUid(ids.at(-1)!);
     expect(last).toMatchObject({ worker: 77, sequence: 4, time: '2026-03-01T00:00:03.000Z' });
@@ -34,7 +36,7 @@ describe('DefaultUidGenerator', () => {
     const gen = new DefaultUidGenerator({ workerId: 4_194_303 });
     // 8,192 IDs per second is the layout's ceiling: this crosses at least one second.
     const ids = gen.getUids(12_000);
-    expect(countDuplicates(ids)).toBe(0);
+    expectNoDuplicates(ids);
     for (let i = 1; i < ids.length; i++) if (ids[i]! <= ids[i - 1]!) expect.fail(`not increasing at ${i}`);
   });
 
@@ -85,7 +87,7 @@ describe('CachedUidGenerator', () => {
     await Promise.all([1, 2, 3, 4, 5, 6, 7, 8].map((s) => taker(s)));
     expect(taken).toBe(total);
     expect(outOfOrder).toBe(0);
-    expect(countDuplicates(sample)).toBe(0);
+    expectNoDuplicates(sample);
     expect(paddedBetweenTakes).toBeGreaterThan(0);
     gen.close();
   }, 120_000);
@@ -118,7 +120,7 @@ describe('CachedUidGenerator', () => {
     await Promise.all([taker(), taker(), taker(), taker()]);
     expect(rejected).toBeGreaterThan(0);
     expect(ids.length).toBeGreaterThan(100_000);
-    expect(countDuplicates(ids)).toBe(0);
+    expectNoDuplicates(ids);
     gen.close();
   });
 
@@ -126,7 +128,7 @@ describe('CachedUidGenerator', () => {
     const gen = new CachedUidGenerator({ workerId: 5, boostPower: 0 });
     gen.start();
     const ids = gen.getUids(8192 * 10);
-    expect(countDuplicates(ids)).toBe(0);
+    expectNoDuplicates(ids);
     gen.close();
   });
 
@@ -145,7 +147,7 @@ describe('CachedUidGenerator', () => {
     expect(Date.parse(later.time)).toBeGreaterThanOrEqual(clock.ms - 1000);
     clock.advance(-7_200_000);
     const afterStepBack = gen.getUids(8192 * 2);
-    expect(countDuplicates([...burst, ...afterStepBack])).toBe(0);
+    expectNoDuplicates([...burst, ...afterStepBack]);
     expect(afterStepBack[0]! > burst.at(-1)!).toBe(true);
     gen.close();
   });
@@ -156,7 +158,7 @@ describe('CachedUidGenerator', () => {
     gen.getUids(8192 * 2);
     // Above the padding threshold, so only the scheduled padding can refill it.
     expect(gen.depth()).toBe(8192 * 2);
-    await vi.waitFor(() => expect(gen.depth()).toBe(8192 * 4), { timeout: 5000, interval: 5 });
+    await until('the ring to be padded full', () => gen.depth() === 8192 * 4, { timeoutMs: 5000, intervalMs: 5 });
     gen.close();
   });
 

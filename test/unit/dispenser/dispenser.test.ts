@@ -4,14 +4,13 @@ import { IdmintError, SegmentExhaustedError, notReady } from '../../../src/core/
 import type { BizStore, BizTag, BizTagInput, IdSource, IdSourceName, Segment } from '../../../src/core/ports.js';
 import { Dispenser, MAX_REMEMBERED_MISSES, type DispenserPlugin } from '../../../src/dispenser/dispenser.js';
 import { DispenserMetrics } from '../../../src/dispenser/metrics.js';
+import { expectNoDuplicates } from '../../support/unique.js';
+import { testTag } from '../../support/tags.js';
 
 // Pure dispenser logic over in-process implementations of our own interfaces; the real
 // store and pools are exercised by the integration and e2e suites.
 
-function tag(bizTag: string, overrides: Partial<BizTag> = {}): BizTag {
-  const now = new Date();
-  return { bizTag, mode: 'segment', step: 100, maxLimit: null, shards: 1, fallback: 'segment', pool: 'auto', format: 'decimal', description: '', createdAt: now, updatedAt: now, ...overrides };
-}
+const tag = (bizTag: string, overrides: Partial<BizTag> = {}): BizTag => testTag(bizTag, { step: 100, ...overrides });
 
 class TagTable implements BizStore {
   readonly tags = new Map<string, BizTag>();
@@ -117,7 +116,8 @@ describe('Dispenser', () => {
     await expect(dispenser.getBlocks('order', 4)).rejects.toMatchObject({ code: 'NOT_READY' });
     const listed = await dispenser.get('order', 4);
     expect(listed.source).toBe('snowflake');
-    expect(new Set(listed.ids).size).toBe(4);
+    expectNoDuplicates(listed.ids);
+    expect(listed.ids).toHaveLength(4);
     expect(listed.ids[0]).toBe('2124792667136082001');
   });
 

@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { ClockBackwardsError, IdmintError } from '../../../src/core/errors.js';
 import { FileWorkerIdProvider, LocalTimeMark, localMarkPath, readLocalMark, StaticWorkerIdProvider } from '../../../src/worker-id/index.js';
 import type { WorkerIdLease } from '../../../src/core/ports.js';
+import { until } from '../../support/poll.js';
 
 const T0 = Date.UTC(2026, 0, 1);
 
@@ -25,7 +26,7 @@ describe('LocalTimeMark', () => {
     clock.ms = T0 + 600;
     mark.assertIssuable(T0 + 600); // past halfway: a background write of T0 + 1600 starts
     expect(mark.markMs).toBe(T0 + 1000); // not raised before the write is durable
-    for (let i = 0; i < 100 && mark.markMs === T0 + 1000; i++) await new Promise((r) => setTimeout(r, 5));
+    await until('the mark to be raised once its write is durable', () => mark.markMs !== T0 + 1000, { timeoutMs: 5000, intervalMs: 5 });
     expect(mark.markMs).toBe(T0 + 1600);
     expect(readLocalMark(mark.path)?.markMs).toBe(T0 + 1600);
   });

@@ -9,6 +9,7 @@ import { createSnowflakeSource } from '../../../src/dispenser/sources/snowflake.
 import { createSnowflakeSourceFromConfig, workerIdProviderFromConfig } from '../../../src/app/worker-id.js';
 import { networkInterfaces } from 'node:os';
 import { FileWorkerIdProvider, readLocalMark, StaticWorkerIdProvider } from '../../../src/worker-id/index.js';
+import { expectNoDuplicates } from '../../support/unique.js';
 
 const tag = { bizTag: 'order', mode: 'snowflake' } as BizTag;
 const dir = () => mkdtempSync(join(tmpdir(), 'idmint-sfs-'));
@@ -23,7 +24,7 @@ describe('SnowflakeSource', () => {
   it('hands out distinct, increasing decimal strings ≥ 2^53 carrying its worker id', async () => {
     const source = await createSnowflakeSource({ provider: new StaticWorkerIdProvider(42) });
     const ids = [...(await source.take(tag, 5000)), ...(await source.take(tag, 1)), source.nextId().toString()];
-    expect(new Set(ids).size).toBe(ids.length);
+    expectNoDuplicates(ids);
     for (const id of ids) expect(id).toMatch(/^[1-9]\d*$/);
     const big = ids.map(BigInt);
     for (let i = 1; i < big.length; i++) expect(big[i]! > big[i - 1]!).toBe(true);

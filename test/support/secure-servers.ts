@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { freePort } from '../helpers/spawn-server.js';
+import { freePort } from './ports.js';
 
 /**
  * The four servers in scripts/infra.sh's secured profile, private to one test file: Kafka on

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { freePort } from '../helpers/spawn-server.js';
+import { freePort } from './ports.js';
 
 /**
  * A private server for fault tests: its own port and state directory, started by

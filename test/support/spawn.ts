@@ -1,21 +1,13 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
+import { freePort } from './ports.js';
+import { until, untilValue } from './poll.js';
+
+export { freePort };
 
 const BIN = fileURLToPath(new URL('../../bin/idmint.js', import.meta.url));
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.unref();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 export interface SpawnedServer {
   readonly url: string;
@@ -49,20 +41,19 @@ export async function spawnServer(env: Record<string, string>, options: { timeou
   child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + (options.timeoutMs ?? 60_000);
-  for (;;) {
-    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`idmint serve exited early:\n${output}`);
-    try {
-      const response = await fetch(`${url}/healthz`);
-      if (response.ok) break;
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline) {
-      child.kill('SIGKILL');
-      throw new Error(`idmint serve did not answer /healthz in time:\n${output}`);
-    }
-    await new Promise((r) => setTimeout(r, 100));
+  const exitedEarly = (): boolean => child.exitCode !== null || child.signalCode !== null;
+  try {
+    await until(
+      `${url}/healthz`,
+      async () => {
+        if (exitedEarly()) throw new Error(`idmint serve exited early:\n${output}`);
+        return fetch(`${url}/healthz`).then((r) => r.ok, () => false);
+      },
+      { timeoutMs: options.timeoutMs ?? 60_000, intervalMs: 100, detail: () => output },
+    );
+  } catch (err) {
+    if (!exitedEarly()) child.kill('SIGKILL');
+    throw err;
   }
   return {
     url,
@@ -94,4 +85,20 @@ export async function runUntilExit(env: Record<string, string>, timeoutMs = 30_0
   const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
   clearTimeout(timer);
   return { code, output };
+}
+
+export interface ReadyReport {
+  status: string;
+  checks: Record<string, { ok: boolean; message?: string }>;
+}
+
+/** Polls a server's /readyz until it says `status` (default `ready`); returns that report. */
+export async function untilReady(url: string, options: { status?: string; timeoutMs?: number; output?: () => string } = {}): Promise<ReadyReport> {
+  const want = options.status ?? 'ready';
+  return untilValue(
+    `${url}/readyz to say ${want}`,
+    async (): Promise<ReadyReport | undefined> => fetch(`${url}/readyz`).then((r) => r.json() as Promise<ReadyReport>, () => undefined),
+    (report) => report?.status === want,
+    { ...(options.timeoutMs ? { timeoutMs: options.timeoutMs } : {}), ...(options.output ? { detail: options.output } : {}) },
+  ) as Promise<ReadyReport>;
 }

@@ -1,0 +1,33 @@
+import type { Kafka } from 'kafkajs';
+import { silentLogger } from '../../src/core/logger.js';
+import { createKafka } from '../../src/kafka/kafka.js';
+import { ensureTopics } from '../../src/kafka/topics.js';
+import { env } from './env.js';
+
+/** Kafka for tests: a client on the shared broker, and topics made and dropped by unique name. */
+
+export function testKafka(clientId = 'idmint-test'): Kafka {
+  return createKafka({ brokers: env('KAFKA_BROKERS'), clientId, logger: silentLogger });
+}
+
+export async function createTopic(kafka: Kafka, topic: string, numPartitions = 1): Promise<void> {
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    await ensureTopics(admin, [{ topic, numPartitions }]);
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+export async function deleteTopics(kafka: Kafka, topics: string[]): Promise<void> {
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    await admin.deleteTopics({ topics });
+  } catch {
+    // Best effort: the topic names are unique per test, so a leftover harms nothing.
+  } finally {
+    await admin.disconnect();
+  }
+}
