@@ -198,6 +198,11 @@ export async function run(): Promise<Section> {
       '',
       `p99 ≤ 10 × p50 in every round: **${tailOk ? 'met' : 'not met'}**.`,
       '',
+      'Where the segment route\'s pipelined tail went (found 2026-11-24 with timers around the dispenser\'s tag lookup and take, on one api process on Postgres, wrk ×8 pipelined, 32 connections): ' +
+        'the takes were never slow; requests waited on the once-a-second reload of the tag\'s token hashes — every request arriving while they were expired ran its own Postgres query, hundreds at once through a pool of 10 connections — ' +
+        'and on the tag-settings reload, which all requests awaited. Both caches now refresh ahead: an expired entry answers at once while one reload runs behind it. ' +
+        'Same harness, alternating 6 s rounds: segment p99 16–40 ms before, 5.0–6.5 ms after, Snowflake 4.4–4.9 ms; p50 2.3 ms for both throughout.',
+      '',
       table(
         ['measure', 'value', 'target', 'met'],
         [

@@ -155,7 +155,9 @@ export class Dispenser implements IdService {
       }
       admitted = weight;
       this.inFlight += weight;
-      const tag = await this.tag(request.bizTag);
+      // A tag seen before is answered from the cache without a promise (reloads run behind).
+      const looked = this.tags.get(request.bizTag);
+      const tag = looked instanceof Promise ? await looked : looked;
       if (!tag) throw new UnknownBizTagError(request.bizTag);
       for (const plugin of this.plugins) await plugin.before?.(request, tag);
       const result = await serve(tag);
@@ -195,7 +197,7 @@ export class Dispenser implements IdService {
   }
 
   /** The tag's current settings (cached for tagCacheMs), or null when unknown or deleted. */
-  tag(bizTag: string): Promise<BizTag | null> {
+  async tag(bizTag: string): Promise<BizTag | null> {
     return this.tags.get(bizTag);
   }
 

@@ -47,45 +47,78 @@ export class TagCache {
     this.outage = new Episode(log, 'tag settings cannot be reloaded; serving known tags with their last settings', { clock: this.clock });
   }
 
-  /** The tag's current settings, or null when unknown or deleted. Throws when the store fails and the tag was never loaded. */
-  async get(bizTag: string): Promise<BizTag | null> {
+  /**
+   * The tag's settings, or null when unknown or deleted. A known answer older than ttlMs is still
+   * returned while one reload runs in the background (refresh-ahead): requests never wait on
+   * Postgres for a tag they have seen, so a reload costs no request a round trip. Only a name seen
+   * for the first time waits, and concurrent first lookups share one query. Throws when the store
+   * fails and the name was never loaded.
+   */
+  get(bizTag: string): Promise<BizTag | null> | BizTag | null {
     const now = this.clock.now();
     const cached = this.tags.get(bizTag);
-    if (cached && now - cached.loadedAt < this.ttlMs) return cached.tag;
-    const missedAt = this.misses.get(bizTag);
-    if (missedAt !== undefined && now - missedAt < this.ttlMs) return null;
-    let pending = this.loading.get(bizTag);
-    if (!pending) {
-      pending = this.store.getBiz(bizTag).finally(() => this.loading.delete(bizTag));
-      this.loading.set(bizTag, pending);
-    }
-    let tag: BizTag | null;
-    try {
-      tag = await pending;
-    } catch (err) {
-      if (!cached) throw err;
-      this.staleServed++;
-      this.outage.fail({ bizTag }, (err as Error).message);
+    if (cached) {
+      if (now - cached.loadedAt >= this.ttlMs) this.refresh(bizTag);
       return cached.tag;
     }
-    if (this.outage.active) {
-      this.outage.recover({ staleLookups: this.staleServed });
-      this.staleServed = 0;
+    const missedAt = this.misses.get(bizTag);
+    if (missedAt !== undefined) {
+      if (now - missedAt >= this.ttlMs) this.refresh(bizTag);
+      return null;
     }
-    if (tag) {
-      this.misses.delete(bizTag);
-      this.tags.set(bizTag, { tag, loadedAt: this.clock.now() });
-    } else {
-      this.tags.delete(bizTag);
-      this.rememberMiss(bizTag);
-    }
-    return tag;
+    return this.load(bizTag);
+  }
+
+  /** One reload at a time per name, in the background; its failure is the outage episode's, not a request's. */
+  private refresh(bizTag: string): void {
+    if (this.loading.has(bizTag)) return;
+    this.load(bizTag).catch(() => undefined);
+  }
+
+  private load(bizTag: string): Promise<BizTag | null> {
+    let pending = this.loading.get(bizTag);
+    if (pending) return pending;
+    const current = (): boolean => this.loading.get(bizTag) === pending;
+    pending = this.store.getBiz(bizTag).then(
+      (tag) => {
+        // Invalidated meanwhile (a change made here): the answer is the caller's, not the cache's.
+        if (!current()) return tag;
+        this.loading.delete(bizTag);
+        this.recovered();
+        if (tag) {
+          this.misses.delete(bizTag);
+          this.tags.set(bizTag, { tag, loadedAt: this.clock.now() });
+        } else {
+          this.tags.delete(bizTag);
+          this.rememberMiss(bizTag);
+        }
+        return tag;
+      },
+      (err: unknown) => {
+        if (current()) this.loading.delete(bizTag);
+        const cached = this.tags.get(bizTag);
+        if (!cached) throw err;
+        // Postgres down: known tags keep their last settings (pools may still be full).
+        this.staleServed++;
+        this.outage.fail({ bizTag }, (err as Error).message);
+        return cached.tag;
+      },
+    );
+    this.loading.set(bizTag, pending);
+    return pending;
+  }
+
+  private recovered(): void {
+    if (!this.outage.active) return;
+    this.outage.recover({ staleReloads: this.staleServed });
+    this.staleServed = 0;
   }
 
   /** Drops what is cached for a name, so the next lookup asks the store. */
   invalidate(bizTag: string): void {
     this.tags.delete(bizTag);
     this.misses.delete(bizTag);
+    this.loading.delete(bizTag);
   }
 
   /** Names held (known tags and remembered misses). */

@@ -251,7 +251,7 @@ describe('Dispenser', () => {
     await expect(rescued.getBlocks('order', 3)).resolves.toEqual({ bizTag: 'order', blocks: [{ start: 7, end: 9 }], source: 'pool' });
   });
 
-  it('caches tag lookups for tagCacheMs on its clock, and reloads after invalidate', async () => {
+  it('trusts a tag for tagCacheMs on its clock, then reloads it behind the requests (refresh-ahead)', async () => {
     let now = 1_000_000;
     const store = new TagTable(tag('order'));
     const dispenser = new Dispenser({ store, pools: { memory: new CounterSource('pool', 1n) }, tagCacheMs: 500, clock: { now: () => now } });
@@ -259,13 +259,46 @@ describe('Dispenser', () => {
     now += 499;
     await dispenser.get('order', 1);
     expect(store.lookups).toBe(1);
-    now += 1;
-    await dispenser.get('order', 1);
-    expect(store.lookups).toBe(2);
     store.tags.delete('order');
-    await dispenser.get('order', 1); // still within its time
-    now += 500;
+    now += 1;
+    // Expired: answered from the last settings at once, while one reload runs behind.
+    await expect(dispenser.get('order', 1)).resolves.toMatchObject({ source: 'pool' });
+    await new Promise((r) => setImmediate(r));
+    expect(store.lookups).toBe(2);
+    // The reload saw the deletion: refused from now on.
     await expect(dispenser.get('order', 1)).rejects.toMatchObject({ code: 'UNKNOWN_BIZ_TAG' });
+  });
+
+  it('a change made in this process (invalidate) is never overwritten by a reload that started before it', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const store = new TagTable(tag('order', { step: 100 }));
+    const slow = store.getBiz.bind(store);
+    store.getBiz = async (bizTag: string) => {
+      const before = await slow(bizTag);
+      await gate;
+      return before;
+    };
+    let now = 0;
+    const dispenser = new Dispenser({ store, pools: { memory: new CounterSource('pool', 1n) }, tagCacheMs: 10, clock: { now: () => now } });
+    const first = dispenser.tag('order');
+    release();
+    expect((await first)?.step).toBe(100);
+    now += 20;
+    let hold!: () => void;
+    const held = new Promise<void>((r) => (hold = r));
+    store.getBiz = async (bizTag: string) => {
+      const before = await slow(bizTag);
+      await held;
+      return before;
+    };
+    await dispenser.tag('order'); // stale answer; a reload reading step 100 is now in flight
+    store.tags.set('order', tag('order', { step: 200 }));
+    dispenser.invalidate('order');
+    hold();
+    await new Promise((r) => setImmediate(r));
+    store.getBiz = slow;
+    expect((await dispenser.tag('order'))?.step).toBe(200);
   });
 
   it('caches tag lookups briefly and reloads after invalidate', async () => {
