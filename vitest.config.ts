@@ -15,12 +15,15 @@ export default defineConfig({
           name: 'unit',
           include: ['test/unit/**/*.test.ts'],
           environment: 'node',
+          // Projects run one after another, each with its own worker count.
+          sequence: { groupOrder: 0 },
         },
       },
       {
         test: {
           ...servers,
           name: 'integration',
+          sequence: { groupOrder: 1 },
           include: ['test/integration/**/*.test.ts', 'test/contracts/**/*.test.ts'],
           // Two files at once: they share the servers but never a name (measured: 97 s instead of 182 s).
           maxWorkers: 2,
@@ -32,6 +35,7 @@ export default defineConfig({
         test: {
           ...servers,
           name: 'e2e',
+          sequence: { groupOrder: 2 },
           include: ['test/e2e/**/*.test.ts', 'test/fuzz/**/*.test.ts'],
           testTimeout: 180_000,
           hookTimeout: 180_000,
@@ -43,6 +47,7 @@ export default defineConfig({
         test: {
           ...servers,
           name: 'chaos',
+          sequence: { groupOrder: 3 },
           include: ['test/chaos/**/*.test.ts'],
           testTimeout: 600_000,
           hookTimeout: 180_000,
