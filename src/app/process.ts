@@ -25,8 +25,13 @@ export function runProcess(name: string, start: ProcessStart, overrides: Record<
   (async () => {
     const config = loadConfig({ ...process.env, ...overrides });
     const logger = createLogger({ level: config.LOG_LEVEL, name });
-    const started = await start({ config, logger });
-    stopOnSignals(logger, () => started.close());
+    // The handlers go in before the start: a server answers /readyz before its start has finished
+    // (the first tag is looked up, the roles log their lines), and a Ctrl-C in that window found
+    // SIGINT's default action (killed, exit 130). A signal during the start stops the process once
+    // it has started.
+    const starting = start({ config, logger });
+    stopOnSignals(logger, async () => (await starting).close());
+    await starting;
   })().catch((err: unknown) => {
     process.stderr.write(`${name}: ${startFailure(err)}\n`);
     process.exit(1);

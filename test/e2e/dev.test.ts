@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -7,6 +6,7 @@ import { testKafka } from '../support/kafka.js';
 import { freePort } from '../support/spawn.js';
 import { untilReady } from '../support/spawn.js';
 import { expectNoDuplicates } from '../support/unique.js';
+import { inTerminal } from '../support/terminal.js';
 
 // `npm run dev` brings the topology up as processes on the local servers (two APIs, refill,
 // responder), serves over HTTP and Kafka, labels its combined log, and Ctrl-C stops it all.
@@ -27,7 +27,10 @@ describe('npm run dev', () => {
     const base = await fourFreePorts();
     const suffix = Math.random().toString(36).slice(2, 10);
     const requestTopic = `dev.requests.${suffix}`;
-    const child = spawn(process.execPath, ['scripts/dev.mjs'], {
+    const responders = `dev.responders.${suffix}`;
+    // In a pseudo-terminal, stopped by a typed Ctrl-C as a user stops it (the terminal signals
+    // every process of its foreground group, not only the script).
+    const terminal = inTerminal('node scripts/dev.mjs', {
       cwd: ROOT,
       env: {
         ...process.env,
@@ -37,19 +40,15 @@ describe('npm run dev', () => {
         IDMINT_POOL_KEY_PREFIX: `dev-${suffix}:`,
         IDMINT_REFILL_PREFIX: `dev-${suffix}`,
         IDMINT_KAFKA_REQUEST_TOPIC: requestTopic,
-        IDMINT_KAFKA_RESPONDER_GROUP: `dev.responders.${suffix}`,
+        IDMINT_KAFKA_RESPONDER_GROUP: responders,
         LOG_LEVEL: 'info',
       },
-      stdio: ['ignore', 'pipe', 'pipe'],
     });
-    let output = '';
-    child.stdout.on('data', (d: Buffer) => (output += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (output += d.toString()));
-    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    const output = terminal.output;
     const kafka = testKafka('dev-test');
     const client = createKafkaClient({ kafka, requestTopic, clientId: 'dev-test' });
     try {
-      for (let i = 0; i < 4; i++) await untilReady(`http://127.0.0.1:${base + i}`, { timeoutMs: 90_000, output: () => output });
+      for (let i = 0; i < 4; i++) await untilReady(`http://127.0.0.1:${base + i}`, { timeoutMs: 90_000, output });
       const created = await fetch(`http://127.0.0.1:${base}/v1/biz`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"bizTag":"order"}' });
       expect(created.status, await created.clone().text()).toBe(201);
       const ids: string[] = [];
@@ -62,12 +61,28 @@ describe('npm run dev', () => {
       expect(ids).toHaveLength(15);
       expectNoDuplicates(ids);
       expect(ids).toHaveLength(15);
-      for (const label of ['api-1', 'api-2', 'refill', 'responder']) expect(output).toMatch(new RegExp(`^${label} +\\| `, 'm'));
+      for (const label of ['api-1', 'api-2', 'refill', 'responder']) expect(output()).toMatch(new RegExp(`^${label} +\\| `, 'm'));
     } finally {
       await client.close();
-      child.kill('SIGINT');
+      terminal.ctrlC();
     }
-    expect(await exited, output).toBe(0);
-    for (let i = 0; i < 4; i++) expect(await fetch(`http://127.0.0.1:${base + i}/healthz`).then(() => 'up', () => 'down')).toBe('down');
+    try {
+      expect(await terminal.exited, output()).toBe(0);
+      // Each process stopped once, gracefully: no second signal, no exit 130.
+      for (const label of ['api-1', 'api-2', 'refill', 'responder']) expect(output()).toMatch(new RegExp(`^${label} +\\| .*stopped cleanly`, 'm'));
+      expect(output()).not.toContain('second signal');
+      for (let i = 0; i < 4; i++) expect(await fetch(`http://127.0.0.1:${base + i}/healthz`).then(() => 'up', () => 'down')).toBe('down');
+      // The responder left its group: the next start joins at once instead of waiting out a dead member's session.
+      const admin = kafka.admin();
+      await admin.connect();
+      try {
+        const [group] = (await admin.describeGroups([responders])).groups;
+        expect(group?.members ?? []).toEqual([]);
+      } finally {
+        await admin.disconnect();
+      }
+    } finally {
+      terminal.kill();
+    }
   });
 });

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../src/app/config.js';
+import { redisTarget, usesRedis } from '../../../src/app/connections.js';
 import { IdmintError } from '../../../src/core/errors.js';
 
 describe('loadConfig', () => {
@@ -44,6 +45,12 @@ describe('loadConfig is strict', () => {
     expect(() => loadConfig({ IDMINT_ADMIN_TOKEN: token })).toThrow(/IDMINT_ADMIN_TOKEN: expected at least 8 printable characters without spaces/);
   });
 
+  it("refuses compose/.env.example's placeholder secrets, which would otherwise serve on a published port", () => {
+    expect(() => loadConfig({ IDMINT_ADMIN_TOKEN: 'change-me-admin-token' })).toThrow(/IDMINT_ADMIN_TOKEN: expected a secret of your own, not the example's placeholder/);
+    expect(() => loadConfig({ DATABASE_URL: 'postgres://idmint:change-me-postgres@postgres:5432/idmint' })).toThrow(/DATABASE_URL: expected a password of your own, not the example's placeholder/);
+    expect(loadConfig({ DATABASE_URL: 'postgres://idmint:s3cret@postgres:5432/idmint' }).DATABASE_URL).toContain('s3cret');
+  });
+
   it('refuses a whitespace gate pass', () => {
     expect(() => loadConfig({ IDMINT_GATE_PASS: '   ' })).toThrow(/IDMINT_GATE_PASS/);
   });
@@ -71,6 +78,19 @@ describe('IDMINT_PROCESSES and secured connections', () => {
 
   it('keeps the embedded database single-process', () => {
     expect(() => loadConfig({ IDMINT_PROCESSES: '2' })).toThrow(/IDMINT_PROCESSES > 1 needs DATABASE_URL/);
+  });
+
+  it('wants REDIS_SENTINELS and REDIS_SENTINEL_NAME together; sentinel targets carry REDIS_URL\'s credentials and database', () => {
+    expect(() => loadConfig({ REDIS_SENTINELS: '127.0.0.1:26379' })).toThrow(/REDIS_SENTINELS and REDIS_SENTINEL_NAME go together/);
+    expect(() => loadConfig({ REDIS_SENTINEL_NAME: 'm' })).toThrow(/go together/);
+    expect(() => loadConfig({ REDIS_SENTINELS: 'nohost', REDIS_SENTINEL_NAME: 'm' })).toThrow(/host:port/);
+    const config = loadConfig({ REDIS_SENTINELS: '10.0.0.1:26379,10.0.0.2:26380', REDIS_SENTINEL_NAME: 'pools', REDIS_URL: 'redis://app:s3cret@ignored:6379/2' });
+    expect(usesRedis(config)).toBe(true);
+    const target = redisTarget(config);
+    expect(target.url).toBeUndefined();
+    expect(target.options).toMatchObject({ sentinels: [{ host: '10.0.0.1', port: 26379 }, { host: '10.0.0.2', port: 26380 }], name: 'pools', username: 'app', password: 's3cret', db: 2 });
+    expect(target.where).not.toContain('s3cret');
+    expect(usesRedis(loadConfig({}))).toBe(false);
   });
 
   it('wants the three Kafka SASL variables together, and a readable CA file', () => {
