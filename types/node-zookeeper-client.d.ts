@@ -15,6 +15,7 @@ declare module 'node-zookeeper-client' {
     static readonly OPERATION_TIMEOUT: -7;
     static readonly NO_NODE: -101;
     static readonly NO_AUTH: -102;
+    static readonly BAD_VERSION: -103;
     static readonly NODE_EXISTS: -110;
     static readonly SESSION_EXPIRED: -112;
     readonly code: number;
@@ -83,7 +84,14 @@ declare module 'node-zookeeper-client' {
 
   type Watcher = (event: Event) => void;
 
+  /** A multi: its operations commit together, through the leader. */
+  export interface Transaction {
+    check(path: string, version?: number): Transaction;
+    commit(callback: (error: Exception | Error | null, results: unknown[]) => void): void;
+  }
+
   export interface Client extends EventEmitter {
+    transaction(): Transaction;
     connect(): void;
     close(): void;
     getState(): State;

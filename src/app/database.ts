@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import type { Logger } from '../core/logger.js';
 import type { Database } from '../store/db.js';
+import type { PgIdentity } from '../store/pg.js';
 import { migrate } from '../store/migrations.js';
 import type { Config } from './config.js';
 import type { Closers } from './closers.js';
@@ -10,12 +11,12 @@ import { postgresCredentialError } from './preflight.js';
  * The one place a process opens its database, so every role sees the same schema: Postgres at
  * DATABASE_URL in IDMINT_PG_SCHEMA, or the embedded PGlite under `dataDir`. Migrates before returning.
  */
-export async function openDatabase(config: Config, logger: Logger, closers: Closers, dataDir?: string): Promise<Database> {
+export async function openDatabase(config: Config, logger: Logger, closers: Closers, dataDir?: string, hooks: { onFailover?: (from: PgIdentity, to: PgIdentity) => void } = {}): Promise<Database> {
   let db: Database;
   if (config.DATABASE_URL) {
     // Each driver is loaded only by the processes that use it.
     const { createPgDatabase } = await import('../store/pg.js');
-    db = createPgDatabase({ connectionString: config.DATABASE_URL, schema: config.IDMINT_PG_SCHEMA, logger });
+    db = createPgDatabase({ connectionString: config.DATABASE_URL, schema: config.IDMINT_PG_SCHEMA, logger, ...(hooks.onFailover ? { onFailover: hooks.onFailover } : {}) });
     closers.add('postgres', () => db.close());
   } else {
     if (dataDir === undefined) throw new Error('openDatabase: the embedded database needs a data directory');

@@ -128,7 +128,7 @@ export class PostgresBizStore implements BizStore, SegmentUsage {
     return rows.map(toBizTag);
   }
 
-  async updateBiz(bizTag: string, patch: BizTagPatch): Promise<BizTag> {
+  async updateBiz(bizTag: string, patch: BizTagPatch): Promise<BizTag & { countersRaised: boolean }> {
     validateBizTag(bizTag);
     const p = validateBizPatch(patch);
     const sets: string[] = ['updated_at = now()'];
@@ -160,10 +160,10 @@ export class PostgresBizStore implements BizStore, SegmentUsage {
       // Checked on the updated row, inside the transaction: an incoherent change rolls back.
       assertCoherent({ mode: row.mode, shards: row.shards, maxLimit: row.max_limit === null ? null : Number(row.max_limit), fallback: row.fallback, startAfter: p.startAfter });
       await ensureSegments(tx, bizTag, row.shards);
-      if (p.startAfter) await raiseCounters(tx, bizTag, p.startAfter);
-      return toBizTag(row);
+      const countersRaised = p.startAfter ? await raiseCounters(tx, bizTag, p.startAfter) : false;
+      return { ...toBizTag(row), countersRaised };
     });
-    this.log.info({ bizTag, patch: p }, 'biz tag updated');
+    this.log.info({ bizTag, patch: p, ...(p.startAfter ? { countersRaised: tag.countersRaised } : {}) }, 'biz tag updated');
     return tag;
   }
 
@@ -187,6 +187,27 @@ export class PostgresBizStore implements BizStore, SegmentUsage {
     const row = rows[0];
     if (!row) throw await this.whyNoSegment(bizTag, shard);
     return { bizTag, shard, start: Number(row.start_id), end: Number(row.end_id) };
+  }
+
+  async raiseShardCounter(bizTag: string, shard: number, floor: number): Promise<number | undefined> {
+    // Compared and raised in one statement, against the counter as it is now (row-locked).
+    const { rows } = await this.db.query<{ before: bigint }>(
+      `WITH old AS (SELECT max_id FROM idmint_segment WHERE biz_tag = $1 AND shard = $2 FOR UPDATE)
+       UPDATE idmint_segment s SET max_id = $3, updated_at = now() FROM old
+        WHERE s.biz_tag = $1 AND s.shard = $2 AND old.max_id < $3
+       RETURNING old.max_id AS before`,
+      [bizTag, shard, floor],
+    );
+    if (rows.length === 0) return undefined;
+    const before = Number(rows[0]!.before);
+    this.log.warn({ bizTag, shard, floor, before }, 'segment counter raised to the fence');
+    return before;
+  }
+
+  /** Every shard's counter, keyed `<bizTag>/<shard>`, deleted tags included (their counters are kept). */
+  async shardCounters(): Promise<Map<string, number>> {
+    const { rows } = await this.db.query<{ biz_tag: string; shard: number; max_id: bigint }>('SELECT biz_tag, shard, max_id FROM idmint_segment');
+    return new Map(rows.map((r) => [`${r.biz_tag}/${r.shard}`, Number(r.max_id)]));
   }
 
   async highestAllocated(bizTags: readonly string[]): Promise<Map<string, number>> {
@@ -219,15 +240,24 @@ export class PostgresBizStore implements BizStore, SegmentUsage {
   }
 }
 
-/** Moves every shard's counter up to `startAfter` (never down): the next segment starts above it. */
-async function raiseCounters(tx: SqlClient, bizTag: string, startAfter: number): Promise<void> {
+/**
+ * Moves every shard's counter up to `startAfter` (never down): the next segment starts above it.
+ * False, and nothing changes, when an earlier raise already set a floor at or above it: every
+ * segment since then starts above that floor, and what was buffered was dropped then.
+ */
+async function raiseCounters(tx: SqlClient, bizTag: string, startAfter: number): Promise<boolean> {
+  const { rows } = await tx.query('UPDATE idmint_biz SET start_after = $2 WHERE biz_tag = $1 AND start_after < $2 RETURNING biz_tag', [bizTag, startAfter]);
+  if (rows.length === 0) return false;
   await tx.query('UPDATE idmint_segment SET max_id = GREATEST(max_id, $2), updated_at = now() WHERE biz_tag = $1', [bizTag, startAfter]);
+  return true;
 }
 
 /** Counter rows for shards 0..shards-1; existing rows (and their max_id) are kept. */
 async function ensureSegments(tx: SqlClient, bizTag: string, shards: number): Promise<void> {
   await tx.query(
-    `INSERT INTO idmint_segment (biz_tag, shard) SELECT $1, g FROM generate_series(0, $2::integer - 1) AS g
+    // A shard added later starts at the tag's floor (the highest startAfter applied), as the others did.
+    `INSERT INTO idmint_segment (biz_tag, shard, max_id)
+     SELECT $1, g, COALESCE((SELECT start_after FROM idmint_biz WHERE biz_tag = $1), 0) FROM generate_series(0, $2::integer - 1) AS g
      ON CONFLICT (biz_tag, shard) DO NOTHING`,
     [bizTag, shards],
   );

@@ -9,8 +9,9 @@ export function mapDriverError(what: string, err: unknown): unknown {
   const code = sqlState(err);
   // Class 22, data exception (a value the column cannot hold): the caller's input, a 400.
   if (code?.startsWith('22')) return new IdmintError('BAD_REQUEST', `${what}: the database refused a value (${(err as Error).message})`, { cause: err });
-  // Class 08 connection, 53 resources, 57 operator intervention (shutdown): the server, not the query.
-  if (code !== undefined && !/^(08|53|57)/.test(code)) return err;
+  // Class 08 connection, 53 resources, 57 operator intervention (shutdown): the server, not the
+  // query; 25006, a write on a read-only server: the primary became a standby (a failover).
+  if (code !== undefined && !/^(08|53|57)/.test(code) && code !== '25006') return err;
   return notReady(what, err);
 }
 

@@ -101,6 +101,24 @@ CREATE TABLE idmint_setting (
 );
 `,
   },
+  {
+    version: 5,
+    name: 'revoked tag tokens',
+    sql: `
+-- A revoked token is kept (revoked_at set), so a tag whose tokens were all revoked stays closed
+-- until an admin opens it (DELETE /v1/biz/:bizTag/tokens removes every row).
+ALTER TABLE idmint_tag_token ADD COLUMN revoked_at timestamptz;
+`,
+  },
+  {
+    version: 6,
+    name: 'tag floor',
+    sql: `
+-- The highest startAfter ever applied to a tag: a later one at or below it changes nothing (an
+-- import run twice), so no buffered ID is dropped and no segment is taken for it.
+ALTER TABLE idmint_biz ADD COLUMN start_after bigint NOT NULL DEFAULT 0;
+`,
+  },
 ]);
 
 /** First key of the two-key advisory lock; the second is the schema, so schemas migrate independently. */

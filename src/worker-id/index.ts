@@ -1,4 +1,4 @@
-export { ZkClient, ZK_CLIENT_DEFAULTS, CreateMode, ZkException, isZkError, type ZkClientOptions } from './zk-client.js';
+export { ZkClient, ZK_CLIENT_DEFAULTS, CreateMode, ZkException, isZkError, type ZkClientOptions } from '../zookeeper/client.js';
 export {
   LocalTimeMark,
   LOCAL_TIME_MARK_DEFAULTS,

@@ -5,7 +5,7 @@ import { silentLogger, type Logger } from '../core/logger.js';
 import { checkWorkerIdRange } from './lease.js';
 import { defaults, OptionsError, resolveOptions } from '../core/options.js';
 import { LocalTimeMark, localMarkPath, readLocalMark } from './local-time-mark.js';
-import { CreateMode, isZkError, ZkClient, ZkException } from './zk-client.js';
+import { CreateMode, isZkError, ZkClient, ZkException } from '../zookeeper/client.js';
 
 export interface ZooKeeperWorkerIdProviderOptions {
   /** ZK_CONNECT: `host:port[,host:port]`. */

@@ -188,6 +188,20 @@ export function bizStoreContract(backend: string, harness: StoreHarness): void {
         await expect(store.createBiz({ bizTag: tag, mode: 'sharded', shards: 2 })).resolves.toMatchObject({ mode: 'sharded' });
       });
 
+      it('startAfter raises the counters once: a later one at or below the floor changes nothing, and a shard added later starts at the floor', async () => {
+        const tag = uniqueTag('floor');
+        await store.createBiz({ bizTag: tag, mode: 'sharded', shards: 1, step: 10 });
+        expect(await store.updateBiz(tag, { startAfter: 500 })).toMatchObject({ countersRaised: true });
+        expect((await store.allocate(tag, 10)).start).toBe(501);
+        expect(await store.updateBiz(tag, { startAfter: 500 })).toMatchObject({ countersRaised: false });
+        expect(await store.updateBiz(tag, { startAfter: 400 })).toMatchObject({ countersRaised: false });
+        expect((await store.allocate(tag, 10)).start).toBe(511);
+        await store.updateBiz(tag, { shards: 3 });
+        expect((await store.allocate(tag, 10, { shard: 2 })).start).toBe(501);
+        expect(await store.updateBiz(tag, { startAfter: 600 })).toMatchObject({ countersRaised: true });
+        expect((await store.allocate(tag, 10)).start).toBe(601);
+      });
+
       it('rolls back an update that makes a tag incoherent', async () => {
         const tag = uniqueTag('coherent');
         await store.createBiz({ bizTag: tag, fallback: 'snowflake' });

@@ -134,6 +134,14 @@ export class ZkClient extends EventEmitter {
     return this.call(`setData ${path}`, (cb) => this.client.setData(path, data, version, (err, stat) => cb(err, stat)));
   }
 
+  /**
+   * Passes when the node is still at `version`, through the leader (a one-check multi): unlike a
+   * plain read, which a lagging server may answer, it orders after every write that completed.
+   */
+  checkVersion(path: string, version: number): Promise<void> {
+    return this.call(`check ${path}`, (cb) => this.client.transaction().check(path, version).commit((err) => cb(err, undefined)));
+  }
+
   /** The node's stat, or null when it does not exist. */
   exists(path: string): Promise<Stat | null> {
     return this.call(`exists ${path}`, (cb) => this.client.exists(path, (err, stat) => cb(err, stat)));

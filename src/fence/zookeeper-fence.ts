@@ -1,0 +1,129 @@
+import { IdmintError } from '../core/errors.js';
+import { silentLogger, type Logger } from '../core/logger.js';
+import { CreateMode, isZkError, ZkClient, ZkException, type ZkClientOptions } from '../zookeeper/client.js';
+import type { SegmentFence } from './fence.js';
+
+export interface ZookeeperFenceOptions extends Omit<ZkClientOptions, 'logger'> {
+  /** Where the marks live: `<root>/<bizTag>/<shard>`, the decimal end as data. Default `/idmint/fence`. */
+  root?: string;
+  logger?: Logger;
+}
+
+/**
+ * The segment fence in ZooKeeper: one persistent node per tag and shard holding the highest end
+ * handed out, raised with a version check (never lowered, never deleted: a re-created tag keeps its
+ * mark). Writes are quorum commits; `current` confirms its read through the leader, so a mark
+ * raised by any process before the call is always seen.
+ */
+export class ZookeeperFence implements SegmentFence {
+  private readonly made = new Set<string>();
+  private readonly root: string;
+  private readonly connectOptions: ZkClientOptions;
+  /** The session, opened on first use and again after a failed connect or an expiry: ZooKeeper down never stops the process, only its segments. */
+  private session: Promise<ZkClient> | undefined;
+  private closed = false;
+
+  constructor(options: ZookeeperFenceOptions) {
+    const { root = '/idmint/fence', logger = silentLogger, ...zk } = options;
+    this.root = root.replace(/\/+$/, '');
+    this.connectOptions = { ...zk, logger: logger.child({ component: 'segment-fence' }) };
+  }
+
+  /** A fence whose session is open (for tests and tools that want a connection error at once). */
+  static async open(options: ZookeeperFenceOptions): Promise<ZookeeperFence> {
+    const fence = new ZookeeperFence(options);
+    await fence.client();
+    return fence;
+  }
+
+  async current(bizTag: string, shard: number): Promise<number> {
+    const zk = await this.client();
+    const path = await this.node(zk, bizTag, shard);
+    for (;;) {
+      const { data, stat } = await zk.getData(path);
+      try {
+        await zk.checkVersion(path, stat.version);
+        return parseMark(data);
+      } catch (err) {
+        if (!isZkError(err, ZkException.BAD_VERSION)) throw err; // raised meanwhile: read again
+      }
+    }
+  }
+
+  async raise(bizTag: string, shard: number, end: number): Promise<void> {
+    const zk = await this.client();
+    const path = await this.node(zk, bizTag, shard);
+    for (;;) {
+      const { data, stat } = await zk.getData(path);
+      if (parseMark(data) >= end) return;
+      try {
+        await zk.setData(path, Buffer.from(String(end)), stat.version);
+        return;
+      } catch (err) {
+        if (!isZkError(err, ZkException.BAD_VERSION)) throw err;
+      }
+    }
+  }
+
+  async all(): Promise<Array<{ bizTag: string; shard: number; end: number }>> {
+    const zk = await this.client();
+    if (!(await zk.exists(this.root))) return [];
+    const marks: Array<{ bizTag: string; shard: number; end: number }> = [];
+    for (const bizTag of await zk.getChildren(this.root)) {
+      for (const shard of await zk.getChildren(`${this.root}/${bizTag}`)) {
+        const { data } = await zk.getData(`${this.root}/${bizTag}/${shard}`);
+        marks.push({ bizTag, shard: Number(shard), end: parseMark(data) });
+      }
+    }
+    return marks;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    const session = this.session;
+    this.session = undefined;
+    (await session?.catch(() => undefined))?.close();
+  }
+
+  private client(): Promise<ZkClient> {
+    if (this.closed) return Promise.reject(new IdmintError('NOT_READY', 'the segment fence is closed'));
+    this.session ??= ZkClient.connect(this.connectOptions).then(
+      (zk) => {
+        zk.once('expired', () => {
+          if (this.session) this.session = undefined;
+          zk.close();
+        });
+        return zk;
+      },
+      (err: unknown) => {
+        this.session = undefined; // the next segment tries again
+        throw err;
+      },
+    );
+    return this.session;
+  }
+
+  /** The mark's node, created at 0 the first time this process meets the tag and shard. */
+  private async node(zk: ZkClient, bizTag: string, shard: number): Promise<string> {
+    const path = `${this.root}/${bizTag}/${shard}`;
+    if (this.made.has(path)) return path;
+    if (!(await zk.exists(path))) {
+      await zk.mkdirp(`${this.root}/${bizTag}`);
+      try {
+        await zk.create(path, Buffer.from('0'), CreateMode.PERSISTENT);
+      } catch (err) {
+        if (!isZkError(err, ZkException.NODE_EXISTS)) throw err;
+      }
+    }
+    this.made.add(path);
+    return path;
+  }
+}
+
+function parseMark(data: Buffer | undefined): number {
+  const text = data?.toString() ?? '0';
+  const n = Number(text);
+  // A mark read as 0 would let a rewound counter through: refuse rather than guess.
+  if (!/^\d+$/.test(text) || !Number.isSafeInteger(n)) throw new IdmintError('NOT_READY', `a segment fence node holds "${text.slice(0, 40)}", not an ID; fix or remove it in ZooKeeper`);
+  return n;
+}
