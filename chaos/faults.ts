@@ -1,7 +1,7 @@
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import type { Topology, RoleName } from './topology.js';
+import type { Topology, RoleName, TopologyKind } from './topology.js';
 
 /**
  * The faults, each a function that injects it and returns once the topology is whole again.
@@ -39,6 +39,36 @@ function clockBack(stepMs: number, holdMs: number, what: string): Fault {
       t.setClockOffset(role, 0);
     },
   };
+}
+
+function patroniFailover(lostTail: boolean): Fault {
+  return {
+    kind: lostTail ? 'postgres-lost-tail' : 'postgres-failover',
+    what: lostTail
+      ? "freeze the Patroni leader's WAL senders for 4 s under load, SIGKILL it: the promoted replica lacks its last segments (the fence's case); the old leader rejoins, re-cloned"
+      : 'SIGKILL the Patroni leader (Postgres and Patroni), wait for a replica to be promoted, start it again as a replica',
+    async inject(t) {
+      const ha = t.pgHa!;
+      await ha.whole(); // after a ZooKeeper fault Patroni may still be electing
+      const leader = await ha.leader();
+      if (leader === '') throw new Error('the Patroni cluster has no leader');
+      if (lostTail) {
+        await ha.freeze(leader);
+        await sleep(4000);
+      }
+      await ha.kill(leader);
+      await ha.promotedAfter(leader);
+      await ha.start(leader);
+      await ha.whole();
+    },
+  };
+}
+
+const POSTGRES_KINDS = new Set(['postgres-restart', 'postgres-down']);
+
+/** The fault kinds of a topology: with `ha`, Patroni failovers in place of the single server's restarts. */
+export function faultsFor(kind: TopologyKind): readonly Fault[] {
+  return kind === 'ha' ? [...FAULTS.filter((f) => !POSTGRES_KINDS.has(f.kind)), patroniFailover(false), patroniFailover(true)] : FAULTS;
 }
 
 export const FAULTS: readonly Fault[] = [
@@ -153,11 +183,11 @@ export function seeded(seed: number): () => number {
 }
 
 /** Every kind once in a seeded order, then seeded picks: the first round covers every fault. */
-export function schedule(rng: () => number): () => Fault {
-  const firstRound = [...FAULTS];
+export function schedule(rng: () => number, faults: readonly Fault[] = FAULTS): () => Fault {
+  const firstRound = [...faults];
   for (let i = firstRound.length - 1; i > 0; i--) {
     const j = Math.floor(rng() * (i + 1));
     [firstRound[i], firstRound[j]] = [firstRound[j]!, firstRound[i]!];
   }
-  return () => firstRound.shift() ?? pick(FAULTS, rng);
+  return () => firstRound.shift() ?? pick(faults, rng);
 }

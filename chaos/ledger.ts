@@ -89,6 +89,9 @@ export interface PhaseStats {
   startedAt: number;
 }
 
+/** How long after a fault recovered answers count as outside its window again. */
+export const CALM_AFTER_MS = 5000;
+
 export class Ledger {
   readonly startedAt = Date.now();
   private readonly tags = new Map<string, Ranges>();
@@ -99,12 +102,30 @@ export class Ledger {
   /** `path code` → count. */
   readonly errors = new Map<string, number>();
   readonly phases: PhaseStats[] = [];
+  /**
+   * path → latencies of answers outside fault windows: recorded while no fault runs and at least
+   * CALM_AFTER_MS after the last one recovered (an answer that waited out a fault ends after it).
+   */
+  readonly calm = new Map<string, number[]>();
+  private faultRunning = false;
+  private calmFrom = 0;
   private readonly origins: string[] = [];
   private readonly originIndex = new Map<string, number>();
   total = 0;
 
   constructor() {
     this.newPhase();
+  }
+
+  /** A fault is being injected: answers from now on are inside its window. */
+  faultStarted(): void {
+    this.faultRunning = true;
+  }
+
+  /** The fault recovered: answers count as outside fault windows again CALM_AFTER_MS from now. */
+  faultEnded(now = Date.now()): void {
+    this.faultRunning = false;
+    this.calmFrom = now + CALM_AFTER_MS;
   }
 
   newPhase(): void {
@@ -145,6 +166,11 @@ export class Ledger {
     let samples = this.phase.latencies.get(path);
     if (!samples) this.phase.latencies.set(path, (samples = []));
     samples.push(latencyMs);
+    if (!this.faultRunning && Date.now() >= this.calmFrom) {
+      let calm = this.calm.get(path);
+      if (!calm) this.calm.set(path, (calm = []));
+      calm.push(latencyMs);
+    }
   }
 
   error(path: string, code: string): void {

@@ -1,19 +1,21 @@
 /**
- * `npm run chaos [-- --minutes N] [--seed S] [--out DIR]`: the whole topology as processes on
- * private servers, load through every path at once, faults on a seeded schedule (every kind at
- * least once, then seeded picks until N minutes have passed), then a report with a chart and
- * `duplicates: 0` — or the list and exit 1.
+ * `npm run chaos [-- --minutes N] [--seed S] [--out DIR] [--topology single|ha]`: the whole
+ * topology as processes on private servers, load through every path at once, faults on a seeded
+ * schedule (every kind at least once, then seeded picks until N minutes have passed), then a
+ * report with a chart and `duplicates: 0` — or the list and exit 1. `--topology ha` runs
+ * Postgres as a Patroni cluster and adds its failovers (one that loses the last commits) to the
+ * faults.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createKafka } from '../src/kafka/kafka.js';
 import { chartSvg } from './chart.js';
-import { FAULTS, schedule, seeded } from './faults.js';
+import { faultsFor, schedule, seeded } from './faults.js';
 import { Ledger } from './ledger.js';
 import { Load, TAGS } from './load.js';
 import { reportMarkdown, type ChaosSummary, type FaultRecord } from './report.js';
-import { Topology } from './topology.js';
+import { Topology, type TopologyKind } from './topology.js';
 
 export interface ChaosOptions {
   minutes: number;
@@ -23,6 +25,8 @@ export interface ChaosOptions {
   gapSeconds?: number;
   log?: (line: string) => void;
   command?: string;
+  /** `ha`: Postgres under Patroni, with failovers among the faults. Default `single`. */
+  topology?: TopologyKind;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -30,8 +34,10 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 export async function runChaos(options: ChaosOptions): Promise<ChaosSummary> {
   const log = options.log ?? ((line: string) => process.stderr.write(`[chaos] ${line}\n`));
   const rng = seeded(options.seed);
-  const next = schedule(rng);
-  const topology = await Topology.start(log);
+  const kind = options.topology ?? 'single';
+  const kinds = faultsFor(kind);
+  const next = schedule(rng, kinds);
+  const topology = await Topology.start(log, kind);
   const faults: FaultRecord[] = [];
   let ledger: Ledger | undefined;
   let load: Load | undefined;
@@ -50,9 +56,10 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosSummary> {
     await sleep(5000);
     const deadline = ledger.startedAt + options.minutes * 60_000;
     const long = options.minutes >= 5;
-    while (faults.length < FAULTS.length || Date.now() < deadline) {
+    while (faults.length < kinds.length || Date.now() < deadline) {
       const fault = next();
       ledger.newPhase();
+      ledger.faultStarted();
       const startedAt = Date.now();
       let result = 'recovered';
       try {
@@ -60,6 +67,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosSummary> {
       } catch (err) {
         result = `FAILED: ${(err as Error).message.split('\n')[0]}`;
       }
+      ledger.faultEnded();
       faults.push({ kind: fault.kind, what: fault.what, startSecond: Math.round((startedAt - ledger.startedAt) / 1000), seconds: (Date.now() - startedAt) / 1000, result });
       log(`fault ${faults.length}: ${fault.kind} — ${result} in ${((Date.now() - startedAt) / 1000).toFixed(1)} s; ${ledger.total} IDs so far`);
       if (result !== 'recovered') break;
@@ -71,9 +79,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosSummary> {
     load = undefined;
     const seconds = (Date.now() - ledger.startedAt) / 1000;
     log(`checking ${ledger.total} IDs for duplicates`);
-    const summary: ChaosSummary = { seed: options.seed, seconds, total: ledger.total, faults, duplicates: ledger.duplicates(), paths };
+    const summary: ChaosSummary = { seed: options.seed, topology: kind, seconds, total: ledger.total, faults, duplicates: ledger.duplicates(), paths };
     mkdirSync(options.outDir, { recursive: true });
-    const command = options.command ?? `npm run chaos -- --minutes ${options.minutes} --seed ${options.seed}`;
+    const command = options.command ?? `npm run chaos -- --minutes ${options.minutes} --seed ${options.seed}${kind === 'ha' ? ' --topology ha' : ''}`;
     writeFileSync(join(options.outDir, 'report.md'), reportMarkdown(summary, ledger, command));
     writeFileSync(join(options.outDir, 'chart.svg'), chartSvg(ledger.timeline, faults.map((f) => ({ atSecond: f.startSecond, label: f.kind })), `idmint chaos run, seed ${options.seed}: IDs/s per path, faults in red`));
     writeFileSync(join(options.outDir, 'summary.json'), JSON.stringify({ ...summary, errors: Object.fromEntries(ledger.errors) }, null, 2));
@@ -93,12 +101,13 @@ async function main(): Promise<void> {
   };
   const minutes = Number(flag('minutes', '2'));
   const seed = Number(flag('seed', String(Date.now() % 100_000)));
-  if (!(minutes > 0) || !Number.isInteger(seed)) {
-    process.stderr.write('usage: npm run chaos -- [--minutes N] [--seed S] [--out DIR]  (N > 0 minutes, S an integer)\n');
+  const topology = flag('topology', 'single');
+  if (!(minutes > 0) || !Number.isInteger(seed) || (topology !== 'single' && topology !== 'ha')) {
+    process.stderr.write('usage: npm run chaos -- [--minutes N] [--seed S] [--out DIR] [--topology single|ha]  (N > 0 minutes, S an integer)\n');
     process.exit(2);
   }
-  const outDir = resolve(flag('out', `chaos-report/seed-${seed}`));
-  const summary = await runChaos({ minutes, seed, outDir });
+  const outDir = resolve(flag('out', `chaos-report/${topology === 'ha' ? 'ha-' : ''}seed-${seed}`));
+  const summary = await runChaos({ minutes, seed, outDir, topology });
   process.stdout.write(`duplicates: ${summary.duplicates.length} in ${summary.total} IDs, ${summary.faults.length} faults; report in ${outDir}\n`);
   process.exit(summary.duplicates.length === 0 && summary.faults.every((f) => f.result === 'recovered') ? 0 : 1);
 }

@@ -1,4 +1,4 @@
-import type { Ledger } from './ledger.js';
+import { CALM_AFTER_MS, type Ledger } from './ledger.js';
 
 export interface FaultRecord {
   kind: string;
@@ -10,6 +10,7 @@ export interface FaultRecord {
 
 export interface ChaosSummary {
   seed: number;
+  topology: 'single' | 'ha';
   seconds: number;
   total: number;
   faults: FaultRecord[];
@@ -45,12 +46,13 @@ export function reportMarkdown(s: ChaosSummary, ledger: Ledger, command: string)
   const perPath = s.paths.map((path) => {
     const lat = ledger.phases.flatMap((p) => p.latencies.get(path) ?? []).sort((a, b) => a - b);
     const ids = ledger.phases.reduce((sum, p) => sum + (p.ids.get(path) ?? 0), 0);
-    return [path, rate(ids), rate(ids / s.seconds), lat.length, fmt(percentile(lat, 0.5)), fmt(percentile(lat, 0.99))];
+    const calm = [...(ledger.calm.get(path) ?? [])].sort((a, b) => a - b);
+    return [path, rate(ids), rate(ids / s.seconds), lat.length, fmt(percentile(lat, 0.5)), fmt(percentile(lat, 0.99)), calm.length, calm.length ? fmt(percentile(calm, 0.99)) : '—'];
   });
   return [
     '# Chaos run report',
     '',
-    `\`${command}\` — seed ${s.seed}, ${(s.seconds / 60).toFixed(1)} minutes, ${s.faults.length} faults, ${rate(s.total)} IDs (${rate(s.total / s.seconds)} IDs/s on average).`,
+    `\`${command}\` — ${s.topology === 'ha' ? 'Postgres as three nodes under Patroni (asynchronous replication, the segment fence in ZooKeeper), ' : ''}seed ${s.seed}, ${(s.seconds / 60).toFixed(1)} minutes, ${s.faults.length} faults, ${rate(s.total)} IDs (${rate(s.total / s.seconds)} IDs/s on average).`,
     '',
     `**Duplicates: ${s.duplicates.length}**${s.duplicates.length ? `\n\n${s.duplicates.map((d) => `- ${d}`).join('\n')}` : ''}`,
     '',
@@ -62,7 +64,9 @@ export function reportMarkdown(s: ChaosSummary, ledger: Ledger, command: string)
     '',
     '## Latency and rate per path (whole run; one sample per answer)',
     '',
-    table(['path', 'IDs', 'IDs/s', 'answers', 'p50 ms', 'p99 ms'], perPath),
+    `Outside faults: answers completed while no fault was being injected, from ${CALM_AFTER_MS / 1000} s after each fault recovered until the next began.`,
+    '',
+    table(['path', 'IDs', 'IDs/s', 'answers', 'p50 ms', 'p99 ms', 'answers outside faults', 'p99 ms outside faults'], perPath),
     '',
     '## Faults',
     '',

@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { PgHa } from '../test/support/pg-ha.js';
 import { freePort, spawnServer, type SpawnedServer } from '../test/support/spawn.js';
 import { startPrivateServer, type PrivateServer, type ServerName } from '../test/support/servers.js';
 
@@ -9,7 +10,12 @@ import { startPrivateServer, type PrivateServer, type ServerName } from '../test
  * ports and directories, started by scripts/infra.sh, so faults never touch other servers), and
  * idmint as separate processes: 2 api, 2 responders, 2 refill workers. Each role keeps its
  * port and data directory across restarts, so it keeps its identity and worker id.
+ *
+ * `ha`: Postgres is three nodes under Patroni on the private ZooKeeper (scripts/pg-ha.sh,
+ * asynchronous replication), reached through a multi-host DATABASE_URL, with the segment fence.
  */
+
+export type TopologyKind = 'single' | 'ha';
 
 export type RoleName = 'api-1' | 'api-2' | 'responder-1' | 'responder-2' | 'refill-1' | 'refill-2';
 export const ROLES: readonly RoleName[] = ['api-1', 'api-2', 'responder-1', 'responder-2', 'refill-1', 'refill-2'];
@@ -25,18 +31,25 @@ export class Topology {
   readonly servers = new Map<ServerName, PrivateServer>();
   readonly roles = new Map<RoleName, Role>();
   readonly env: Record<string, string> = {};
+  /** The Patroni cluster of an `ha` topology. */
+  pgHa: PgHa | undefined;
 
-  static async start(log: (line: string) => void): Promise<Topology> {
+  static async start(log: (line: string) => void, kind: TopologyKind = 'single'): Promise<Topology> {
     const t = new Topology();
     try {
       // Kafka's JVM takes longest: start it with the others, in parallel.
-      const names: ServerName[] = ['redis', 'postgres', 'zookeeper', 'kafka'];
+      const names: ServerName[] = kind === 'ha' ? ['redis', 'zookeeper', 'kafka'] : ['redis', 'postgres', 'zookeeper', 'kafka'];
       const started = await Promise.all(names.map((n) => startPrivateServer(n)));
       names.forEach((n, i) => t.servers.set(n, started[i]!));
       log(`servers up: ${names.map((n) => `${n} ${t.servers.get(n)!.url}`).join(', ')}`);
+      if (kind === 'ha') {
+        // ttl 30: a crashed leader leaves the cluster without a writable primary for about 30 s.
+        t.pgHa = await PgHa.start(t.server('zookeeper').url, { scope: `idmint-chaos-${process.pid}`, ttlSeconds: 30 });
+        log(`Patroni cluster up: leader ${await t.pgHa.leader()}, ${t.pgHa.url}`);
+      }
       Object.assign(t.env, {
         REDIS_URL: t.server('redis').url,
-        DATABASE_URL: t.server('postgres').url,
+        DATABASE_URL: t.pgHa?.url ?? t.server('postgres').url,
         ZK_CONNECT: t.server('zookeeper').url,
         KAFKA_BROKERS: t.server('kafka').url,
         IDMINT_REFILL_EVERY_MS: '2000',
@@ -103,6 +116,7 @@ export class Topology {
 
   async close(): Promise<void> {
     await Promise.all([...this.roles.values()].map((r) => r.server?.stop('SIGTERM').catch(() => undefined)));
+    await this.pgHa?.close();
     await Promise.all([...this.servers.values()].map((s) => s.close().catch(() => undefined)));
     for (const r of this.roles.values()) rmSync(r.dataDir, { recursive: true, force: true });
   }

@@ -45,7 +45,7 @@ export async function kafkaInit(o: { partitions?: number; poolTags?: string[]; p
       requestTopic: config.IDMINT_KAFKA_REQUEST_TOPIC,
       requestRetentionMs: config.IDMINT_KAFKA_REQUEST_RETENTION_MS,
       ...(o.poolTags ? { poolTags: o.poolTags } : {}),
-      ...(o.poolPartitions ? { poolPartitions: o.poolPartitions } : {}),
+      poolPartitions: o.poolPartitions ?? config.IDMINT_KAFKA_POOL_PARTITIONS,
     }));
     print(created.length === 0 ? 'all topics already exist' : `created ${created.join(', ')}`);
   } finally {

@@ -26,7 +26,7 @@ export function registerKafkaCommands(program: Command): void {
     .description(`create ${REQUEST_TOPIC} and the named pool topics idmint.ids.<tag> (the broker never auto-creates them)`)
     .option('--partitions <n>', 'partitions of the request topic (default $IDMINT_KAFKA_PARTITIONS or 4)', positiveInt('--partitions'))
     .option('--pool-tags <tags>', 'comma-separated tags whose pool topics to create', tagList)
-    .option('--pool-partitions <n>', 'partitions per pool topic (default 2)', positiveInt('--pool-partitions'))
+    .option('--pool-partitions <n>', 'partitions per pool topic: the most SDK instances reading one tag (default IDMINT_KAFKA_POOL_PARTITIONS, 16)', positiveInt('--pool-partitions'))
     .action(async (o: { partitions?: number; poolTags?: string[]; poolPartitions?: number }) => (await import('./kafka-actions.js')).kafkaInit(o));
 
   kafka

@@ -4,7 +4,7 @@ import type { Clock } from '../core/ports.js';
 import type { Logger } from '../core/logger.js';
 import { silentLogger } from '../core/logger.js';
 import { failoverTransport } from './failover-transport.js';
-import { httpTransport } from './http-transport.js';
+import { httpTransport, secretsOf } from './http-transport.js';
 import { TagBuffer } from './tag-buffer.js';
 import type { TagBufferSettings, TagBufferStats } from './tag-buffer.js';
 import type { IdTransport } from './transport.js';
@@ -33,6 +33,12 @@ export interface IdmintClientOptions extends Partial<IdmintClientSettings> {
   url?: string;
   /** Several servers: fetches spread across them, with failover (see failoverTransport). */
   urls?: string[];
+  /** With `url` or `urls`: a tag token sent for every tag (`idmint biz token create`). */
+  token?: string;
+  /** With `url` or `urls`: tokens per tag, over `token` for the tags listed. */
+  tokens?: Readonly<Record<string, string>>;
+  /** With `url` or `urls`: the server's gate pass (IDMINT_GATE_PASS). */
+  gatePass?: string;
   /** Tags to start fetching at once, so their first `next()` finds IDs ready. */
   bizTags?: string[];
   logger?: Logger;
@@ -65,8 +71,8 @@ export class IdmintClient {
     this.logger = (options.logger ?? silentLogger).child({ component: 'client' });
     this.clock = options.clock ?? systemClock;
     if (options.transport) this.transport = options.transport;
-    else if (options.url !== undefined) this.transport = httpTransport({ url: options.url, logger: options.logger });
-    else if (options.urls !== undefined) this.transport = failoverTransport({ urls: options.urls, logger: options.logger });
+    else if (options.url !== undefined) this.transport = httpTransport({ url: options.url, ...secretsOf(options), logger: options.logger });
+    else if (options.urls !== undefined) this.transport = failoverTransport({ urls: options.urls, ...secretsOf(options), logger: options.logger });
     else throw new BadRequestError('the idmint client needs a `transport` (httpTransport, kafkaTransport...) or a `url`', 'transport');
     for (const tag of options.bizTags ?? []) this.buffer(tag).warm();
   }

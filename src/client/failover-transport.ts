@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { BadRequestError, IdmintError, isIdmintError } from '../core/errors.js';
 import { silentLogger, type Logger } from '../core/logger.js';
-import { httpTransport, type HttpTransport } from './http-transport.js';
+import { httpTransport, secretsOf, type HttpTransport } from './http-transport.js';
 import type { IdTransport, TransportBatch } from './transport.js';
 
 export interface FailoverTransportOptions {
@@ -14,6 +14,9 @@ export interface FailoverTransportOptions {
   /** Rounds over every server before giving up, with a backoff between rounds. Default 5. */
   rounds?: number;
   gatePass?: string;
+  /** A tag token for every tag, and tokens per tag (see httpTransport). */
+  token?: string;
+  tokens?: Readonly<Record<string, string>>;
   logger?: Logger;
 }
 
@@ -39,7 +42,7 @@ export function failoverTransport(options: FailoverTransportOptions): IdTranspor
   const endpoints: Endpoint[] = options.urls.map((url) => ({
     url,
     downUntil: 0,
-    transport: httpTransport({ url, retries: 0, timeoutMs: options.timeoutMs ?? 3000, ...(options.gatePass === undefined ? {} : { gatePass: options.gatePass }), ...(options.logger ? { logger: options.logger } : {}) }),
+    transport: httpTransport({ url, retries: 0, timeoutMs: options.timeoutMs ?? 3000, ...secretsOf(options), ...(options.logger ? { logger: options.logger } : {}) }),
   }));
   let turn = 0;
   const closer = new AbortController();

@@ -31,6 +31,10 @@ export interface HttpTransportOptions extends Partial<HttpTransportSettings> {
   url: string;
   /** Tinyid's token, when the server sets IDMINT_GATE_PASS. */
   gatePass?: string;
+  /** A tag token (`idmint biz token create`), sent with every tag's requests as X-Idmint-Token. */
+  token?: string;
+  /** Tokens per tag, over `token` for the tags listed. */
+  tokens?: Readonly<Record<string, string>>;
   logger?: Logger;
 }
 
@@ -38,6 +42,8 @@ export interface HttpTransport extends IdTransport {
   /** Attempts that failed and were retried, since creation. */
   readonly retried: number;
 }
+
+const ACCEPT_JSON = Object.freeze({ accept: 'application/json' });
 
 const SOURCES: ReadonlySet<string> = new Set<IdSourceName>(['pool', 'segment', 'snowflake']);
 
@@ -61,7 +67,8 @@ export function httpTransport(options: HttpTransportOptions): HttpTransport {
     let response: Response;
     let text: string;
     try {
-      response = await fetch(url, { signal, headers: { accept: 'application/json' } });
+      const token = options.tokens?.[bizTag] ?? options.token;
+      response = await fetch(url, { signal, headers: token === undefined ? ACCEPT_JSON : { ...ACCEPT_JSON, 'x-idmint-token': token } });
       text = await response.text();
     } catch (err) {
       if (closer.signal.aborted) throw closedError(err);
@@ -158,4 +165,13 @@ function validate(options: HttpTransportOptions): Readonly<HttpTransportSettings
   return resolveOptions<HttpTransportSettings>(HTTP_TRANSPORT_DEFAULTS, given, (s) => {
     for (const key of keys) checkInteger('httpTransport', s, key, key === 'retries' ? 0 : 1);
   });
+}
+
+/** The secrets an HTTP transport sends: the gate pass and tag tokens, where given. */
+export function secretsOf(options: { gatePass?: string | undefined; token?: string | undefined; tokens?: Readonly<Record<string, string>> | undefined }): Pick<HttpTransportOptions, 'gatePass' | 'token' | 'tokens'> {
+  return {
+    ...(options.gatePass === undefined ? {} : { gatePass: options.gatePass }),
+    ...(options.token === undefined ? {} : { token: options.token }),
+    ...(options.tokens === undefined ? {} : { tokens: options.tokens }),
+  };
 }

@@ -4,6 +4,8 @@ import { TimeoutError } from '../core/errors.js';
 /**
  * Resolves when the consumer has joined its group (and so has partitions): a request sent
  * before that could be answered before anyone listens. Call before `connect()`/`run()`.
+ * A crash KafkaJS restarts from (a retriable error, e.g. a topic created a moment ago that a
+ * busy broker does not host yet) is not a failure: the join may still come before the deadline.
  */
 export function waitForGroupJoin(consumer: Consumer, timeoutMs: number): Promise<void> {
   const joined = new Promise<void>((resolve, reject) => {
@@ -17,6 +19,7 @@ export function waitForGroupJoin(consumer: Consumer, timeoutMs: number): Promise
       resolve();
     });
     const offCrash = consumer.on(consumer.events.CRASH, (event) => {
+      if (event.payload.restart) return;
       stop();
       reject(event.payload.error);
     });

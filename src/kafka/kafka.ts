@@ -5,7 +5,7 @@ import { silentLogger } from '../core/logger.js';
 
 /**
  * Kafka client construction shared by the responder, the client and the pool topics:
- * KafkaJS logs go into pino, and KafkaJS's chatty INFO lines become pino `debug`.
+ * KafkaJS logs go into pino; its chatty INFO lines and its retried start-up conditions become pino `debug`.
  */
 
 export interface CreateKafkaOptions {
@@ -23,12 +23,26 @@ export function parseBrokers(brokers: string[] | string): string[] {
   return list.map((b) => b.trim()).filter((b) => b.length > 0);
 }
 
+/**
+ * What KafkaJS reports at ERROR or WARN but retries by itself on a normal start or rebalance: a
+ * group coordinator still loading or moving (a fresh or restarted broker), a leader election, the
+ * note that a configured `retries` "may invalidate EoS guarantees" (idmint never relies on
+ * exactly-once: a lost reply is a gap). Logged at debug; a real failure surfaces as the caller's error.
+ */
+const EXPECTED = /coordinator (is )?not available|coordinator is loading|not the correct coordinator|leadership election|no leader for this topic-partition|invalidate EoS guarantees|group is rebalancing|not aware of this member/i;
+
+export function isExpectedKafkaCondition(message: string, error: unknown): boolean {
+  return EXPECTED.test(message) || (typeof error === 'string' && EXPECTED.test(error));
+}
+
 export function pinoLogCreator(logger: Logger): logCreator {
   return () =>
     ({ namespace, level, log }: LogEntry) => {
       const { message, timestamp: _ts, ...extra } = log;
       const fields = { kafkajs: namespace, ...extra };
-      if (level === logLevel.ERROR) logger.error(fields, message);
+      const loud = level === logLevel.ERROR || level === logLevel.WARN;
+      if (loud && isExpectedKafkaCondition(message, (extra as { error?: unknown }).error)) logger.debug(fields, message);
+      else if (level === logLevel.ERROR) logger.error(fields, message);
       else if (level === logLevel.WARN) logger.warn(fields, message);
       else if (level === logLevel.INFO) logger.debug(fields, message);
       else logger.trace(fields, message);

@@ -63,8 +63,12 @@ export const poolBlockSchema = z
   .strictObject({
     v: z.literal(WIRE_VERSION),
     bizTag: z.string().regex(BIZ_TAG_PATTERN),
+    /** The tag's shard; absent means 0. */
+    shard: z.number().int().min(0).optional(),
     start: decimalId,
     end: decimalId,
+    /** HMAC-SHA256 (hex) over tag, shard, start and end with the pool block key (src/kafka/block-signature.ts). */
+    sig: z.string().regex(/^[0-9a-f]{64}$/).optional(),
   })
   .refine((b) => BigInt(b.start) <= BigInt(b.end), 'start must not exceed end');
 export type PoolBlock = z.infer<typeof poolBlockSchema>;
@@ -188,8 +192,11 @@ export function decodeReply(value: Buffer | null): IdReply | null {
   return { v: WIRE_VERSION, id: r.id, ids: r.ids as string[], source: r.source as IdSourceName, ...(r.format === undefined ? {} : { format: r.format as IdFormat }) };
 }
 
-export function encodePoolBlock(bizTag: string, start: number | bigint, end: number | bigint): Buffer {
-  return Buffer.from(JSON.stringify({ v: WIRE_VERSION, bizTag, start: String(start), end: String(end) }));
+/** A pool block's value; `sig` from signPoolBlock when the refill has a block key. */
+export function encodePoolBlock(bizTag: string, start: number | bigint, end: number | bigint, extra: { shard?: number; sig?: string } = {}): Buffer {
+  const shard = extra.shard ? { shard: extra.shard } : {};
+  const sig = extra.sig === undefined ? {} : { sig: extra.sig };
+  return Buffer.from(JSON.stringify({ v: WIRE_VERSION, bizTag, ...shard, start: String(start), end: String(end), ...sig }));
 }
 
 export function decodePoolBlock(value: Buffer | null): PoolBlock | null {

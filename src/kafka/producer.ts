@@ -19,6 +19,13 @@ export class TopicProducer {
     private readonly kafka: Kafka,
     private readonly logger: Logger,
     private readonly config: ProducerConfig = {},
+    /**
+     * Send the same messages again on a fresh producer after that error (replies: a repeated
+     * reply is dropped by its request id). False where a message must never be appended twice
+     * (pool blocks: a send to several partitions may have appended some before it failed, and a
+     * fresh producer has a new id the broker cannot deduplicate by): replace, and rethrow.
+     */
+    private readonly resendOnUnknownTopic = true,
   ) {}
 
   async connect(): Promise<void> {
@@ -34,8 +41,14 @@ export class TopicProducer {
       if (!isUnknownTopic(err) || this.closed) throw err;
       this.logger.debug({ topic }, 'Kafka producer metadata poisoned by a deleted topic; replacing the producer');
       this.replace(producer);
+      if (!this.resendOnUnknownTopic) throw err;
       await (await this.current()).send({ topic, messages });
     }
+  }
+
+  /** The next send uses a fresh producer, with fresh metadata (e.g. after a topic gained partitions). */
+  refresh(): void {
+    if (this.producer) this.replace(this.producer);
   }
 
   async close(): Promise<void> {
@@ -88,4 +101,18 @@ export function isUnknownTopic(err: unknown): boolean {
     e = (e as { originalError?: unknown }).originalError ?? e.cause;
   }
   return false;
+}
+
+/** A group coordinator that moved or is still loading (a fresh or restarted broker): worth asking again shortly. */
+export function isCoordinatorMoving(err: unknown): boolean {
+  const type = (err as { type?: unknown } | null)?.type;
+  // KafkaJS names them after the protocol's older names (codes 14, 15, 16).
+  return (
+    type === 'NOT_COORDINATOR' ||
+    type === 'NOT_COORDINATOR_FOR_GROUP' ||
+    type === 'COORDINATOR_LOAD_IN_PROGRESS' ||
+    type === 'GROUP_LOAD_IN_PROGRESS' ||
+    type === 'COORDINATOR_NOT_AVAILABLE' ||
+    type === 'GROUP_COORDINATOR_NOT_AVAILABLE'
+  );
 }

@@ -21,6 +21,9 @@ function checkTag(bizTag: string): void {
  * Pool-topic configs: blocks older than a day are deleted, well before Kafka forgets an idle
  * group's offsets (7 days), so a group that returns can never replay blocks it already handed out.
  */
+/** Partitions of a pool topic: the most SDK instances that read one tag's pool at once (IDMINT_KAFKA_POOL_PARTITIONS). */
+export const DEFAULT_POOL_PARTITIONS = 16;
+
 export const POOL_TOPIC_CONFIGS: Readonly<Record<string, string>> = Object.freeze({ 'retention.ms': String(86_400_000), 'segment.ms': String(3_600_000) });
 
 /**
@@ -101,6 +104,6 @@ export async function initTopics(admin: Admin, options: InitTopicsOptions): Prom
       ...(options.requestRetentionMs === undefined ? {} : { configs: { 'retention.ms': String(options.requestRetentionMs) } }),
     },
   ];
-  for (const tag of options.poolTags ?? []) specs.push({ topic: poolTopic(tag), numPartitions: options.poolPartitions ?? 2, configs: { ...POOL_TOPIC_CONFIGS } });
+  for (const tag of options.poolTags ?? []) specs.push({ topic: poolTopic(tag), numPartitions: options.poolPartitions ?? DEFAULT_POOL_PARTITIONS, configs: { ...POOL_TOPIC_CONFIGS } });
   return ensureTopics(admin, specs);
 }

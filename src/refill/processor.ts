@@ -113,6 +113,11 @@ function validate(s: Settings): void {
 // (src/dispenser/sources/sharded.ts), so a pool of raw sequence numbers would hand out colliding IDs.
 const POOLED_MODES = new Set(['segment']);
 
+// Pools that hold ranges, not IDs: a Redis counter pool, and Kafka pool topics (a block of a
+// million IDs is one small message). Their depth costs nothing per ID, so targets and segments
+// follow the range limits and grow with demand.
+const RANGE_KINDS = new Set<string>(['redis-counter', 'kafka']);
+
 export function createRefillProcessor(options: RefillProcessorOptions): RefillProcessor {
   const { store, sinks, meta, trigger, logger, registry, ...rest } = options;
   const settings = resolveOptions<Settings>(REFILL_PROCESSOR_DEFAULTS as Settings, rest, validate);
@@ -126,8 +131,11 @@ export function createRefillProcessor(options: RefillProcessorOptions): RefillPr
   };
 
   const rangeRule = { ...settings, maxDepth: settings.maxRangeDepth ?? settings.maxDepth };
-  const targetFor = async (tag: BizTag, shard: number): Promise<number> =>
-    targetDepth(await meta.rate(tag.bizTag, shard), tag.step, poolKindOf(tag, settings.autoKind) === 'redis-counter' ? rangeRule : settings);
+  // The ring's average, or a recent burst when higher (a Kafka pool's watch measures one per reading).
+  const targetFor = async (tag: BizTag, shard: number): Promise<number> => {
+    const rate = Math.max(await meta.rate(tag.bizTag, shard), await meta.burstRate(tag.bizTag, shard));
+    return targetDepth(rate, tag.step, RANGE_KINDS.has(poolKindOf(tag, settings.autoKind)) ? rangeRule : settings);
+  };
 
   async function refill(bizTag: string, shard: number, reason: RefillReason): Promise<RefillOutcome> {
     const started = performance.now();
@@ -152,7 +160,7 @@ export function createRefillProcessor(options: RefillProcessorOptions): RefillPr
     const segments: Segment[] = [];
     let pushed = 0;
     const need = target - depthBefore;
-    const maxSegment = sink.kind === 'redis-counter' ? settings.maxRangeSegment : settings.maxSegment;
+    const maxSegment = RANGE_KINDS.has(sink.kind) ? settings.maxRangeSegment : settings.maxSegment;
     try {
       while (pushed < need) {
         const size = Math.min(maxSegment, Math.max(tag.step, need - pushed));

@@ -3,6 +3,7 @@ import { silentLogger } from '../../src/core/logger.js';
 import { createKafka } from '../../src/kafka/kafka.js';
 import { ensureTopics } from '../../src/kafka/topics.js';
 import { env } from './env.js';
+import { uniqueName } from './names.js';
 
 /** Kafka for tests: a client on the shared broker, and topics made and dropped by unique name. */
 
@@ -30,4 +31,24 @@ export async function deleteTopics(kafka: Kafka, topics: string[]): Promise<void
   } finally {
     await admin.disconnect();
   }
+}
+
+/**
+ * Kafka-pool tags (step 1,000) made by one test file: `create` makes one in the store, `made`
+ * lists them for the file's afterAll to remove their topics.
+ */
+export function kafkaPoolTags(store: () => { createBiz(input: { bizTag: string; pool: 'kafka'; step: number }): Promise<unknown> }): {
+  readonly made: string[];
+  create(prefix: string): Promise<string>;
+} {
+  const made: string[] = [];
+  return {
+    made,
+    async create(prefix) {
+      const bizTag = uniqueName(prefix);
+      await store().createBiz({ bizTag, pool: 'kafka', step: 1000 });
+      made.push(bizTag);
+      return bizTag;
+    },
+  };
 }

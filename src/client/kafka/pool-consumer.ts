@@ -3,6 +3,8 @@ import { BadRequestError, IdmintError, isIdmintError, notReady } from '../../cor
 import type { Logger } from '../../core/logger.js';
 import { silentLogger } from '../../core/logger.js';
 import { decodePoolBlock } from '../../kafka/messages.js';
+import { verifyPoolBlock } from '../../kafka/block-signature.js';
+import type { Block } from '../../core/block.js';
 import { waitForGroupJoin } from '../../kafka/group.js';
 import { poolGroup, poolTopic } from '../../kafka/topics.js';
 import { checkInteger, resolveOptions } from '../../core/options.js';
@@ -10,7 +12,9 @@ import { checkInteger, resolveOptions } from '../../core/options.js';
 /**
  * Reads a tag's pool topic as group `idmint.pool.<tag>` (exactly one group per tag). A block's
  * offset is committed before any of its IDs is handed out (invariant 2): a crash loses the
- * rest of the block, and no other consumer can ever receive it again.
+ * rest of the block, and no other consumer can ever receive it again. Blocks stay blocks from
+ * the topic to the SDK's tag buffer (`takeBlocks`); the messages of one fetch that fit the buffer
+ * are committed with one request before any of them is handed out.
  */
 
 export interface KafkaPoolConsumerSettings {
@@ -24,7 +28,7 @@ export interface KafkaPoolConsumerSettings {
 }
 
 export const KAFKA_POOL_CONSUMER_DEFAULTS: Readonly<KafkaPoolConsumerSettings> = Object.freeze({
-  bufferBlocks: 1,
+  bufferBlocks: 4,
   takeTimeoutMs: 1000,
   sessionTimeoutMs: 10_000,
   joinTimeoutMs: 30_000,
@@ -34,35 +38,52 @@ export interface KafkaPoolConsumerOptions extends Partial<KafkaPoolConsumerSetti
   kafka: Kafka;
   bizTag: string;
   shard?: number;
+  /**
+   * The key the refill signs blocks with (its IDMINT_POOL_BLOCK_KEY): unsigned and badly signed
+   * blocks are dropped and counted (`rejectedBlocks`). Without it every well-formed block is
+   * served, and whoever can write the pool topic decides what this consumer hands out.
+   */
+  blockKey?: string | undefined;
   logger?: Logger;
 }
 
-interface Block {
-  next: bigint;
-  end: bigint;
+interface Pending {
+  next: number;
+  end: number;
 }
 
 export class KafkaPoolConsumer {
   readonly bizTag: string;
+  readonly shard: number;
   readonly topic: string;
   readonly groupId: string;
+  /** Blocks dropped: unsigned or badly signed (with a blockKey), malformed, or of another tag. */
+  rejectedBlocks = 0;
   private readonly settings: Readonly<KafkaPoolConsumerSettings>;
+  private readonly blockKey: string | undefined;
   private readonly logger: Logger;
   private readonly consumer: Consumer;
-  private readonly blocks: Block[] = [];
+  private readonly blocks: Pending[] = [];
+  /** Partitions of the topic this member owns since the last rebalance (undefined before the first join). */
+  private assigned: number | undefined;
   /** Wakes whoever waits for a block to arrive (take) or for room in the buffer (the fetch loop). */
   private waiters: Array<() => void> = [];
   private starting: Promise<void> | undefined;
   private closing: Promise<void> | undefined;
+  /** True once start() failed: this consumer will not serve; its owner replaces it (kafkaPoolTransport does). */
+  startFailed = false;
 
   constructor(options: KafkaPoolConsumerOptions) {
-    const { kafka: _kafka, bizTag: _bizTag, shard: _shard, logger: _logger, ...rest } = options;
+    const { kafka: _kafka, bizTag: _bizTag, shard: _shard, logger: _logger, blockKey, ...rest } = options;
     this.settings = resolveOptions<KafkaPoolConsumerSettings>(KAFKA_POOL_CONSUMER_DEFAULTS, rest, (o) => {
       for (const key of Object.keys(KAFKA_POOL_CONSUMER_DEFAULTS) as (keyof KafkaPoolConsumerSettings)[]) checkInteger('Kafka pool consumer', o, key, 1);
     });
+    if (blockKey !== undefined && blockKey.length < 16) throw new BadRequestError('Kafka pool consumer: blockKey must be at least 16 characters', 'blockKey');
+    this.blockKey = blockKey;
     this.bizTag = options.bizTag;
-    this.topic = poolTopic(options.bizTag, options.shard ?? 0);
-    this.groupId = poolGroup(options.bizTag, options.shard ?? 0);
+    this.shard = options.shard ?? 0;
+    this.topic = poolTopic(options.bizTag, this.shard);
+    this.groupId = poolGroup(options.bizTag, this.shard);
     this.logger = (options.logger ?? silentLogger).child({ component: 'kafka-pool-consumer', bizTag: options.bizTag });
     this.consumer = options.kafka.consumer({
       groupId: this.groupId,
@@ -71,17 +92,25 @@ export class KafkaPoolConsumer {
       heartbeatInterval: Math.max(500, Math.floor(this.settings.sessionTimeoutMs / 5)),
       maxWaitTimeInMs: 1000,
     });
+    this.consumer.on(this.consumer.events.GROUP_JOIN, (event) => {
+      const assigned = event.payload.memberAssignment[this.topic]?.length ?? 0;
+      if (assigned === 0 && this.assigned !== 0) this.logger.info({ topic: this.topic }, 'no partition of the pool topic for this instance (more consumers than partitions); its fallback serves');
+      this.assigned = assigned;
+      this.wake();
+    });
   }
 
   start(): Promise<void> {
     if (this.closing) return Promise.reject(new IdmintError('NOT_READY', 'Kafka pool consumer is closed'));
     this.starting ??= (async () => {
+      if (!this.blockKey) this.logger.warn({ topic: this.topic }, 'no blockKey: pool blocks are not authenticated; anyone who can write the topic decides the IDs handed out');
       const joined = waitForGroupJoin(this.consumer, this.settings.joinTimeoutMs);
       await this.consumer.connect();
       await this.consumer.subscribe({ topic: this.topic, fromBeginning: true });
       await this.consumer.run({ autoCommit: false, eachBatchAutoResolve: false, eachBatch: (p) => this.onBatch(p) });
       await joined;
     })().catch((err: unknown) => {
+      this.startFailed = true;
       throw isIdmintError(err) ? err : notReady('Kafka (pool consumer start)', err);
     });
     return this.starting;
@@ -89,32 +118,58 @@ export class KafkaPoolConsumer {
 
   /** IDs buffered and ready (already committed). */
   get buffered(): number {
-    return this.blocks.reduce((n, b) => n + Number(b.end - b.next + 1n), 0);
+    return this.blocks.reduce((n, b) => n + (b.end - b.next + 1), 0);
+  }
+
+  /** False once the group gave this instance no partition: it will get no block until a rebalance. */
+  get hasPartitions(): boolean {
+    return this.assigned !== 0;
   }
 
   /**
-   * Up to `count` IDs as decimal strings; waits up to `timeoutMs` for blocks to arrive and
-   * returns fewer (possibly none) if the topic runs dry meanwhile.
+   * Up to `count` IDs as blocks; waits up to `timeoutMs` for blocks to arrive and returns fewer
+   * (possibly none) if the topic runs dry meanwhile. When this instance owns no partition it
+   * returns at once (a fallback can serve), unless `waitForPartition`: then it waits like a dry
+   * topic, for a rebalance that gives it one. A caller without a fallback that retried at once
+   * would spin, and a spinning process is late to the very rebalance it waits for.
    */
-  async take(count: number, options: { timeoutMs?: number } = {}): Promise<string[]> {
+  async takeBlocks(count: number, options: { timeoutMs?: number; waitForPartition?: boolean } = {}): Promise<Block[]> {
     if (!Number.isSafeInteger(count) || count < 1) throw new BadRequestError(`count must be a positive integer, got ${count}`, 'count');
     await this.start();
     const deadline = Date.now() + (options.timeoutMs ?? this.settings.takeTimeoutMs);
-    const ids: string[] = [];
-    while (ids.length < count && !this.closing) {
+    const out: Block[] = [];
+    let left = count;
+    while (left > 0 && !this.closing) {
       const block = this.blocks[0];
       if (block) {
-        // Synchronous from here to the push: two concurrent takers never see the same ID.
-        while (ids.length < count && block.next <= block.end) ids.push(String(block.next++));
+        // Synchronous from here to the return: two concurrent takers never see the same ID.
+        const end = Math.min(block.end, block.next + left - 1);
+        out.push({ start: block.next, end });
+        left -= end - block.next + 1;
+        block.next = end + 1;
         if (block.next > block.end) {
           this.blocks.shift();
           this.wake();
         }
         continue;
       }
-      const left = deadline - Date.now();
-      if (left <= 0) break;
-      await this.waitForChange(left);
+      // Something in hand, or nothing will come: answer now rather than wait for the rest.
+      if (out.length > 0 || (this.assigned === 0 && !options.waitForPartition)) break;
+      const wait = deadline - Date.now();
+      if (wait <= 0) break;
+      await this.waitForChange(wait);
+    }
+    return out;
+  }
+
+  /** Up to `count` IDs as decimal strings (takeBlocks, spelled out). */
+  async take(count: number, options: { timeoutMs?: number } = {}): Promise<string[]> {
+    const ids: string[] = [];
+    const deadline = Date.now() + (options.timeoutMs ?? this.settings.takeTimeoutMs);
+    while (ids.length < count && !this.closing) {
+      const blocks = await this.takeBlocks(count - ids.length, { timeoutMs: Math.max(0, deadline - Date.now()) });
+      if (blocks.length === 0) break;
+      for (const b of blocks) for (let id = b.start; id <= b.end; id++) ids.push(String(id));
     }
     return ids;
   }
@@ -131,25 +186,45 @@ export class KafkaPoolConsumer {
   }
 
   private async onBatch({ batch, resolveOffset, heartbeat, isRunning, isStale }: EachBatchPayload): Promise<void> {
-    for (const message of batch.messages) {
+    const messages = batch.messages;
+    let i = 0;
+    while (i < messages.length) {
       while (this.blocks.length >= this.settings.bufferBlocks) {
         if (!isRunning() || isStale() || this.closing) return;
         await this.waitForChange(1000);
         await heartbeat();
       }
       if (!isRunning() || isStale() || this.closing) return;
-      const next = (BigInt(message.offset) + 1n).toString();
-      // Commit before hand-out: if this throws (rebalance, fenced member), the block is not served here.
-      await this.consumer.commitOffsets([{ topic: batch.topic, partition: batch.partition, offset: next }]);
-      resolveOffset(message.offset);
-      const block = decodePoolBlock(message.value);
-      if (!block || block.bizTag !== this.bizTag) {
-        this.logger.warn({ partition: batch.partition, offset: message.offset }, 'skipping a malformed pool block');
-        continue;
+      // As many as fit, committed with one request before any of them is handed out.
+      const room = this.settings.bufferBlocks - this.blocks.length;
+      const taken = messages.slice(i, i + room);
+      i += taken.length;
+      const last = taken[taken.length - 1]!;
+      // Commit before hand-out: if this throws (rebalance, fenced member), none of these blocks is served here.
+      await this.consumer.commitOffsets([{ topic: batch.topic, partition: batch.partition, offset: (BigInt(last.offset) + 1n).toString() }]);
+      for (const message of taken) {
+        resolveOffset(message.offset);
+        const block = this.accept(message.value, batch.partition, message.offset);
+        if (block) this.blocks.push(block);
       }
-      this.blocks.push({ next: BigInt(block.start), end: BigInt(block.end) });
       this.wake();
     }
+  }
+
+  /** The block to serve, or null (logged, counted) for one that must not be served. */
+  private accept(value: Buffer | null, partition: number, offset: string): Pending | null {
+    const block = decodePoolBlock(value);
+    let why: string | undefined;
+    if (!block || block.bizTag !== this.bizTag || (block.shard ?? 0) !== this.shard) why = 'malformed, or of another tag or shard';
+    else if (this.blockKey !== undefined && !verifyPoolBlock(this.blockKey, block)) why = block.sig === undefined ? 'unsigned' : 'badly signed';
+    else if (!Number.isSafeInteger(Number(block.end))) why = 'beyond 2^53';
+    if (why !== undefined || !block) {
+      this.rejectedBlocks++;
+      // The first, then every thousandth: a producer flooding the topic does not flood the log.
+      if (this.rejectedBlocks % 1000 === 1) this.logger.warn({ partition, offset, why, rejectedBlocks: this.rejectedBlocks }, 'skipping a pool block that must not be served');
+      return null;
+    }
+    return { next: Number(block.start), end: Number(block.end) };
   }
 
   private waitForChange(ms: number): Promise<void> {

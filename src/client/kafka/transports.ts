@@ -1,10 +1,11 @@
 import type { Kafka } from 'kafkajs';
-import { IdmintError } from '../../core/errors.js';
+import { IdmintError, isIdmintError } from '../../core/errors.js';
 import type { Logger } from '../../core/logger.js';
 import { KafkaPoolConsumer } from './pool-consumer.js';
 import type { KafkaPoolConsumerSettings } from './pool-consumer.js';
 import type { IdmintKafkaClient } from './rpc-client.js';
-import type { IdTransport } from '../transport.js';
+import type { IdTransport, TransportBatch } from '../transport.js';
+import type { Block } from '../../core/block.js';
 
 export interface KafkaTransportOptions {
   /** Per request; defaults to the rpc client's own timeout. */
@@ -13,13 +14,19 @@ export interface KafkaTransportOptions {
   closeClient?: boolean;
 }
 
-/** Kafka request/reply (`idmint.requests`) through the rpc client; it starts on first use. */
+/** Kafka request/reply (`idmint.requests`) through the rpc client; it starts on first use. Segment tags come as blocks. */
 export function kafkaTransport(client: IdmintKafkaClient, options: KafkaTransportOptions = {}): IdTransport {
   const getOptions = options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs };
   return {
     fetch: async (bizTag, count) => {
       const reply = await client.get(bizTag, count, getOptions);
       return { ids: reply.ids, source: reply.source, ...(reply.format === undefined ? {} : { format: reply.format }) };
+    },
+    // Segment tags as blocks (`"as":"blocks"`): a reply's size does not grow with the count, and
+    // the SDK's counter-speed takes work over Kafka as over HTTP.
+    fetchBlocks: async (bizTag, count) => {
+      const reply = await client.get(bizTag, count, getOptions, 'blocks');
+      return { blocks: reply.blocks, source: reply.source };
     },
     close: async () => {
       if (options.closeClient) await client.close();
@@ -29,33 +36,59 @@ export function kafkaTransport(client: IdmintKafkaClient, options: KafkaTranspor
 
 export interface KafkaPoolTransportOptions extends Partial<KafkaPoolConsumerSettings> {
   kafka: Kafka;
+  /** The refill's IDMINT_POOL_BLOCK_KEY: blocks not signed with it are never handed out. */
+  blockKey?: string | undefined;
+  /**
+   * Serves the tag when its pool topic cannot: this instance owns no partition (more instances
+   * than partitions), the topic stays dry past the take timeout, or Kafka cannot be reached. Usually `kafkaTransport` or
+   * `httpTransport`; closed with this transport.
+   */
+  fallback?: IdTransport;
   logger?: Logger;
 }
 
 /**
  * A tag's IDs straight from its pool topic `idmint.ids.<tag>`, read as the tag's one group
- * (commit before hand-out). One consumer per tag, started on first use, closed with the
- * transport. Shard 0 only; a topic that stays dry answers POOL_EMPTY.
+ * (commit before hand-out), as blocks. One consumer per tag, started on first use, closed with
+ * the transport. Shard 0 only; without a fallback, a topic that stays dry answers POOL_EMPTY.
  */
 export function kafkaPoolTransport(options: KafkaPoolTransportOptions): IdTransport {
-  const { kafka, logger, ...settings } = options;
+  const { kafka, logger, fallback, blockKey, ...settings } = options;
   const consumers = new Map<string, KafkaPoolConsumer>();
   let closed = false;
-  return {
-    async fetch(bizTag, count) {
-      if (closed) throw new IdmintError('NOT_READY', 'the Kafka pool transport is closed', { retriable: false });
-      let consumer = consumers.get(bizTag);
-      if (!consumer) {
-        consumer = new KafkaPoolConsumer({ kafka, bizTag, logger, ...settings });
-        consumers.set(bizTag, consumer);
+  const fetchBlocks = async (bizTag: string, count: number): Promise<TransportBatch> => {
+    if (closed) throw new IdmintError('NOT_READY', 'the Kafka pool transport is closed', { retriable: false });
+    let consumer = consumers.get(bizTag);
+    if (!consumer) {
+      consumer = new KafkaPoolConsumer({ kafka, bizTag, logger, blockKey, ...settings });
+      consumers.set(bizTag, consumer);
+    }
+    let blocks: Block[];
+    try {
+      // Without a fallback, an instance that owns no partition waits for one as for a dry topic.
+      blocks = await consumer.takeBlocks(count, { waitForPartition: !fallback });
+    } catch (err) {
+      // A consumer whose start failed (Kafka unreachable, the group join past its deadline) keeps
+      // failing: the next take starts a new one instead of answering NOT_READY for the life of the process.
+      if (consumer.startFailed && consumers.get(bizTag) === consumer) {
+        consumers.delete(bizTag);
+        void consumer.close().catch(() => undefined);
       }
-      const ids = await consumer.take(count);
-      if (ids.length === 0) throw new IdmintError('POOL_EMPTY', `pool topic of "${bizTag}" has no IDs ready; is a refill producing to it?`);
-      return { ids, source: 'pool' };
-    },
+      // Kafka unreachable (NOT_READY): the fallback may reach the dispenser another way.
+      if (!fallback || !isIdmintError(err) || err.code !== 'NOT_READY') throw err;
+      blocks = [];
+    }
+    if (blocks.length > 0) return { blocks, source: 'pool' };
+    if (fallback) return fallback.fetchBlocks ? fallback.fetchBlocks(bizTag, count) : fallback.fetch(bizTag, count);
+    throw new IdmintError('POOL_EMPTY', `pool topic of "${bizTag}" has no IDs ready; is a refill producing to it?`);
+  };
+  return {
+    fetch: fetchBlocks,
+    fetchBlocks,
     async close() {
       closed = true;
       await Promise.all([...consumers.values()].map((c) => c.close()));
+      await fallback?.close();
     },
   };
 }

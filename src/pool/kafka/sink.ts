@@ -4,30 +4,51 @@ import type { PoolSink, Segment } from '../../core/ports.js';
 import type { Logger } from '../../core/logger.js';
 import { silentLogger } from '../../core/logger.js';
 import { encodePoolBlock } from '../../kafka/messages.js';
+import { signPoolBlock } from '../../kafka/block-signature.js';
 import { kafkaPoolMetrics } from '../../kafka/metrics.js';
 import type { KafkaPoolMetrics } from '../../kafka/metrics.js';
-import { TopicProducer, isUnknownTopic } from '../../kafka/producer.js';
-import { ensureTopics, POOL_TOPIC_CONFIGS, poolGroup, poolTopic } from '../../kafka/topics.js';
+import { TopicProducer, isCoordinatorMoving, isUnknownTopic } from '../../kafka/producer.js';
+import { DEFAULT_POOL_PARTITIONS, ensureTopics, POOL_TOPIC_CONFIGS, poolGroup, poolTopic } from '../../kafka/topics.js';
 import { checkInteger, resolveOptions } from '../../core/options.js';
+import { IdmintError } from '../../core/errors.js';
 
 /**
  * Kafka pool topics: a refill publishes a fresh segment as blocks `{start,end}` to
  * `idmint.ids.<tag>`; SDK consumers (KafkaPoolConsumer) take them through group `idmint.pool.<tag>`.
+ *
+ * How they scale with consumers: a topic has `partitions` partitions (16 by default, raised on an
+ * existing topic that has fewer), each owned by one consumer of the group, so up to that many SDK
+ * instances read a tag's pool at once; an instance beyond it is assigned none and is served by its
+ * fallback transport (request/reply or HTTP) for the same tag. A segment is cut into blocks that
+ * grow with it (about two per partition, `blockSize` to `maxBlockSize` IDs) and each block goes to
+ * the partition with the fewest unconsumed blocks, so the consumers that take most are refilled most.
  */
 
 export interface KafkaPoolSinkSettings {
-  /** IDs per block; a segment is split into blocks of at most this many. */
+  /** Fewest IDs per block (a small segment is one block of this size or less). */
   blockSize: number;
-  /** Partitions of a pool topic created on first push; each SDK consumer of a tag can own one. */
+  /** Most IDs per block: an SDK instance killed with blocks in hand loses at most a few of these. */
+  maxBlockSize: number;
+  /** Partitions of a pool topic: the most SDK instances that read one tag's pool at once. */
   partitions: number;
 }
 
-export const KAFKA_POOL_SINK_DEFAULTS: Readonly<KafkaPoolSinkSettings> = Object.freeze({ blockSize: 1000, partitions: 2 });
+export const KAFKA_POOL_SINK_DEFAULTS: Readonly<KafkaPoolSinkSettings> = Object.freeze({ blockSize: 1000, maxBlockSize: 1_000_000, partitions: DEFAULT_POOL_PARTITIONS });
 
 export interface KafkaPoolSinkOptions extends Partial<KafkaPoolSinkSettings> {
   kafka: Kafka;
+  /** Signs every block (IDMINT_POOL_BLOCK_KEY): consumers given the same key drop any other block. */
+  blockKey?: string | undefined;
   logger?: Logger;
   registry?: Registry;
+}
+
+/** A pool topic's state in blocks: unconsumed per partition, and committed offsets summed (grows as consumers take). */
+export interface PoolTopicState {
+  readonly unconsumed: number[];
+  readonly committed: number;
+  /** IDs per block of the latest segment published (an estimate for older blocks). */
+  readonly blockIds: number;
 }
 
 export class KafkaPoolSink implements PoolSink {
@@ -38,57 +59,98 @@ export class KafkaPoolSink implements PoolSink {
   private admin: Admin;
   private readonly kafka: Kafka;
   private readonly producer: TopicProducer;
+  private readonly blockKey: string | undefined;
   private readonly ready = new Set<string>();
+  /** IDs per block of the latest push, per topic: depth is counted in blocks. */
+  private readonly blockIds = new Map<string, number>();
   private connecting: Promise<void> | undefined;
 
   constructor(options: KafkaPoolSinkOptions) {
-    this.settings = resolveOptions(KAFKA_POOL_SINK_DEFAULTS, { blockSize: options.blockSize, partitions: options.partitions }, (s) => {
-      checkInteger('KafkaPoolSink', s, 'blockSize', 1);
-      checkInteger('KafkaPoolSink', s, 'partitions', 1);
-    });
+    this.settings = resolveOptions(
+      KAFKA_POOL_SINK_DEFAULTS,
+      { blockSize: options.blockSize, maxBlockSize: options.maxBlockSize, partitions: options.partitions },
+      (s) => {
+        checkInteger('KafkaPoolSink', s, 'blockSize', 1);
+        checkInteger('KafkaPoolSink', s, 'maxBlockSize', s.blockSize);
+        checkInteger('KafkaPoolSink', s, 'partitions', 1, 10_000);
+      },
+    );
     this.logger = (options.logger ?? silentLogger).child({ component: 'kafka-pool-sink' });
     this.metrics = kafkaPoolMetrics(options.registry ?? new Registry());
     this.kafka = options.kafka;
+    this.blockKey = options.blockKey;
     this.admin = options.kafka.admin();
     // Idempotent: a send retried after a lost ack must not append a block twice (two consumers would share its IDs).
-    this.producer = new TopicProducer(options.kafka, this.logger, { idempotent: true, maxInFlightRequests: 1 });
+    // Never the same blocks twice on a fresh producer either (see TopicProducer): a failed push is
+    // retried by the refill with a new segment.
+    this.producer = new TopicProducer(options.kafka, this.logger, { idempotent: true, maxInFlightRequests: 1 }, false);
+  }
+
+  /** IDs per block for a segment of `length` IDs: about two blocks per partition, within [blockSize, maxBlockSize]. */
+  blockIdsFor(length: number): number {
+    const { blockSize, maxBlockSize, partitions } = this.settings;
+    return Math.min(maxBlockSize, Math.max(blockSize, Math.ceil(length / (2 * partitions))));
   }
 
   /** Publishes the segment as blocks. One send: a failed push publishes nothing usable twice, since a retry takes a new segment. */
   async push(segment: Segment): Promise<void> {
     const topic = poolTopic(segment.bizTag, segment.shard);
     await this.ensureTopic(topic);
+    const per = this.blockIdsFor(segment.end - segment.start + 1);
+    const state = await this.state(segment.bizTag, segment.shard);
+    const load = state ? [...state.unconsumed] : Array.from({ length: this.settings.partitions }, () => 0);
     const messages = [];
-    for (let start = segment.start; start <= segment.end; start += this.settings.blockSize) {
-      const end = Math.min(segment.end, start + this.settings.blockSize - 1);
-      messages.push({ value: encodePoolBlock(segment.bizTag, start, end) });
+    for (let start = segment.start; start <= segment.end; start += per) {
+      const end = Math.min(segment.end, start + per - 1);
+      // The partition with the fewest unconsumed blocks: its consumer is the one running dry.
+      const partition = load.indexOf(Math.min(...load));
+      load[partition]! += 1;
+      const sig = this.blockKey === undefined ? undefined : signPoolBlock(this.blockKey, segment.bizTag, segment.shard, start, end);
+      messages.push({ partition, value: encodePoolBlock(segment.bizTag, start, end, { shard: segment.shard, ...(sig ? { sig } : {}) }) });
     }
-    await this.producer.send(topic, messages);
+    try {
+      await this.producer.send(topic, messages);
+    } catch (err) {
+      // Check the topic again before the next push (deleted, or partitions not yet hosted).
+      this.ready.delete(topic);
+      throw err;
+    }
+    this.blockIds.set(topic, per);
     this.metrics.blocks.inc({ biz_tag: segment.bizTag }, messages.length);
-    this.logger.debug({ topic, start: segment.start, end: segment.end, blocks: messages.length }, 'segment published');
+    this.logger.debug({ topic, start: segment.start, end: segment.end, blocks: messages.length, blockIds: per }, 'segment published');
   }
 
   /**
    * Unconsumed IDs: (end offset - the pool group's committed offset) per partition, times the
-   * block size. Exact when segments are multiples of the block size; an upper bound otherwise.
+   * IDs per block of the latest segment. Exact while segments are cut into equal blocks; an
+   * estimate after the block size changed (it grows with demand).
    */
   async depth(bizTag: string, shard: number): Promise<number> {
+    const state = await this.state(bizTag, shard);
+    const depth = state ? state.unconsumed.reduce((a, b) => a + b, 0) * state.blockIds : 0;
+    this.metrics.depth.set({ biz_tag: bizTag }, depth);
+    return depth;
+  }
+
+  /** The topic's offsets in blocks, or null when it does not exist yet. */
+  async state(bizTag: string, shard: number): Promise<PoolTopicState | null> {
     const topic = poolTopic(bizTag, shard);
     const offsets = await this.withAdmin(async (admin) => {
       if (!(await admin.listTopics()).includes(topic)) return null;
-      return Promise.all([admin.fetchTopicOffsets(topic), admin.fetchOffsets({ groupId: poolGroup(bizTag, shard), topics: [topic] })]);
+      return Promise.all([admin.fetchTopicOffsets(topic), committedOffsets(admin, poolGroup(bizTag, shard), topic)]);
     });
-    if (!offsets) return 0;
+    if (!offsets) return null;
     const [ends, committed] = offsets;
     const done = new Map((committed[0]?.partitions ?? []).map((p) => [p.partition, Number(p.offset)]));
-    let blocks = 0;
+    const unconsumed: number[] = [];
+    let sum = 0;
     for (const p of ends) {
       const from = Math.max(Number(p.low), done.get(p.partition) ?? -1);
-      blocks += Math.max(0, Number(p.high) - from);
+      unconsumed[p.partition] = Math.max(0, Number(p.high) - from);
+      sum += from;
     }
-    const depth = blocks * this.settings.blockSize;
-    this.metrics.depth.set({ biz_tag: bizTag }, depth);
-    return depth;
+    for (let i = 0; i < unconsumed.length; i++) unconsumed[i] ??= 0;
+    return { unconsumed, committed: sum, blockIds: this.blockIds.get(topic) ?? this.settings.blockSize };
   }
 
   /** Deletes the tag's pool topics (every shard) and its consumer groups; unconsumed IDs are dropped, never reused. */
@@ -137,11 +199,63 @@ export class KafkaPoolSink implements PoolSink {
     }
   }
 
+  /** Creates the topic, or raises an existing one's partitions to the setting (Kafka never lowers them). */
   private async ensureTopic(topic: string): Promise<void> {
     if (this.ready.has(topic)) return;
     await this.connect();
-    const created = await ensureTopics(this.admin, [{ topic, numPartitions: this.settings.partitions, configs: { ...POOL_TOPIC_CONFIGS } }]);
-    if (created.length > 0) this.logger.info({ topic, partitions: this.settings.partitions }, 'pool topic created');
+    const { partitions } = this.settings;
+    const created = await ensureTopics(this.admin, [{ topic, numPartitions: partitions, configs: { ...POOL_TOPIC_CONFIGS } }]);
+    if (created.length > 0) this.logger.info({ topic, partitions }, 'pool topic created');
+    else {
+      const meta = await this.withAdmin((admin) => admin.fetchTopicMetadata({ topics: [topic] }));
+      const has = meta.topics[0]?.partitions.length ?? partitions;
+      if (has < partitions) {
+        await this.admin.createPartitions({ topicPartitions: [{ topic, count: partitions }] }).catch((err: unknown) => {
+          // Another refill raised it meanwhile: fine; anything else leaves the topic as it was, still usable.
+          this.logger.warn({ err, topic, has, partitions }, 'could not raise the pool topic\'s partitions; consumers beyond its count use their fallback');
+        });
+        this.logger.info({ topic, from: has, to: partitions }, 'pool topic partitions raised');
+        this.producer.refresh();
+      }
+    }
+    await this.untilHosted(topic);
     this.ready.add(topic);
+  }
+
+  /**
+   * Waits until the broker serves every partition of the topic (its offsets answer): a topic or
+   * partitions created a moment ago are in the metadata before their logs exist, and a produce
+   * to them fails with "This server does not host this topic-partition".
+   */
+  private async untilHosted(topic: string): Promise<void> {
+    const deadline = Date.now() + 30_000;
+    for (let wait = 50; ; wait = Math.min(1000, wait * 2)) {
+      try {
+        const offsets = await this.withAdmin((admin) => admin.fetchTopicOffsets(topic));
+        const meta = await this.withAdmin((admin) => admin.fetchTopicMetadata({ topics: [topic] }));
+        const partitions = meta.topics[0]?.partitions ?? [];
+        if (offsets.length === partitions.length && partitions.length > 0 && partitions.every((p) => p.leader >= 0)) return;
+      } catch (err) {
+        if (Date.now() >= deadline) throw err;
+      }
+      if (Date.now() >= deadline) throw new IdmintError('NOT_READY', `Kafka pool topic ${topic} has partitions without a leader after 30 s`);
+      await new Promise((resolve) => setTimeout(resolve, wait));
+    }
+  }
+}
+
+/**
+ * The group's committed offsets; KafkaJS's admin does not retry a coordinator that moved or is
+ * loading, so this does — up to 30 s: a fresh broker creates its offsets topic on first use.
+ */
+async function committedOffsets(admin: Admin, groupId: string, topic: string): ReturnType<Admin['fetchOffsets']> {
+  const deadline = Date.now() + 30_000;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await admin.fetchOffsets({ groupId, topics: [topic] });
+    } catch (err) {
+      if (!isCoordinatorMoving(err) || Date.now() >= deadline) throw err;
+      await new Promise((resolve) => setTimeout(resolve, Math.min(1000, 100 * attempt)));
+    }
   }
 }

@@ -13,19 +13,26 @@ import { uniqueName } from '../../support/names.js';
 import { expectNoDuplicates } from '../../support/unique.js';
 
 /** `callers` concurrent callers take `total` IDs from `client` (batches of 1..50); retriable errors are retried. */
-async function drain(client: IdmintClient, bizTag: string, total: number, callers: number): Promise<bigint[]> {
+async function drain(client: IdmintClient, bizTag: string, total: number, callers: number, timeoutMs = 45_000): Promise<bigint[]> {
   const ids: bigint[] = [];
   let left = total;
+  const deadline = Date.now() + timeoutMs;
+  const errors = new Map<string, number>();
   await Promise.all(
     Array.from({ length: callers }, async (_, n) => {
       for (let i = 0; left > 0; i++) {
+        // Past the deadline, say what the retries met rather than run into the test's timeout silently.
+        if (Date.now() > deadline) throw new Error(`${ids.length} of ${total} IDs after ${timeoutMs} ms; errors retried: ${JSON.stringify(Object.fromEntries(errors))}`);
         const want = Math.min(left, 1 + ((n * 13 + i) % 50));
         left -= want;
         try {
           ids.push(...(i % 2 ? await client.nextMany(bizTag, want) : [await client.next(bizTag), ...(await client.nextMany(bizTag, want - 1))]));
         } catch (err) {
           if (!(err instanceof IdmintError) || !err.retriable) throw err;
+          errors.set(`${err.code}: ${err.message}`, (errors.get(`${err.code}: ${err.message}`) ?? 0) + 1);
           left += want;
+          // A caller that retried at once would spin, and a spinning process is late to the group join it waits for.
+          await new Promise((r) => setTimeout(r, 50));
         }
       }
     }),

@@ -26,7 +26,7 @@ describe('idmint kafka init and the start-up topic check', () => {
       }
       await assertTopicsExist(admin, [REQUEST_TOPIC, ...tags.map((t) => poolTopic(t))]);
       const [meta] = (await admin.fetchTopicMetadata({ topics: [poolTopic(tags[0]!)] })).topics;
-      expect(meta?.partitions).toHaveLength(2);
+      expect(meta?.partitions).toHaveLength(16); // IDMINT_KAFKA_POOL_PARTITIONS by default
     } finally {
       await admin.disconnect();
     }

@@ -2,7 +2,7 @@ import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { logLevel } from 'kafkajs';
 import { createLogger } from '../../../src/app/log.js';
-import { parseBrokers, pinoLogCreator } from '../../../src/kafka/kafka.js';
+import { isExpectedKafkaCondition, parseBrokers, pinoLogCreator } from '../../../src/kafka/kafka.js';
 
 function capture(level: string) {
   const lines: Array<Record<string, unknown>> = [];
@@ -52,5 +52,22 @@ describe('KafkaJS logs into pino', () => {
   it('parses broker lists from KAFKA_BROKERS or an array', () => {
     expect(parseBrokers(' a:1, b:2 ,')).toEqual(['a:1', 'b:2']);
     expect(parseBrokers(['a:1 ', ''])).toEqual(['a:1']);
+  });
+});
+
+describe("KafkaJS's retried start-up conditions", () => {
+  it.each([
+    ['Response GroupCoordinator(key: 10, version: 2)', 'The group coordinator is not available'],
+    ['Response OffsetFetch(key: 9, version: 2)', 'This is not the correct coordinator for this group'],
+    ['Response JoinGroup(key: 11, version: 5)', 'The coordinator is loading and hence can\'t process requests'],
+    ['Response Metadata(key: 3, version: 6)', 'There is no leader for this topic-partition as we are in the middle of a leadership election'],
+    ['Producer configured with retries greater than 0 may invalidate EoS guarantees', undefined],
+  ])('%s (%s) is logged at debug', (message, error) => {
+    expect(isExpectedKafkaCondition(message, error)).toBe(true);
+  });
+
+  it('other errors keep their level', () => {
+    expect(isExpectedKafkaCondition('Response SaslAuthenticate(key: 36, version: 1)', 'Authentication failed')).toBe(false);
+    expect(isExpectedKafkaCondition('Connection error: connect ECONNREFUSED 127.0.0.1:9092', undefined)).toBe(false);
   });
 });

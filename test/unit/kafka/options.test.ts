@@ -44,6 +44,18 @@ describe('Kafka component options', () => {
     const sink = openKafkaPoolSink(loadConfig({ KAFKA_BROKERS: '127.0.0.1:1' }), { logger: silentLogger, closers });
     expect(sink).toBeInstanceOf(KafkaPoolSink);
     expect((sink as KafkaPoolSink).settings.blockSize).toBe(KAFKA_POOL_SINK_DEFAULTS.blockSize);
+    expect((sink as KafkaPoolSink).settings.partitions).toBe(16);
+    const narrow = openKafkaPoolSink(loadConfig({ KAFKA_BROKERS: '127.0.0.1:1', IDMINT_KAFKA_POOL_PARTITIONS: '3' }), { logger: silentLogger, closers });
+    expect(narrow?.settings.partitions).toBe(3);
+  });
+
+  it('cuts a segment into blocks that grow with it: about two per partition, within [blockSize, maxBlockSize]', () => {
+    const sink = new KafkaPoolSink({ kafka, partitions: 16 });
+    expect(sink.blockIdsFor(10)).toBe(1000);
+    expect(sink.blockIdsFor(24_000)).toBe(1000);
+    expect(sink.blockIdsFor(10_000_000)).toBe(312_500);
+    expect(sink.blockIdsFor(1_000_000_000)).toBe(1_000_000);
+    expect(() => new KafkaPoolSink({ kafka, blockSize: 100, maxBlockSize: 50 })).toThrow(/maxBlockSize/);
   });
 
   it('names a client\'s reply topic and group after its clientId, uniquely', () => {
