@@ -1,6 +1,8 @@
 import { readFileSync } from 'node:fs';
 import type { ConnectionOptions } from 'node:tls';
+import type { RedisOptions } from 'ioredis';
 import type { KafkaConfig, SASLOptions } from 'kafkajs';
+import { redactUrl } from '../core/redact.js';
 import type { Config } from './config.js';
 
 /**
@@ -9,8 +11,49 @@ import type { Config } from './config.js';
  * Postgres reads its own from DATABASE_URL (`sslmode=verify-full&sslrootcert=...`).
  */
 
+/** Where the pools' Redis is: a URL, or Sentinel options; `where` names it without secrets. */
+export interface RedisTarget {
+  url?: string;
+  options: RedisOptions;
+  where: string;
+}
+
+type RedisConfig = Pick<Config, 'REDIS_URL' | 'REDIS_SENTINELS' | 'REDIS_SENTINEL_NAME' | 'REDIS_SENTINEL_PASSWORD' | 'IDMINT_REDIS_TLS_CA'>;
+
+/** Whether the process has Redis: a URL, or sentinels that name its master. */
+export function usesRedis(config: Pick<Config, 'REDIS_URL' | 'REDIS_SENTINELS'>): boolean {
+  return config.REDIS_URL !== undefined || config.REDIS_SENTINELS !== undefined;
+}
+
+/**
+ * How to reach the pools' Redis: a URL, or with REDIS_SENTINELS the master Sentinel names
+ * (ioredis asks the sentinels for it and follows `+switch-master`), with the user, password,
+ * database and TLS of REDIS_URL if given. `where` names it in logs (no secrets).
+ */
+export function redisTarget(config: RedisConfig): RedisTarget {
+  const tls = redisTls(config);
+  if (config.REDIS_SENTINELS === undefined) return { url: config.REDIS_URL!, options: { ...tls }, where: redactUrl(config.REDIS_URL!) };
+  const sentinels = config.REDIS_SENTINELS.split(',').map((hp) => {
+    const at = hp.lastIndexOf(':');
+    return { host: hp.slice(0, at), port: Number(hp.slice(at + 1)) };
+  });
+  const url = config.REDIS_URL ? new URL(config.REDIS_URL) : undefined;
+  const db = url && url.pathname.length > 1 ? Number(url.pathname.slice(1)) : undefined;
+  const options: RedisOptions = {
+    sentinels,
+    name: config.REDIS_SENTINEL_NAME!,
+    ...(config.REDIS_SENTINEL_PASSWORD ? { sentinelPassword: config.REDIS_SENTINEL_PASSWORD } : {}),
+    ...(url?.username ? { username: decodeURIComponent(url.username) } : {}),
+    ...(url?.password ? { password: decodeURIComponent(url.password) } : {}),
+    ...(db !== undefined && Number.isInteger(db) ? { db } : {}),
+    ...tls,
+    ...(tls.tls ? { enableTLSForSentinelMode: true, sentinelTLS: tls.tls } : {}),
+  };
+  return { options, where: `sentinel master "${config.REDIS_SENTINEL_NAME}" via ${config.REDIS_SENTINELS}` };
+}
+
 /** ioredis's `tls` for a `rediss://` URL with a private CA; nothing for `redis://`. */
-export function redisTls(config: Pick<Config, 'REDIS_URL' | 'IDMINT_REDIS_TLS_CA'>): { tls?: ConnectionOptions } {
+function redisTls(config: Pick<Config, 'REDIS_URL' | 'IDMINT_REDIS_TLS_CA'>): { tls?: ConnectionOptions } {
   if (!config.REDIS_URL?.startsWith('rediss:')) return {};
   return { tls: config.IDMINT_REDIS_TLS_CA ? { ca: readFileSync(config.IDMINT_REDIS_TLS_CA, 'utf8') } : {} };
 }

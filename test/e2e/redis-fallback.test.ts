@@ -66,6 +66,11 @@ describe('Redis pools with fallback (idmint serve + REDIS_URL)', () => {
       const seen = JSON.stringify(Object.fromEntries(Object.entries(phaseSources).map(([k, v]) => [k, [...v]])));
       return `sources so far ${seen}; the server's last output:\n${server.output().slice(-4000)}`;
     };
+    // Segments this server took from Postgres (refills and the segment rung alike), both tags.
+    const allocations = async (): Promise<number> => {
+      const text = await (await fetch(`${server.url}/metrics`)).text();
+      return [...text.matchAll(/^idmint_segment_allocations_total\{biz_tag="(?:pay|refund)"\} (\d+)/gm)].reduce((sum, m) => sum + Number(m[1]), 0);
+    };
     const waitFor = (predicate: () => boolean, what: string, timeoutMs = 60_000): Promise<void> => until(what, predicate, { timeoutMs, detail });
 
     try {
@@ -73,8 +78,14 @@ describe('Redis pools with fallback (idmint serve + REDIS_URL)', () => {
       await redis.kill();
       phase = 'down';
       const atDown = total();
+      const allocatedAtDown = await allocations();
       // The fallback ladder: with Postgres healthy both tags get segments, even `pay` (fallback snowflake).
       await waitFor(() => phaseSources.down!.has('pay:segment') && phaseSources.down!.has('refund:segment') && total() > atDown + 20_000, 'fallback IDs while Redis is down');
+      // The segment rung buffers like Leaf's segment mode: a step (500) per allocation, not one
+      // Postgres transaction per request (requests take 1-50 IDs, ~25 on average).
+      const servedDown = total() - atDown;
+      const allocatedDown = (await allocations()) - allocatedAtDown;
+      expect(allocatedDown, `${allocatedDown} allocations for ${servedDown} IDs`).toBeLessThanOrEqual(Math.ceil(servedDown / 500) * 2 + 8);
       const degraded = (await (await fetch(`${server.url}/readyz`)).json()) as { status: string };
       expect(degraded.status).toBe('degraded');
 
@@ -82,7 +93,12 @@ describe('Redis pools with fallback (idmint serve + REDIS_URL)', () => {
       phase = 'back';
       // The refill worker's own reconnect backs off (BullMQ retries its loop every few seconds):
       // on a loaded CI machine running other suites beside this one, give it two minutes.
-      await waitFor(() => phaseSources.back!.has('pay:pool') && phaseSources.back!.has('refund:pool'), 'the pool serving again after Redis returns', 120_000);
+      await waitFor(() => phaseSources.back!.has('pay:pool') && phaseSources.back!.has('refund:pool'), 'the pool serving again after Redis returns', 120_000).catch(async (err: Error) => {
+        // What the server knows of its pools and refill queue, first, where a CI summary shows it.
+        const stats = await fetch(`${server.url}/v1/stats`, { headers: admin }).then((r) => r.text(), (e: Error) => e.message);
+        const ready = await fetch(`${server.url}/readyz`).then((r) => r.text(), (e: Error) => e.message);
+        throw new Error(`${err.message.split('\n')[0]}\nstats ${stats.slice(0, 600)}\nreadyz ${ready.slice(0, 600)}\nerrors ${errors.length}: ${errors.slice(-3).join(' | ')}\n${err.message}`);
+      });
     } finally {
       running = false;
       await clients;

@@ -1,13 +1,19 @@
-import type { ConnectionOptions } from 'node:tls';
-import { Redis } from 'ioredis';
+import { Redis, type RedisOptions } from 'ioredis';
 import { Episode } from '../../core/episode.js';
 import { silentLogger, type Logger } from '../../core/logger.js';
+import { settleDroppedCommands } from '../../redis/dropped-commands.js';
 import { defineScripts } from './scripts.js';
 
+/** A new ioredis client for a URL or for options alone (Sentinel), with `extra` options over them. */
+export function redisClientFor(target: { url?: string | undefined; options?: RedisOptions | undefined }, extra: RedisOptions = {}): Redis {
+  return target.url ? new Redis(target.url, { ...target.options, ...extra }) : new Redis({ ...target.options, ...extra });
+}
+
 export interface RedisConnectionOptions {
-  url: string;
-  /** TLS settings for a `rediss://` URL (a private CA). */
-  tls?: ConnectionOptions;
+  /** A Redis URL; or leave it out and give `redis` (e.g. Sentinel's `sentinels` and `name`). */
+  url?: string;
+  /** ioredis options every client of the connection starts from (TLS, Sentinel, credentials). */
+  redis?: RedisOptions;
   logger?: Logger;
 }
 
@@ -19,7 +25,8 @@ export interface RedisConnectionOptions {
  * - `patient` pushes refills, keeps pool metadata and carries the BullMQ queue. It waits for Redis
  *   rather than failing, but never resends a command whose reply was lost: a push that may have run
  *   fails its job, and the retry takes a new segment (invariant 3).
- * BullMQ's worker opens its own blocking connection from `patient`'s options.
+ * BullMQ's worker opens its own blocking connection with `patient.duplicate()`; both settle a
+ * command the connection dropped (src/redis/dropped-commands.ts).
  */
 export class RedisConnection {
   readonly fast: Redis;
@@ -29,16 +36,18 @@ export class RedisConnection {
 
   constructor(options: RedisConnectionOptions) {
     this.log = (options.logger ?? silentLogger).child({ component: 'redis' });
-    const tls = options.tls ? { tls: options.tls } : {};
-    this.fast = new Redis(options.url, {
-      ...tls,
+    const target = { url: options.url, options: options.redis };
+    this.fast = redisClientFor(target, {
       maxRetriesPerRequest: 1,
       autoResendUnfulfilledCommands: false,
       commandTimeout: 1000,
       connectTimeout: 2000,
       retryStrategy: (times) => Math.min(times * 200, 2000),
     });
-    this.patient = new Redis(options.url, { ...tls, maxRetriesPerRequest: null, autoResendUnfulfilledCommands: false });
+    this.patient = redisClientFor(target, { maxRetriesPerRequest: null, autoResendUnfulfilledCommands: false });
+    // Without this a command in flight when Redis dies is never settled (an ioredis bug).
+    settleDroppedCommands(this.fast);
+    settleDroppedCommands(this.patient);
     defineScripts(this.fast);
     defineScripts(this.patient);
     // ioredis emits 'error' on every failed reconnect; without a listener node would crash.

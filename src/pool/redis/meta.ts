@@ -16,6 +16,9 @@ export interface RedisPoolMetaOptions {
   windowSeconds?: number;
 }
 
+/** How long a burst rate counts (RedisPoolMeta.recordBurst). */
+export const BURST_TTL_MS = 10_000;
+
 export const POOL_META_DEFAULTS = defaults({ keyPrefix: '', bucketSeconds: 10, slots: 30, windowSeconds: 180 });
 
 /**
@@ -80,6 +83,39 @@ export class RedisPoolMeta {
 
   async setTarget(bizTag: string, shard: number, target: number): Promise<void> {
     await this.redis.hset(poolKeys(this.options.keyPrefix, bizTag, shard).meta, 'target', String(target));
+  }
+
+  /**
+   * Stores the values in the pool's meta and returns what was there, in one transaction: a
+   * reading the next reader (in any process) compares against, e.g. a Kafka pool's committed offsets.
+   */
+  async swap<K extends string>(bizTag: string, shard: number, values: Record<K, number>): Promise<Record<K, number | null>> {
+    const key = poolKeys(this.options.keyPrefix, bizTag, shard).meta;
+    const fields = Object.keys(values) as K[];
+    const res = await this.redis.multi().hmget(key, ...fields).hset(key, values).exec();
+    const old = (res?.[0]?.[1] ?? []) as Array<string | null>;
+    return Object.fromEntries(fields.map((f, i) => [f, typeof old[i] === 'string' ? Number(old[i]) : null])) as Record<K, number | null>;
+  }
+
+  /**
+   * A rate measured outside the demand ring (a Kafka pool's consumption between two readings of
+   * its offsets), kept `BURST_TTL_MS`: the ring averages over at least one bucket, so a pool
+   * whose demand jumps would otherwise be sized for a tenth of it for its first seconds.
+   */
+  async recordBurst(bizTag: string, shard: number, ratePerSecond: number): Promise<void> {
+    await this.redis.hset(poolKeys(this.options.keyPrefix, bizTag, shard).meta, 'burst', String(ratePerSecond), 'burstAt', String(Date.now()));
+  }
+
+  /** The latest burst rate, or 0 when none was recorded in the last `BURST_TTL_MS`. */
+  async burstRate(bizTag: string, shard: number): Promise<number> {
+    const [rate, at] = await this.redis.hmget(poolKeys(this.options.keyPrefix, bizTag, shard).meta, 'burst', 'burstAt');
+    if (rate === null || at === null || Date.now() - Number(at) > BURST_TTL_MS) return 0;
+    return Number(rate);
+  }
+
+  /** True for the one caller that takes the named lease until it expires (a periodic job run by one process of many). */
+  async lease(name: string, ms: number): Promise<boolean> {
+    return (await this.redis.set(`${this.options.keyPrefix}idmint:lease:${name}`, String(process.pid), 'PX', ms, 'NX')) === 'OK';
   }
 
   async track(bizTag: string): Promise<void> {

@@ -71,6 +71,17 @@ function validate(o: Settings): void {
   checkInteger('RedisPool', o, 'pushChunk', 1, 100_000);
 }
 
+const watched = new WeakSet<Redis>();
+const wasReady = new WeakSet<Redis>();
+
+/** Remembers that a client has been ready once (one listener per client, however many pools share it). */
+function watchReady(redis: Redis): void {
+  if (watched.has(redis)) return;
+  watched.add(redis);
+  if (redis.status === 'ready') wasReady.add(redis);
+  redis.once('ready', () => wasReady.add(redis));
+}
+
 /** What a take script gave: a list pool's IDs, or a counter pool's ranges as blocks. */
 export type Taken = { ids: string[]; blocks?: undefined; reply: TakeReply } | { ids?: undefined; blocks: Block[]; reply: TakeReply };
 
@@ -93,6 +104,7 @@ export abstract class RedisPoolBase implements IdSource, PoolSink {
     const { redis, pushRedis, refill, logger, registry, ...rest } = options;
     this.settings = resolveOptions<Settings>(REDIS_POOL_DEFAULTS as Settings, rest, validate);
     this.redis = redis;
+    watchReady(redis);
     this.pushRedis = pushRedis ?? redis;
     this.refill = refill;
     this.logger = (logger ?? silentLogger).child({ component });
@@ -152,9 +164,13 @@ export abstract class RedisPoolBase implements IdSource, PoolSink {
 
   protected assertConnected(what: string): void {
     // Fail fast while the link is down instead of queueing: the dispenser falls back by policy.
-    // A connect in progress is waited for; its commands sit in ioredis's offline queue briefly.
+    // The first connect is waited for (its commands sit in ioredis's offline queue briefly); a
+    // reconnect is not: to a dead server each attempt held the takes queued behind it until the
+    // command timeout, a second-long stall every few seconds of an outage.
     const status = this.redis.status;
-    if (status === 'reconnecting' || status === 'close' || status === 'end') throw notReady(`Redis (${what})`, `connection is ${status}`);
+    if (status === 'reconnecting' || status === 'close' || status === 'end' || (status === 'connecting' && wasReady.has(this.redis))) {
+      throw notReady(`Redis (${what})`, `connection is ${status}`);
+    }
   }
 
   protected recordPushed(segment: Segment, depth: number, code: number): void {

@@ -1,0 +1,113 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import { untilValue } from './poll.js';
+import { freePort } from './ports.js';
+
+/**
+ * A Redis master, one replica and three sentinels (quorum 2, down after 1 s) on loopback, private
+ * to one test file: `redis-server` processes in a temp dir, no persistence. `env` is what idmint
+ * needs to reach the master through Sentinel.
+ */
+export interface RedisSentinelSet {
+  readonly name: string;
+  readonly sentinels: string;
+  readonly env: Readonly<Record<string, string>>;
+  /** The port of the master the sentinels name now. */
+  masterPort(): Promise<number>;
+  /** SIGKILLs the current master; resolves once the sentinels name another. */
+  killMaster(): Promise<{ from: number; to: number }>;
+  close(): Promise<void>;
+}
+
+export async function startRedisSentinels(name = 'idmint-pools'): Promise<RedisSentinelSet> {
+  const dir = mkdtempSync(join(tmpdir(), 'idmint-sentinel-'));
+  const procs = new Map<number, ChildProcess>();
+  const start = (port: number, args: string[]): void => {
+    const child = spawn('redis-server', args, { cwd: dir, stdio: 'ignore' });
+    procs.set(port, child);
+  };
+  const [master, replica, ...sentinelPorts] = await Promise.all([0, 1, 2, 3, 4].map(() => freePort()));
+  const common = ['--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir];
+  start(master!, ['--port', String(master), ...common, '--dbfilename', `m${master}.rdb`]);
+  start(replica!, ['--port', String(replica), ...common, '--dbfilename', `r${replica}.rdb`, '--replicaof', '127.0.0.1', String(master)]);
+  for (const port of sentinelPorts) {
+    const conf = join(dir, `sentinel-${port}.conf`);
+    writeFileSync(
+      conf,
+      [
+        `port ${port}`,
+        'bind 127.0.0.1',
+        `dir ${dir}`,
+        `sentinel monitor ${name} 127.0.0.1 ${master} 2`,
+        `sentinel down-after-milliseconds ${name} 1000`,
+        `sentinel failover-timeout ${name} 5000`,
+        `sentinel parallel-syncs ${name} 1`,
+        '',
+      ].join('\n'),
+    );
+    start(port, [conf, '--sentinel']);
+  }
+  const sentinels = sentinelPorts.map((p) => `127.0.0.1:${p}`).join(',');
+  const ask = async (): Promise<number | undefined> => {
+    for (const port of sentinelPorts) {
+      const client = new Redis({ port, host: '127.0.0.1', lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 });
+      client.on('error', () => undefined);
+      try {
+        await client.connect();
+        const addr = (await client.call('SENTINEL', 'get-master-addr-by-name', name)) as [string, string] | null;
+        if (addr) return Number(addr[1]);
+      } catch {
+        // this sentinel is not up yet: ask the next
+      } finally {
+        client.disconnect();
+      }
+    }
+    return undefined;
+  };
+  const masterPort = async (): Promise<number> => untilValue('a master named by the sentinels', ask, (p) => p !== undefined, { timeoutMs: 30_000, intervalMs: 200 }) as Promise<number>;
+  const set: RedisSentinelSet = {
+    name,
+    sentinels,
+    env: { REDIS_SENTINELS: sentinels, REDIS_SENTINEL_NAME: name },
+    masterPort,
+    async killMaster() {
+      const from = await masterPort();
+      const proc = procs.get(from);
+      proc?.kill('SIGKILL');
+      const to = (await untilValue('the sentinels to promote the replica', ask, (p) => p !== undefined && p !== from, { timeoutMs: 60_000, intervalMs: 200 })) as number;
+      return { from, to };
+    },
+    async close() {
+      for (const proc of procs.values()) proc.kill('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+  try {
+    await masterPort();
+    // The replica in sync and known to the sentinels before anyone fails over to it.
+    await untilValue(
+      'the replica in sync',
+      async () => {
+        const client = new Redis({ port: replica!, host: '127.0.0.1', lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 });
+        client.on('error', () => undefined);
+        try {
+          await client.connect();
+          return String(await client.info('replication')).includes('master_link_status:up');
+        } catch {
+          return false;
+        } finally {
+          client.disconnect();
+        }
+      },
+      (ok) => ok,
+      { timeoutMs: 30_000, intervalMs: 200 },
+    );
+  } catch (err) {
+    await set.close();
+    throw err;
+  }
+  return set;
+}
