@@ -3,7 +3,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', 'data/', '.infra/', 'coverage/', 'test/artifacts/'] },
+  { ignores: ['dist/', 'packages/*/dist/', 'node_modules/', 'data/', '.infra/', 'coverage/', 'test/artifacts/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -17,7 +17,7 @@ export default tseslint.config(
     rules: { 'no-console': 'error' },
   },
   {
-    files: ['bin/**/*.js', 'scripts/**/*.js', 'scripts/**/*.mjs', 'bench/**/*.mjs', 'test/**/*.mjs'],
+    files: ['bin/**/*.js', 'scripts/**/*.js', 'scripts/**/*.mjs', 'bench/**/*.mjs', 'test/**/*.mjs', '.ci/**/*.mjs'],
     languageOptions: { globals: { process: 'readonly', console: 'readonly', URL: 'readonly' } },
   },
 );

@@ -3,7 +3,8 @@
 // (scripts/infra.sh up), then two API processes, a refill worker and a Kafka responder, with one
 // combined log, each line labelled by process. Ctrl-C (or SIGTERM) stops everything it started;
 // the local servers keep running (`npm run infra:down` stops them).
-//   IDMINT_DEV_PORT   first port (default 8080): api-1 on it, api-2 on +1, refill +2, responder +3
+//   IDMINT_DEV_PORT   first port (default $IDMINT_PORT, else 8080): api-1 on it, api-2 on +1,
+//                     refill +2, responder +3
 import { execFileSync, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
@@ -11,9 +12,9 @@ import { clearTimeout, setTimeout } from 'node:timers';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const base = Number(process.env.IDMINT_DEV_PORT ?? 8080);
+const base = Number(process.env.IDMINT_DEV_PORT || process.env.IDMINT_PORT || 8080);
 if (!Number.isInteger(base) || base < 1 || base > 65532) {
-  console.error(`npm run dev: IDMINT_DEV_PORT must be a port number, got "${process.env.IDMINT_DEV_PORT}"`);
+  console.error(`npm run dev: IDMINT_DEV_PORT (or IDMINT_PORT) must be a port number, got "${process.env.IDMINT_DEV_PORT || process.env.IDMINT_PORT}"`);
   process.exit(1);
 }
 
@@ -38,6 +39,9 @@ const children = processes.map(({ label, roles, port }) => {
   const child = spawn(process.execPath, ['bin/idmint.js', 'serve'], {
     cwd: root,
     env: { ...process.env, ...servers, IDMINT_ROLES: roles, IDMINT_PORT: String(port), IDMINT_DATA_DIR: `${root}.infra/dev/${label}` },
+    // In this script's process group, so whatever kills the group kills them too: a Ctrl-C reaches
+    // each child from the terminal and again from this script's SIGTERM, which a server takes as
+    // the same stop request (it comes within a second: src/app/signals.ts).
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   for (const stream of [child.stdout, child.stderr]) {

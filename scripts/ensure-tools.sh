@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Installs the Debian tools some tests drive, when missing: chromium (the dashboard and status
-# page browser tests), promtool from `prometheus` (alert rules and /metrics checks) and
-# `docker-compose` (validates compose/docker-compose.yml with `config`; no engine is started).
+# page browser tests), promtool from `prometheus` (alert rules and /metrics checks),
+# `docker-compose` (validates compose/docker-compose.yml with `config`; no engine is started), and
+# Patroni with its ZooKeeper client and curl (scripts/pg-ha.sh: the Postgres failover test).
 set -euo pipefail
 
-declare -A PACKAGE_OF=([/usr/bin/chromium]=chromium [/usr/bin/promtool]=prometheus [/usr/bin/docker-compose]=docker-compose)
+declare -A PACKAGE_OF=([/usr/bin/chromium]=chromium [/usr/bin/promtool]=prometheus [/usr/bin/docker-compose]=docker-compose
+  [/usr/bin/patroni]=patroni [/usr/lib/python3/dist-packages/kazoo]=python3-kazoo [/usr/bin/curl]=curl)
 missing=()
 for bin in "${!PACKAGE_OF[@]}"; do [ -x "$bin" ] || missing+=("${PACKAGE_OF[$bin]}"); done
 if [ ${#missing[@]} -eq 0 ]; then
-  echo "ensure-tools: chromium, promtool and docker-compose are installed"
+  echo "ensure-tools: chromium, promtool, docker-compose, patroni, kazoo and curl are installed"
   exit 0
 fi
 

@@ -20,6 +20,10 @@
 # user (the default user off); Postgres accepting only TLS with scram passwords. ZooKeeper
 # needs nothing on the server for digest ACLs. The user is `idmint` (Postgres: `postgres`), the
 # password IDMINT_INFRA_PASSWORD (default `idmint-local-secret`); env lists the client variables.
+#
+# IDMINT_INFRA_PG_HA=1 also starts three Postgres nodes under Patroni on this ZooKeeper
+# (scripts/pg-ha.sh, state in $IDMINT_INFRA_DIR/pg-ha) and writes their multi-host URL as
+# DATABASE_URL; down stops them too.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -41,6 +45,8 @@ OWN_REDIS="redis://$HOST:$REDIS_PORT"
 OWN_PG="postgres://postgres@$HOST:$PG_PORT/postgres"
 
 SECURE="${IDMINT_INFRA_SECURE:-0}"
+PG_HA_DIR="$INFRA/pg-ha"
+PG_HA_URL=""
 PASSWORD="${IDMINT_INFRA_PASSWORD:-idmint-local-secret}"
 TLS="$INFRA/tls"
 if [[ "$SECURE" == 1 ]]; then
@@ -278,9 +284,16 @@ ssl.keystore.type=PEM
 ssl.keystore.location=$TLS/server-bundle.pem
 ssl.truststore.type=PEM
 ssl.truststore.location=$TLS/ca.pem
+# ACLs: idmint (the refill, responders, admin) is a super user; any other principal gets only what
+# an ACL grants (docs/client.md: a pool topic is writable by the refill's principal alone). The
+# controller listener is internal (plaintext on loopback, principal ANONYMOUS).
+authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer
+super.users=User:idmint;User:ANONYMOUS
+allow.everyone.if.no.acl.found=false
 EOF
-    # A KRaft cluster's SCRAM credentials are written when its storage is formatted.
-    scram=(--add-scram "SCRAM-SHA-512=[name=idmint,password=$PASSWORD]")
+    # A KRaft cluster's SCRAM credentials are written when its storage is formatted: idmint's, and
+    # idmint-client's (an SDK principal, only what ACLs grant it).
+    scram=(--add-scram "SCRAM-SHA-512=[name=idmint,password=$PASSWORD]" --add-scram "SCRAM-SHA-512=[name=idmint-client,password=$PASSWORD]")
   fi
   if [[ ! -f "$dir/data/meta.properties" ]]; then
     local id
@@ -437,7 +450,7 @@ write_env() {
     echo "export ZK_CONNECT=$(url_of zookeeper)"
     echo "export REDIS_URL=$(url_of redis)"
     # One variable a line, unquoted: scripts read this file as well as shells (quote it if you copy).
-    echo "export DATABASE_URL=$(url_of postgres)"
+    echo "export DATABASE_URL=${PG_HA_URL:-$(url_of postgres)}"
     if [[ "$SECURE" == 1 ]]; then
       echo "export IDMINT_REDIS_TLS_CA=$TLS/ca.pem"
       echo "export IDMINT_ZK_AUTH=idmint:$PASSWORD"
@@ -462,6 +475,10 @@ cmd_up() {
   for s in "${SERVERS[@]}"; do ensure_started "$s"; done
   # Fastest first, so each "ready after its start" time is its own and not its neighbour's.
   for s in redis postgres zookeeper kafka; do wait_for "$s" "$(ready_timeout "$s")"; done
+  if [[ "${IDMINT_INFRA_PG_HA:-0}" == 1 ]]; then
+    PG_HA_URL="$(pg_ha up 9>&- | sed -n 's/^DATABASE_URL=//p')"
+    [[ -n "$PG_HA_URL" ]] || die "the Patroni cluster did not start (logs in $PG_HA_DIR)"
+  fi
   write_env
   log "all servers answer ($(($(now_ms) - t0)) ms); env written to $INFRA/env"
 }
@@ -469,8 +486,12 @@ cmd_up() {
 cmd_down() {
   local s
   # Kafka first: it should not see its controller or clients vanish mid-shutdown for long.
+  # The Patroni nodes first: they need ZooKeeper to step down cleanly.
+  [[ -d "$PG_HA_DIR" ]] && { pg_ha down || true; }
   for s in kafka zookeeper redis postgres; do stop_server "$s" || true; done
 }
+
+pg_ha() { ZK_CONNECT="$(url_of zookeeper)" IDMINT_PG_HA_DIR="$PG_HA_DIR" bash "$ROOT/scripts/pg-ha.sh" "$@"; }
 
 cmd_status() {
   local s pid owner rc=0
@@ -479,12 +500,14 @@ cmd_status() {
     elif pid="$(own_pid "$s")"; then owner="pid $pid"
     else owner="not started here"; fi
     if probe_quiet "$s"; then
-      printf '%-10s %-40s answers   (%s)\n' "$s" "$(url_of "$s")" "$owner"
+      # The state before the URL: a long URL (TLS, credentials) never shifts the columns.
+      printf '%-10s %-8s %-18s %s\n' "$s" answers "($owner)" "$(url_of "$s")"
     else
-      printf '%-10s %-40s DOWN      (%s)\n' "$s" "$(url_of "$s")" "$owner"
+      printf '%-10s %-8s %-18s %s\n' "$s" DOWN "($owner)" "$(url_of "$s")"
       rc=1
     fi
   done
+  [[ -d "$PG_HA_DIR" ]] && { pg_ha status || rc=1; }
   return "$rc"
 }
 

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { z } from 'zod';
+import { splitPostgresUrl } from '../store/pg-hosts.js';
 import { IdmintError } from '../core/errors.js';
 import { REQUEST_TOPIC, RESPONDER_GROUP } from '../kafka/topics.js';
 
@@ -23,6 +24,20 @@ const optionalUrl = (protocols: string[]) =>
       }
     }, `a URL starting with ${protocols.map((p) => `${p}//`).join(' or ')}`)
     .optional();
+
+/** One host, or several in libpq's form (`postgres://u:p@h1:5432,h2:5432/db?target_session_attrs=read-write`). */
+const postgresUrl = z
+  .string()
+  .trim()
+  .min(1)
+  .superRefine((v, ctx) => {
+    try {
+      splitPostgresUrl(v);
+    } catch (err) {
+      ctx.addIssue({ code: 'custom', message: `a URL starting with postgres:// or postgresql:// (${(err as Error).message})` });
+    }
+  })
+  .optional();
 
 const hostPortList = z
   .string()
@@ -62,7 +77,11 @@ const int = (min: number, max: number) =>
     );
 
 /** A secret: at least 8 printable characters, no spaces (eight spaces are not a token). */
-const secret = z.string().regex(/^[\x21-\x7e]{8,}$/, 'at least 8 printable characters without spaces');
+const secret = z
+  .string()
+  .regex(/^[\x21-\x7e]{8,}$/, 'at least 8 printable characters without spaces')
+  // compose/.env.example's placeholders: a copied example must not serve on a published port.
+  .refine((v) => !v.startsWith('change-me'), "a secret of your own, not the example's placeholder (compose/.env)");
 
 export const envSchema = z.object({
   /** HTTP port. Default 8080 (Leaf's). */
@@ -80,11 +99,17 @@ export const envSchema = z.object({
   /** HTTP bind address. Default loopback; admin routes need a token on any other address. */
   IDMINT_HOST: z.string().trim().min(1).default('127.0.0.1'),
   /** Postgres URL. Unset: embedded PGlite under IDMINT_DATA_DIR. */
-  DATABASE_URL: optionalUrl(['postgres:', 'postgresql:']),
+  DATABASE_URL: postgresUrl.refine((v) => v === undefined || !/:change-me[^@/]*@/.test(v), "a password of your own, not the example's placeholder (POSTGRES_PASSWORD in compose/.env)"),
   /** Postgres schema of idmint's tables (created if missing). Default: the server's search_path. */
   IDMINT_PG_SCHEMA: z.string().trim().regex(/^[a-z_][a-z0-9_]{0,62}$/, 'a lower-case SQL identifier').optional(),
-  /** Redis URL. Unset: in-memory double buffers instead of Redis pools. */
+  /** Redis URL. Unset: in-memory double buffers instead of Redis pools. With REDIS_SENTINELS: only its scheme, user, password and database count. */
   REDIS_URL: optionalUrl(['redis:', 'rediss:']),
+  /** Redis Sentinel, `host:port[,host:port]`: the pools' Redis is the master of REDIS_SENTINEL_NAME, followed through failovers. */
+  REDIS_SENTINELS: hostPortList,
+  /** The master's name in Sentinel (with REDIS_SENTINELS). */
+  REDIS_SENTINEL_NAME: z.string().trim().regex(/^[\x21-\x7e]+$/, 'printable characters without spaces').optional(),
+  /** The sentinels' own password, if they require one. Never logged. */
+  REDIS_SENTINEL_PASSWORD: z.string().regex(/^[\x21-\x7e]+$/, 'printable characters without spaces').optional(),
   /** Kafka brokers, `host:port[,host:port]`. Unset: no Kafka responder or pool topics. */
   KAFKA_BROKERS: hostPortList,
   /** ZooKeeper connect string, `host:port[,host:port]`. Unset: worker id from the local file. */
@@ -125,6 +150,12 @@ export const envSchema = z.object({
   IDMINT_POOL_SECONDS: int(1, 86_400).default(60),
   /** Kafka request topic partitions, used by `idmint kafka init`. Default 4. */
   IDMINT_KAFKA_PARTITIONS: int(1, 1000).default(4),
+  /** Partitions of a Kafka pool topic `idmint.ids.<tag>`: the most SDK instances that read one tag's pool at once (more use their fallback). Raised on existing topics. Default 16. */
+  IDMINT_KAFKA_POOL_PARTITIONS: int(1, 10_000).default(16),
+  /** Key the refill signs Kafka pool blocks with (at least 16 characters); give SDK consumers the same `blockKey` and they drop any other block. Never logged. */
+  IDMINT_POOL_BLOCK_KEY: z.string().regex(/^[\x21-\x7e]{16,}$/, 'at least 16 printable characters without spaces').optional(),
+  /** How often the refill reads Kafka pool topics' committed offsets (demand, threshold refills), milliseconds. Default 1000. */
+  IDMINT_KAFKA_POOL_WATCH_MS: int(100, 60_000).default(1000),
   /** App number embedded in sharded-mode IDs (8 bits). Default 0. */
   IDMINT_APP_ID: int(0, 255).default(0),
   /** When set, `GET /v1/ids` requires `gatePass=<this>` (Tinyid's token). */
@@ -133,6 +164,8 @@ export const envSchema = z.object({
   IDMINT_WORKER_ID: int(0, 4_194_303).optional(),
   /** Secret key of the obfuscated ID formats (at least 16 characters); the same on every process. Never logged. */
   IDMINT_OBFUSCATION_KEY: z.string().regex(/^[\x21-\x7e]{16,}$/, 'at least 16 printable characters without spaces').optional(),
+  /** The fence against a rewound segment counter: auto (ZooKeeper when ZK_CONNECT and DATABASE_URL are set), zookeeper, off. Default auto. */
+  IDMINT_SEGMENT_FENCE: z.enum(['auto', 'zookeeper', 'off']).default('auto'),
   /** Where Snowflake worker ids come from: auto (ZooKeeper if ZK_CONNECT, else Postgres if DATABASE_URL, else the file), zookeeper, postgres, redis, file. Default auto. */
   IDMINT_WORKER_ID_PROVIDER: z.enum(['auto', 'zookeeper', 'postgres', 'redis', 'file']).default('auto'),
   /** The address this process advertises for its ZooKeeper worker node. Default IDMINT_HOST:IDMINT_PORT. */
@@ -220,6 +253,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   if (config.IDMINT_PROCESSES > 1 && !config.DATABASE_URL) {
     throw new IdmintError('BAD_REQUEST', 'invalid configuration: IDMINT_PROCESSES > 1 needs DATABASE_URL (the embedded database has one owner; run one process, or use Postgres)');
+  }
+  if ((config.REDIS_SENTINELS === undefined) !== (config.REDIS_SENTINEL_NAME === undefined)) {
+    throw new IdmintError('BAD_REQUEST', 'invalid configuration: REDIS_SENTINELS and REDIS_SENTINEL_NAME go together (the sentinels, and the name of the master they watch)');
   }
   const sasl = [config.IDMINT_KAFKA_SASL_MECHANISM, config.IDMINT_KAFKA_SASL_USERNAME, config.IDMINT_KAFKA_SASL_PASSWORD];
   if (sasl.some((v) => v !== undefined) && !sasl.every((v) => v !== undefined)) {

@@ -7,7 +7,7 @@ import { Dispenser, type PoolSources } from '../dispenser/dispenser.js';
 import type { DispenserMetrics } from '../dispenser/metrics.js';
 import { LocalBlockBuffer } from '../dispenser/sources/local-buffer.js';
 import { MemoryPool } from '../dispenser/sources/memory.js';
-import { DirectSegmentSource } from '../dispenser/sources/segment.js';
+import { segmentSource } from '../dispenser/sources/segment.js';
 import { ShardedSource } from '../dispenser/sources/sharded.js';
 import type { SnowflakeSource } from '../dispenser/sources/snowflake.js';
 import { UidSource } from '../dispenser/sources/uid.js';
@@ -48,13 +48,15 @@ export async function buildDispenser(
   const clock = config.IDMINT_TEST_CLOCK_FILE ? fileClock(config.IDMINT_TEST_CLOCK_FILE) : undefined;
   const snowflake = await createSnowflakeSourceFromConfig(config, { logger, db, ...(redis ? { redis: redis.connection.patient } : {}), ...(clock ? { clock } : {}) });
   closers.add('snowflake', () => snowflake.close());
+  const segment = segmentSource(store, { logger });
+  closers.add('segment rung', () => segment.close());
   const uid = new UidSource({ provider: new PostgresWorkerIdProvider({ db, host: hostname(), port: `${config.IDMINT_PORT}-${process.pid}`, logger }), logger });
   closers.add('uid', () => uid.close());
   const dispenser = new Dispenser({
     store,
     pools,
     defaultPool: redis ? DEFAULT_REDIS_POOL : 'memory',
-    segment: new DirectSegmentSource(store),
+    segment,
     sharded: new ShardedSource(memory, SHARDED_LAYOUT, config.IDMINT_APP_ID),
     snowflake,
     uid,
@@ -68,5 +70,27 @@ export async function buildDispenser(
     logger,
   });
   metrics.depthSource = () => memory.depths();
+  keepTagListLoaded(dispenser, logger, closers);
   return { dispenser, memory, snowflake, keyMismatch };
+}
+
+/** How often a serving process lists every tag into its tag cache. */
+export const TAG_LIST_EVERY_MS = 60_000;
+
+/**
+ * Lists every tag at start and once a minute, so that with Postgres down a tag this process has
+ * not served yet (created anywhere up to a minute before the outage) still takes its fallback
+ * ladder instead of answering NOT_READY. A failed listing is the store's outage, logged there.
+ */
+function keepTagListLoaded(dispenser: Dispenser, logger: Logger, closers: Closers): void {
+  const list = (): void => {
+    dispenser.preloadTags().then(
+      (added) => added > 0 && logger.debug({ added }, 'tags listed into the tag cache'),
+      (err: unknown) => logger.debug({ err: (err as Error).message }, 'listing tags failed; known tags stay cached'),
+    );
+  };
+  list();
+  const timer = setInterval(list, TAG_LIST_EVERY_MS);
+  timer.unref();
+  closers.add('tag list', async () => clearInterval(timer));
 }

@@ -1,7 +1,6 @@
 import type { Registry } from 'prom-client';
 import type { Logger } from '../core/logger.js';
-import type { PoolSink } from '../core/ports.js';
-import { redisTls } from './connections.js';
+import { redisTarget, usesRedis } from './connections.js';
 import { kafkaFor } from './kafka-client.js';
 import { KafkaPoolSink } from '../pool/kafka/sink.js';
 import { RedisConnection } from '../pool/redis/connection.js';
@@ -31,8 +30,9 @@ export interface RedisPools {
  */
 export function openRedisPools(config: Config, deps: { logger: Logger; registry?: Registry; closers: Closers }): RedisPools {
   const { logger, registry, closers } = deps;
-  if (!config.REDIS_URL) throw new Error('openRedisPools: REDIS_URL is not set');
-  const connection = new RedisConnection({ url: config.REDIS_URL, logger, ...redisTls(config) });
+  if (!usesRedis(config)) throw new Error('openRedisPools: neither REDIS_URL nor REDIS_SENTINELS is set');
+  const target = redisTarget(config);
+  const connection = new RedisConnection({ url: target.url, redis: target.options, logger });
   closers.add('redis', () => connection.close());
   const queue = new RefillQueue({
     connection: connection.patient,
@@ -62,9 +62,15 @@ export function openRedisPools(config: Config, deps: { logger: Logger; registry?
 }
 
 /** The Kafka pool-topic sink refills publish to, when KAFKA_BROKERS is set. */
-export function openKafkaPoolSink(config: Config, deps: { logger: Logger; registry?: Registry; closers: Closers }): PoolSink | undefined {
+export function openKafkaPoolSink(config: Config, deps: { logger: Logger; registry?: Registry; closers: Closers }): KafkaPoolSink | undefined {
   if (!config.KAFKA_BROKERS) return undefined;
-  const sink = new KafkaPoolSink({ kafka: kafkaFor(config, 'idmint-refill', deps.logger), logger: deps.logger, ...(deps.registry ? { registry: deps.registry } : {}) });
+  const sink = new KafkaPoolSink({
+    kafka: kafkaFor(config, 'idmint-refill', deps.logger),
+    partitions: config.IDMINT_KAFKA_POOL_PARTITIONS,
+    blockKey: config.IDMINT_POOL_BLOCK_KEY,
+    logger: deps.logger,
+    ...(deps.registry ? { registry: deps.registry } : {}),
+  });
   deps.closers.add('kafka pool sink', () => sink.close());
   return sink;
 }

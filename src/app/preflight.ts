@@ -3,7 +3,7 @@ import { redactUrl } from '../core/redact.js';
 import { silentLogger, type Logger } from '../core/logger.js';
 import { sqlState } from '../store/errors.js';
 import type { Config } from './config.js';
-import { redisTls } from './connections.js';
+import { redisTarget, usesRedis } from './connections.js';
 
 /**
  * Credentials and certificates are checked once, at start: a wrong password or a certificate
@@ -12,7 +12,7 @@ import { redisTls } from './connections.js';
  * come back, a wrong password will not.
  */
 export async function checkCredentials(config: Config, logger: Logger): Promise<void> {
-  await Promise.all([config.REDIS_URL ? checkRedis(config, logger) : undefined, config.KAFKA_BROKERS ? checkKafka(config, logger) : undefined]);
+  await Promise.all([usesRedis(config) ? checkRedis(config, logger) : undefined, config.KAFKA_BROKERS ? checkKafka(config, logger) : undefined]);
 }
 
 const DEADLINE_MS = 3000;
@@ -25,10 +25,11 @@ function describe(err: unknown): string {
 }
 
 async function checkRedis(config: Config, logger: Logger): Promise<void> {
-  const url = config.REDIS_URL as string;
+  const target = redisTarget(config);
+  const url = target.where;
   // Loaded only when Redis is configured, as KafkaJS below: the embedded default loads neither.
-  const { Redis } = await import('ioredis');
-  const client = new Redis(url, { ...redisTls(config), lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: DEADLINE_MS, enableOfflineQueue: false });
+  const { redisClientFor } = await import('../pool/redis/connection.js');
+  const client = redisClientFor(target, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: DEADLINE_MS, enableOfflineQueue: false });
   // connect() rejects with "Connection is closed"; the reason arrives as an 'error' event.
   let reason: unknown;
   client.on('error', (err: unknown) => void (reason = err));
@@ -39,12 +40,12 @@ async function checkRedis(config: Config, logger: Logger): Promise<void> {
     const err = reason ?? thrown;
     const message = describe(err);
     if (/^(WRONGPASS|NOAUTH|NOPERM)/.test(message) || /invalid username-password|ERR AUTH/i.test(message)) {
-      throw new IdmintError('BAD_REQUEST', `Redis at ${redactUrl(url)} refused idmint's credentials (${message}); check the user and password in REDIS_URL`, { cause: err });
+      throw new IdmintError('BAD_REQUEST', `Redis at ${url} refused idmint's credentials (${message}); check the user and password in REDIS_URL`, { cause: err });
     }
     if (TLS_FAILURE.test(message)) {
-      throw new IdmintError('BAD_REQUEST', `Redis at ${redactUrl(url)}: TLS failed (${message}); check REDIS_URL (rediss://) and IDMINT_REDIS_TLS_CA`, { cause: err });
+      throw new IdmintError('BAD_REQUEST', `Redis at ${url}: TLS failed (${message}); check REDIS_URL (rediss://) and IDMINT_REDIS_TLS_CA`, { cause: err });
     }
-    logger.warn({ redis: redactUrl(url), err: message }, 'Redis did not answer at start; serving by fallback until it does');
+    logger.warn({ redis: url, err: message }, 'Redis did not answer at start; serving by fallback until it does');
   } finally {
     client.disconnect();
   }

@@ -1,5 +1,6 @@
 import { Gauge, type Registry } from 'prom-client';
 import type { SqlClient } from '../store/db.js';
+import type { PgServer } from '../store/pg.js';
 import type { SnowflakeSource } from '../dispenser/sources/snowflake.js';
 import type { ReadinessReport } from '../http/server.js';
 import type { RedisPools } from './pools.js';
@@ -8,6 +9,8 @@ type RoleState = () => 'running' | 'starting' | 'off';
 
 export interface ReadinessSources {
   db: SqlClient;
+  /** Where a Postgres database is connected and what it saw (a multi-host URL moves with the primary). */
+  dbServer?: (() => PgServer) | undefined;
   redis: RedisPools | undefined;
   /** The process's Snowflake generator; absent where no IDs are handed out (the refill role alone). */
   snowflake: SnowflakeSource | undefined;
@@ -29,7 +32,7 @@ export function readinessOf(sources: ReadinessSources): () => Promise<ReadinessR
     const checks: ReadinessReport['checks'] = {};
     try {
       await sources.db.query('SELECT 1');
-      checks.database = { ok: true };
+      checks.database = { ok: true, ...failoverNote(sources.dbServer?.()) };
     } catch (err) {
       checks.database = { ok: false, message: (err as Error).message };
     }
@@ -58,6 +61,15 @@ export function readinessOf(sources: ReadinessSources): () => Promise<ReadinessR
       ? checks.database.ok || checks.redis?.ok === true || checks.snowflake?.ok === true
       : checks.database.ok && checks.redis?.ok === true;
     return { status: canServe ? 'degraded' : 'not_ready', checks };
+  };
+}
+
+/** A failover since start, said in the database check (public: it names no host). */
+function failoverNote(server: PgServer | undefined): { message?: string; hint?: string } {
+  if (!server?.failovers) return {};
+  return {
+    message: `connected to ${server.host ?? 'the primary'} on timeline ${server.timeline ?? '?'}`,
+    hint: `Postgres failed over ${server.failovers} time(s) since this process started (now timeline ${server.timeline ?? '?'}); every tag was checked against its segment fence`,
   };
 }
 

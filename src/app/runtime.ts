@@ -9,6 +9,7 @@ import { assertAdminExposureSafe } from '../http/auth.js';
 import { PostgresBizStore } from '../store/biz-store.js';
 import { Closers } from './closers.js';
 import type { Config } from './config.js';
+import { usesRedis } from './connections.js';
 import { lockDataDir } from './data-lock.js';
 import { openDatabase } from './database.js';
 import { buildDispenser } from './dispense.js';
@@ -18,6 +19,8 @@ import { buildApiServer } from './roles/api.js';
 import { startInBackground } from './background.js';
 import { prepareDataDir } from './data-dir.js';
 import { checkCredentials } from './preflight.js';
+import { fenceWanted, openFencedStore } from './fence.js';
+import type { PgIdentity } from '../store/pg.js';
 
 export type Role = 'api' | 'refill' | 'responder';
 
@@ -67,13 +70,21 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
 
     // A wrong password or certificate stops the start here, with one line naming the server.
     await checkCredentials(config, logger);
-    const db = await openDatabase(config, logger, closers, dataDir);
+    // A failover seen by the database is handed to the fence, which exists once the store does.
+    let onFailover: ((from: PgIdentity, to: PgIdentity) => void) | undefined;
+    const db = await openDatabase(config, logger, closers, dataDir, { onFailover: (from, to) => onFailover?.(from, to) });
     const registry = new Registry();
     const metrics = new DispenserMetrics(registry, { defaultMetrics: true });
-    const store = instrumentStore(new PostgresBizStore(db, { logger }), metrics);
+    let base = new PostgresBizStore(db, { logger });
+    if (fenceWanted(config)) {
+      const fenced = await openFencedStore(config, base, { metrics, logger, closers });
+      base = fenced.store;
+      onFailover = fenced.onFailover;
+    }
+    const store = instrumentStore(base, metrics);
     // Redis, BullMQ and KafkaJS are loaded only by processes configured to use them: the embedded
     // default and a Postgres-only api start without them (half a second and ~55 MB less here).
-    const pools = config.REDIS_URL ? await import('./pools.js') : undefined;
+    const pools = usesRedis(config) ? await import('./pools.js') : undefined;
     const redis = pools?.openRedisPools(config, { logger, registry, closers });
     const parts = serving ? await buildDispenser(config, { db, store, redis, metrics, registry, logger, closers }) : undefined;
     if (parts) watchExhaustion({ registry, metrics, store, warnDays: config.IDMINT_EXHAUSTION_WARN_DAYS, logger });
@@ -127,7 +138,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
 export function rolesFrom(config: Config): ReadonlySet<Role> {
   if (config.IDMINT_ROLES) {
     const roles = new Set(config.IDMINT_ROLES.split(',') as Role[]);
-    if (roles.has('refill') && !config.REDIS_URL) throw new IdmintError('BAD_REQUEST', 'IDMINT_ROLES includes refill, which needs REDIS_URL (refills fill Redis pools)');
+    if (roles.has('refill') && !usesRedis(config)) throw new IdmintError('BAD_REQUEST', 'IDMINT_ROLES includes refill, which needs REDIS_URL or REDIS_SENTINELS (refills fill Redis pools)');
     if (roles.has('responder') && !config.KAFKA_BROKERS) throw new IdmintError('BAD_REQUEST', 'IDMINT_ROLES includes responder, which needs KAFKA_BROKERS');
     if (roles.size === 1 && roles.has('refill') && !config.DATABASE_URL) {
       throw new IdmintError('BAD_REQUEST', 'a refill-only process needs DATABASE_URL: it allocates segments in the Postgres the API uses');
@@ -135,7 +146,7 @@ export function rolesFrom(config: Config): ReadonlySet<Role> {
     return roles;
   }
   const roles = new Set<Role>(['api']);
-  if (config.REDIS_URL) roles.add('refill');
+  if (usesRedis(config)) roles.add('refill');
   if (config.KAFKA_BROKERS) roles.add('responder');
   return roles;
 }

@@ -35,8 +35,10 @@ export async function startServeProcess({ config, logger }: { config: Config; lo
     logger.info({ url: runtime.url, embedded: !config.DATABASE_URL }, `idmint is serving at ${runtime.url}`);
     // The gate pass is a secret: the hint names where it goes, never its value.
     const pass = config.IDMINT_GATE_PASS ? '&gatePass=<IDMINT_GATE_PASS>' : '';
-    const hint = firstTag ? `/v1/ids/${firstTag}?count=5${pass}` : '/v1/biz (create a tag first: idmint biz create <bizTag>)';
-    logger.info(`try: curl '${runtime.url}${hint}'`);
+    const hint = firstTag
+      ? `try: curl '${runtime.url}/v1/ids/${firstTag}?count=5${pass}'`
+      : `no tags yet: create one with \`npx idmint biz create <bizTag>\`, then try: curl '${runtime.url}/v1/ids/<bizTag>?count=5${pass}'`;
+    logger.info(hint);
   } else {
     logger.info({ roles: [...runtime.roles], url: runtime.url }, `idmint is running without the ID API; health and metrics at ${runtime.url}`);
   }

@@ -14,7 +14,7 @@ import type { Config } from './config.js';
 
 export type WorkerIdConfig = Pick<
   Config,
-  'ZK_CONNECT' | 'IDMINT_WORKER_ID' | 'IDMINT_WORKER_ID_PROVIDER' | 'IDMINT_DATA_DIR' | 'IDMINT_ADVERTISE' | 'IDMINT_HOST' | 'IDMINT_PORT' | 'DATABASE_URL' | 'REDIS_URL' | 'IDMINT_POOL_KEY_PREFIX' | 'IDMINT_ZK_AUTH'
+  'ZK_CONNECT' | 'IDMINT_WORKER_ID' | 'IDMINT_WORKER_ID_PROVIDER' | 'IDMINT_DATA_DIR' | 'IDMINT_ADVERTISE' | 'IDMINT_HOST' | 'IDMINT_PORT' | 'DATABASE_URL' | 'REDIS_URL' | 'REDIS_SENTINELS' | 'IDMINT_POOL_KEY_PREFIX' | 'IDMINT_ZK_AUTH'
 >;
 
 export interface WorkerIdDeps {
@@ -53,7 +53,7 @@ export async function workerIdProviderFromConfig(config: WorkerIdConfig, deps: W
       if (config.DATABASE_URL === undefined || !deps.db) throw missing('DATABASE_URL');
       return new PostgresWorkerIdProvider({ db: deps.db, host: hostname(), port: `${config.IDMINT_PORT}-${process.pid}`, logger });
     case 'redis':
-      if (config.REDIS_URL === undefined || !deps.redis) throw missing('REDIS_URL');
+      if ((config.REDIS_URL === undefined && config.REDIS_SENTINELS === undefined) || !deps.redis) throw missing('REDIS_URL or REDIS_SENTINELS');
       return new RedisWorkerIdProvider({ redis: deps.redis, app: 'idmint', address: stableAddress(config), keyPrefix: `${config.IDMINT_POOL_KEY_PREFIX}idmint:`, dataDir, logger, clock });
     case 'file':
       return new FileWorkerIdProvider({ dataDir, logger, clock });

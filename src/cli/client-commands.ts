@@ -34,16 +34,20 @@ function withTarget(command: Command): Command {
 export function registerClientCommands(program: Command): void {
   const biz = program.command('biz').description('create, list, update and delete business tags on a running server');
 
+  // What either command changes; --mode and --format are fixed at creation (a tag's IDs must stay decodable).
   const tagFlags = (command: Command): Command =>
     command
-      .option('--mode <mode>', 'segment | snowflake | uid | sharded')
       .option('--step <n>', 'segment size', positiveInt('--step'))
       .option('--max-limit <n|none>', 'largest ID ever issued, or none', nullableLimit)
       .option('--shards <n>', 'shards (sharded mode)', positiveInt('--shards', MAX_SHARDS))
       .option('--fallback <policy>', 'segment | snowflake | error')
       .option('--pool <kind>', 'auto | memory | redis-list | redis-counter | kafka')
-      .option('--format <format>', 'decimal | obfuscated | base62 | sqids | obfuscated+base62 | obfuscated+sqids (create only)')
-      .option('--description <text>', 'free text');
+      .option('--description <text>', 'free text')
+      .option('--start-after <n>', "raise the tag's counters: every ID from now on is above n (never lowers them)", positiveInt('--start-after'));
+  const createFlags = (command: Command): Command =>
+    tagFlags(command)
+      .option('--mode <mode>', 'segment | snowflake | uid | sharded')
+      .option('--format <format>', 'decimal | obfuscated | base62 | sqids | obfuscated+base62 | obfuscated+sqids');
 
   const pickTagFields = (o: Record<string, unknown>): Record<string, unknown> =>
     Object.fromEntries(
@@ -52,7 +56,7 @@ export function registerClientCommands(program: Command): void {
         .map(([k, v]) => [k, k === 'maxLimit' && v === NO_LIMIT ? null : v]),
     );
 
-  withTarget(tagFlags(biz.command('create <bizTag>').description('create a tag'))).action(async (bizTag: string, o: TargetFlags & Record<string, unknown>) => {
+  withTarget(createFlags(biz.command('create <bizTag>').description('create a tag'))).action(async (bizTag: string, o: TargetFlags & Record<string, unknown>) => {
     print(await call(targetFrom(o), 'POST', '/v1/biz', { bizTag, ...pickTagFields(o) }));
   });
   withTarget(biz.command('list').description('list tags')).action(async (o: TargetFlags) => {
@@ -62,7 +66,7 @@ export function registerClientCommands(program: Command): void {
   });
   withTarget(tagFlags(biz.command('update <bizTag>').description('change a tag'))).action(async (bizTag: string, o: TargetFlags & Record<string, unknown>) => {
     const patch = pickTagFields(o);
-    if (Object.keys(patch).length === 0) throw new BadRequestError('nothing to change: pass at least one of --step, --max-limit, --shards, --fallback, --pool, --description');
+    if (Object.keys(patch).length === 0) throw new BadRequestError('nothing to change: pass at least one of --step, --max-limit, --shards, --fallback, --pool, --description, --start-after');
     print(await call(targetFrom(o), 'PATCH', `/v1/biz/${encodeURIComponent(bizTag)}`, patch));
   });
   withTarget(biz.command('delete <bizTag>').description('delete a tag (its counter is kept, so IDs never repeat)')).action(async (bizTag: string, o: TargetFlags) => {
@@ -70,17 +74,43 @@ export function registerClientCommands(program: Command): void {
     print(`deleted ${bizTag}`);
   });
 
+  const token = biz.command('token').description("a tag's access tokens: a tag with tokens hands out IDs only to callers presenting one");
+  withTarget(token.command('create <bizTag>').description('create a token (shown once: store it where the caller reads it)')).action(async (bizTag: string, o: TargetFlags) => {
+    const created = await call<{ id: string; token: string }>(targetFrom(o), 'POST', `/v1/biz/${encodeURIComponent(bizTag)}/tokens`);
+    print(created);
+    process.stderr.write(`callers now need it: idmint get ${bizTag} --token <token>, IDMINT_TAG_TOKEN, or createIdmintClient({ url, token })\n`);
+  });
+  withTarget(token.command('list <bizTag>').description("list a tag's tokens by prefix (never the tokens themselves)")).action(async (bizTag: string, o: TargetFlags) => {
+    const { tokens } = await call<{ tokens: Array<{ id: string; prefix: string; createdAt: string; revokedAt?: string }> }>(targetFrom(o), 'GET', `/v1/biz/${encodeURIComponent(bizTag)}/tokens`);
+    if (tokens.length === 0) return print(`${bizTag} has no tokens: it is open to every caller`);
+    for (const t of tokens) print(`${t.id.padEnd(6)} ${t.prefix}…  created ${t.createdAt}${t.revokedAt ? `  revoked ${t.revokedAt}` : ''}`);
+    if (tokens.every((t) => t.revokedAt)) print(`every token is revoked: ${bizTag} is closed to every caller until you create one, or open it with \`idmint biz token open ${bizTag}\``);
+  });
+  withTarget(token.command('revoke <bizTag> <id>').description('revoke a token (the tag stays closed to callers without a live one, even when none is left)')).action(
+    async (bizTag: string, id: string, o: TargetFlags) => {
+      await call(targetFrom(o), 'DELETE', `/v1/biz/${encodeURIComponent(bizTag)}/tokens/${encodeURIComponent(id)}`);
+      print(`revoked token ${id} of ${bizTag}`);
+    },
+  );
+  withTarget(token.command('open <bizTag>').description('remove every token of a tag, live and revoked: it hands out IDs to every caller again')).action(async (bizTag: string, o: TargetFlags) => {
+    const { removed } = await call<{ removed: number }>(targetFrom(o), 'DELETE', `/v1/biz/${encodeURIComponent(bizTag)}/tokens`);
+    print(`${bizTag} is open to every caller (${removed} token${removed === 1 ? '' : 's'} removed)`);
+  });
+
   program
     .command('get <bizTag>')
     .description('fetch IDs from a running server')
     .option('--url <url>', 'server URL (default $IDMINT_URL or http://127.0.0.1:$IDMINT_PORT)')
     .option('-n, --count <n>', 'how many (the server allows up to IDMINT_MAX_COUNT, 10000 by default)', positiveInt('--count'), 1)
+    .option('--token <token>', "the tag's token, when it has tokens (default $IDMINT_TAG_TOKEN)")
     .option('--gate-pass <pass>', "the server's gate pass (default $IDMINT_GATE_PASS)")
     .option('--json', 'print the whole JSON answer')
-    .action(async (bizTag: string, o: TargetFlags & { count: number; json?: boolean; gatePass?: string }) => {
+    .action(async (bizTag: string, o: { url?: string; token?: string; count: number; json?: boolean; gatePass?: string }) => {
       const gatePass = o.gatePass ?? process.env.IDMINT_GATE_PASS;
+      const tagToken = o.token ?? process.env.IDMINT_TAG_TOKEN;
       const query = `count=${o.count}${gatePass ? `&gatePass=${encodeURIComponent(gatePass)}` : ''}`;
-      const result = await call<{ ids: string[]; source: string }>(targetFrom({ ...(o.url ? { url: o.url } : {}) }), 'GET', `/v1/ids/${encodeURIComponent(bizTag)}?${query}`);
+      const target = { ...targetFrom({ ...(o.url ? { url: o.url } : {}) }), ...(tagToken ? { tagToken } : {}) };
+      const result = await call<{ ids: string[]; source: string }>(target, 'GET', `/v1/ids/${encodeURIComponent(bizTag)}?${query}`);
       print(o.json ? result : result.ids.join('\n'));
     });
 

@@ -23,7 +23,6 @@ export function registerImportCommands(program: Command): void {
       const rows = await readLeafAlloc(o.mysql, o.table);
       const { tags } = await call<{ tags: Array<{ bizTag: string; mode: string }> }>(target, 'GET', '/v1/biz');
       const plan = planLeafImport(rows, new Map(tags.map((t) => [t.bizTag, t])), Number(o.margin));
-      const verb = o.apply ? '' : 'would ';
       let failed = 0;
       for (const [i, step] of plan.entries()) {
         const head = `[${i + 1}/${plan.length}] ${step.row.key}${step.bizTag === step.row.key ? '' : ` -> ${step.bizTag}`}`;
@@ -32,21 +31,24 @@ export function registerImportCommands(program: Command): void {
           say(`${head}: skipped: ${step.reason}`);
           continue;
         }
-        const what = `${verb}${step.action}, next ID > ${step.startAfter}`;
         if (!o.apply) {
-          say(`${head}: ${what}`);
+          say(`${head}: would ${step.action === 'advance' ? 'advance (unless already above)' : step.action}, next ID > ${step.startAfter}`);
           continue;
         }
         try {
-          await applyLeafImportStep(target, step);
-          say(`${head}: ${what}`);
+          const done = await applyLeafImportStep(target, step);
+          say(`${head}: ${done === 'unchanged' ? `unchanged: its IDs are already above ${step.startAfter}` : `${done}, next ID > ${step.startAfter}`}`);
         } catch (err) {
           failed++;
           say(`${head}: failed: ${(err as Error).message}`);
         }
       }
-      say(`${plan.length} Leaf tags, ${plan.length - failed} ${o.apply ? 'imported' : 'ready to import'}, ${failed} skipped or failed`);
-      if (!o.apply) say('dry run: nothing changed. Stop the Leaf servers (or pass --margin), then run again with --apply.');
+      say(`${plan.length} Leaf tags, ${plan.length - failed} ${o.apply ? 'imported' : 'ready to import'}, ${failed} ${o.apply ? 'skipped or failed' : 'would be skipped'}`);
+      if (!o.apply) {
+        // A dry run imports nothing, so it does not fail: it says what --apply would do.
+        say('dry run: nothing changed. Stop the Leaf servers (or pass --margin), then run again with --apply.');
+        return;
+      }
       if (failed > 0) throw new IdmintError('BAD_REQUEST', `${failed} Leaf tag(s) were not imported; see the lines above`);
     });
 }

@@ -41,16 +41,20 @@ export function planLeafImport(rows: LeafRow[], existing: Map<string, { mode: st
   });
 }
 
-/** Applies one step through the admin API. Idempotent: counters only move up. */
-export async function applyLeafImportStep(target: ServerTarget, step: LeafImportStep): Promise<void> {
+/**
+ * Applies one step through the admin API. Idempotent: counters only move up, and a tag already
+ * above the floor is left alone (`unchanged`: nothing buffered is dropped, no segment taken).
+ */
+export async function applyLeafImportStep(target: ServerTarget, step: LeafImportStep): Promise<'created' | 'advanced' | 'unchanged'> {
   if (step.action === 'refuse') throw new IdmintError('BAD_REQUEST', step.reason ?? 'refused');
   if (step.action === 'advance') {
-    await call(target, 'PATCH', `/v1/biz/${encodeURIComponent(step.bizTag)}`, { startAfter: step.startAfter });
-    return;
+    const { countersRaised } = await call<{ countersRaised?: boolean }>(target, 'PATCH', `/v1/biz/${encodeURIComponent(step.bizTag)}`, { startAfter: step.startAfter });
+    return countersRaised === false ? 'unchanged' : 'advanced';
   }
   const description = (step.row.description || `imported from Leaf key ${step.row.key}`).slice(0, 1024);
   // A Leaf tag has no Snowflake fallback: its users expect short numbers, so a short pool falls back to Postgres.
   await call(target, 'POST', '/v1/biz', { bizTag: step.bizTag, step: Math.min(Math.max(step.row.step, 1), MAX_STEP), description, fallback: 'segment', startAfter: step.startAfter });
+  return 'created';
 }
 
 /** Reads `leaf_alloc` (or `table`) from a MySQL/MariaDB URL. */

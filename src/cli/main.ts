@@ -1,7 +1,7 @@
 import { Command, CommanderError } from 'commander';
 import { isIdmintError } from '../core/errors.js';
 import { registerClientCommands } from './client-commands.js';
-import { packageVersion } from './version.js';
+import { packageVersion } from '../app/version.js';
 import { registerServeCommand } from './serve.js';
 import { registerKafkaCommands } from './kafka.js';
 import { registerImportCommands } from './import.js';

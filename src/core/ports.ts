@@ -85,7 +85,8 @@ export interface BizStore extends SegmentAllocator {
   /** `null` for unknown or deleted tags. */
   getBiz(bizTag: string): Promise<BizTag | null>;
   listBiz(): Promise<BizTag[]>;
-  updateBiz(bizTag: string, patch: BizTagPatch): Promise<BizTag>;
+  /** `countersRaised`: a `startAfter` moved the counters (false when an earlier one already set a floor at or above it). */
+  updateBiz(bizTag: string, patch: BizTagPatch): Promise<BizTag & { countersRaised?: boolean }>;
   /** Soft delete; the tag's counters are kept so a re-created tag never repeats IDs. */
   deleteBiz(bizTag: string): Promise<void>;
   close(): Promise<void>;
@@ -222,18 +223,31 @@ export interface TagTokenInfo {
   /** The token's first characters, to tell tokens apart. */
   readonly prefix: string;
   readonly createdAt: Date;
+  /** Set once revoked: the token no longer opens the tag, and keeps it closed to callers without one. */
+  readonly revokedAt?: Date;
+}
+
+/** Who may take a tag's IDs: everyone (`closed: false`), or only callers presenting one of `hashes` (none left once every token was revoked). */
+export interface TagAccess {
+  readonly closed: boolean;
+  /** SHA-256 hex digests of the tag's live tokens. */
+  readonly hashes: readonly string[];
 }
 
 /**
- * Per-tag access tokens (Tinyid's per-bizType token, stored hashed and rotatable): a tag with at
- * least one token hands out IDs over HTTP only to callers presenting one of them.
+ * Per-tag access tokens (Tinyid's per-bizType token, stored hashed and rotatable): a tag that was
+ * ever given a token hands out IDs over HTTP only to callers presenting a live one — revoking the
+ * last token leaves it closed to everyone — until an admin opens it again (`open`).
  */
 export interface TagTokenStore {
   /** A new token for the tag: the only time its value is seen. */
   create(bizTag: string): Promise<TagTokenInfo & { token: string }>;
   list(bizTag: string): Promise<TagTokenInfo[]>;
-  /** Throws UNKNOWN_BIZ_TAG-like BAD_REQUEST when the id is not the tag's. */
+  /** Throws UNKNOWN_BIZ_TAG-like BAD_REQUEST when the id is not the tag's live token. */
   revoke(bizTag: string, id: string): Promise<void>;
-  /** SHA-256 hex digests of the tag's tokens (empty: the tag is open). */
-  hashes(bizTag: string): Promise<string[]>;
+  /** Removes every token of the tag, live and revoked: the tag is open to every caller again. Returns how many were removed. */
+  open(bizTag: string): Promise<number>;
+  access(bizTag: string): Promise<TagAccess>;
+  /** Every live tag's access at once (open tags included), for caching ahead of an outage. */
+  accessAll(): Promise<Map<string, TagAccess>>;
 }

@@ -49,7 +49,7 @@ export interface DispenserOptions {
   pools: PoolSources;
   /** What a tag's `auto` pool means here: `redis-list` when Redis is configured, else `memory`. */
   defaultPool?: Exclude<PoolKind, 'auto'>;
-  /** Serves fallback `segment`: takes a segment of exactly the missing size from the store. */
+  /** Serves fallback `segment`: segments of the tag's step from the store, buffered in this process (Leaf's segment mode). */
   segment?: IdSource;
   /** Serves `snowflake`-mode tags and fallback `snowflake`. */
   snowflake?: IdSource;
@@ -201,6 +201,16 @@ export class Dispenser implements IdService {
     return this.tags.get(bizTag);
   }
 
+  /**
+   * Lists every tag from the store into the tag cache (those it lacks): with Postgres down later,
+   * a tag this process has not served yet still takes its fallback ladder instead of NOT_READY.
+   * Returns how many were added.
+   */
+  async preloadTags(): Promise<number> {
+    const since = this.tags.changeCount;
+    return this.tags.preload(await this.options.store.listBiz(), since);
+  }
+
   /** Names held in the tag caches (known tags and remembered misses), for tests and metrics. */
   cachedTagNames(): number {
     return this.tags.size;
@@ -240,7 +250,7 @@ export class Dispenser implements IdService {
    */
   poolRefusal(pool: PoolKind): string | undefined {
     if ((pool === 'redis-list' || pool === 'redis-counter') && !this.options.pools[pool]) {
-      return `pool "${pool}" needs Redis, and this server has no REDIS_URL; use "auto" or "memory", or set REDIS_URL`;
+      return `pool "${pool}" needs Redis, and this server has no Redis; use "auto" or "memory", or set REDIS_URL (or REDIS_SENTINELS)`;
     }
     return undefined;
   }

@@ -19,6 +19,7 @@ export class DispenserMetrics {
   readonly requests: Counter<'biz_tag' | 'source'>;
   readonly errors: Counter<'code'>;
   readonly allocations: Counter<'biz_tag'>;
+  readonly rewinds: Counter<'biz_tag'>;
   readonly allocationSeconds: Histogram<'biz_tag'>;
   readonly bufferDepth: Gauge<'biz_tag' | 'shard'>;
   /** Read at scrape time for idmint_buffer_depth. */
@@ -36,6 +37,12 @@ export class DispenserMetrics {
     this.requests = new Counter({ name: 'idmint_requests_total', help: 'Successful ID requests, by tag and source', labelNames: ['biz_tag', 'source'], registers: [registry], collect: flush });
     this.errors = new Counter({ name: 'idmint_errors_total', help: 'Failed ID requests, by error code', labelNames: ['code'], registers: [registry] });
     this.allocations = new Counter({ name: 'idmint_segment_allocations_total', help: 'Segments taken from the store', labelNames: ['biz_tag'], registers: [registry] });
+    this.rewinds = new Counter({
+      name: 'idmint_segment_rewinds_total',
+      help: 'Segments Postgres handed out at or below the fence (its counter was rewound, e.g. by a failover that lost commits): discarded, the counter raised past the fence',
+      labelNames: ['biz_tag'],
+      registers: [registry],
+    });
     this.allocationSeconds = new Histogram({
       name: 'idmint_segment_allocation_seconds',
       help: 'Latency of one segment allocation',

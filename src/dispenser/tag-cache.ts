@@ -37,6 +37,13 @@ export class TagCache {
   private readonly clock: Clock;
   private readonly outage: Episode;
   private staleServed = 0;
+  /** Changes made in this process (invalidate), so a listing that started before one is not cached. */
+  private changes = 0;
+
+  /** Pass to `preload` with a listing that starts now. */
+  get changeCount(): number {
+    return this.changes;
+  }
 
   constructor(options: TagCacheOptions) {
     this.store = options.store;
@@ -114,8 +121,27 @@ export class TagCache {
     this.staleServed = 0;
   }
 
+  /**
+   * Adds tags listed from the store that this cache does not hold yet (never over a fresher
+   * answer), so a tag this process has not served yet is still known while Postgres is down.
+   */
+  preload(tags: readonly BizTag[], listedAfter = this.changes): number {
+    // A change made here after the listing began: it may predate the change; the next one will not.
+    if (listedAfter !== this.changes) return 0;
+    const now = this.clock.now();
+    let added = 0;
+    for (const tag of tags) {
+      if (this.tags.has(tag.bizTag) || this.loading.has(tag.bizTag)) continue;
+      this.misses.delete(tag.bizTag);
+      this.tags.set(tag.bizTag, { tag, loadedAt: now });
+      added++;
+    }
+    return added;
+  }
+
   /** Drops what is cached for a name, so the next lookup asks the store. */
   invalidate(bizTag: string): void {
+    this.changes++;
     this.tags.delete(bizTag);
     this.misses.delete(bizTag);
     this.loading.delete(bizTag);

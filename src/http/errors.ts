@@ -35,7 +35,7 @@ export function installErrorHandling(app: FastifyInstance): void {
         .send({ error: { code: 'BAD_REQUEST', message: `method ${request.method} is not allowed on ${path}; use ${allow.join(' or ')}` } });
       return;
     }
-    void reply.status(404).send({ error: { code: 'BAD_REQUEST', message: `no route ${request.method} ${path}; see README.md for the API` } });
+    void reply.status(404).send({ error: { code: 'BAD_REQUEST', message: `no route ${request.method} ${path}; see /docs for the routes (OpenAPI: /openapi.json)` } });
   });
 }
 

@@ -84,8 +84,9 @@ export async function bizRoutes(app: FastifyInstance, options: BizRoutesOptions)
     const patch = parseBody(patchBody, request.body);
     checkPool(patch.pool);
     const tag = await store.updateBiz(bizTag, patch);
-    await onChange?.(bizTag, { countersRaised: patch.startAfter !== undefined });
-    return bizJson(tag);
+    const countersRaised = tag.countersRaised ?? patch.startAfter !== undefined;
+    await onChange?.(bizTag, { countersRaised });
+    return patch.startAfter === undefined ? bizJson(tag) : { ...bizJson(tag), countersRaised };
   });
 
   app.delete<{ Params: { bizTag: string } }>('/v1/biz/:bizTag', async (request, reply) => {

@@ -73,6 +73,10 @@ export async function idRoutes(app: FastifyInstance, options: IdRoutesOptions): 
       const raw = BigInt(codec.decode(request.params.id));
       return { id: request.params.id, raw: raw.toString(), format: codec.format, ...decode(raw, tag) };
     }
+    if (!tag && !/^\d+$/.test(request.params.id)) {
+      // Not decimal: perhaps a formatted tag's ID (base62, sqids...), which only its tag can decode.
+      throw new BadRequestError(`id must be a decimal integer from 1 to ${(1n << 63n) - 1n}; a formatted tag's ID (base62, sqids) decodes with its tag: add ?bizTag=<tag>`, 'id');
+    }
     const id = parseId(request.params.id);
     return { id: id.toString(), ...decode(id, tag) };
   });

@@ -16,6 +16,10 @@ import type { HistoryBucket } from '../core/history.js';
 import type { DepthReading } from '../dispenser/metrics.js';
 import type { DecodedId } from '../core/layout.js';
 
+
+/** How often a server lists every tag's token access into its gate. */
+const TAG_ACCESS_EVERY_MS = 60_000;
+
 export type { ReadinessReport };
 
 export interface HttpServerOptions {
@@ -45,6 +49,8 @@ export interface HttpServerOptions {
   rateLimits?: RateLimits;
   /** The `/status` page's data (tags come from the store). */
   status?: { depths: () => DepthReading[]; history: () => HistoryBucket[] };
+  /** The package's version, shown in /openapi.json. */
+  version?: string;
   /** Largest request body. Default 64 KiB: admin bodies are small. */
   bodyLimit?: number;
   /** Timeouts and the connection cap. Default CONNECTION_LIMIT_DEFAULTS. */
@@ -89,10 +95,18 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
   });
   const authorize = makeAdminGuard(options.adminToken);
 
-  await openApi(app);
+  await openApi(app, options.version);
   opsRoutes(app, { registry: options.metricsSource ?? options.registry, ...(options.readiness ? { readiness: options.readiness } : {}) });
 
   const gate = options.tokens ? new TokenGate(options.tokens) : undefined;
+  if (gate) {
+    // Every tag's access, at start and once a minute: known ahead of a Postgres outage.
+    const preload = (): void => void gate.preloadAll().catch((err: unknown) => app.log.debug({ err: (err as Error).message }, 'listing tag tokens failed; known tags stay cached'));
+    preload();
+    const timer = setInterval(preload, TAG_ACCESS_EVERY_MS);
+    timer.unref();
+    app.addHook('onClose', async () => clearInterval(timer));
+  }
   // A callback hook: a tag whose hashes are cached is checked without a promise per request.
   const checkTagToken: preHandlerHookHandler = (request, _reply, done) => {
     const bizTag = requestedTag(request);

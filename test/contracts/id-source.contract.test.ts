@@ -6,7 +6,7 @@ import type { BizTag, IdSource } from '../../src/core/ports.js';
 import { SHARDED_LAYOUT } from '../../src/core/sharded.js';
 import { LocalBlockBuffer } from '../../src/dispenser/sources/local-buffer.js';
 import { MemoryPool } from '../../src/dispenser/sources/memory.js';
-import { DirectSegmentSource } from '../../src/dispenser/sources/segment.js';
+import { segmentSource } from '../../src/dispenser/sources/segment.js';
 import { ShardedSource } from '../../src/dispenser/sources/sharded.js';
 import { createSnowflakeSource } from '../../src/dispenser/sources/snowflake.js';
 import { UidSource } from '../../src/dispenser/sources/uid.js';
@@ -55,7 +55,10 @@ const subjects: Record<string, () => Promise<Subject>> = {
     const source = new MemoryPool({ allocator: ts.store });
     return { source, tag: await segmentTag(), fills: true, close: () => source.close() };
   },
-  segment: async () => ({ source: new DirectSegmentSource(ts.store), tag: await segmentTag(), fills: true, close: async () => undefined }),
+  segment: async () => {
+    const source = segmentSource(ts.store);
+    return { source, tag: await segmentTag(), fills: true, close: () => source.close() };
+  },
   'redis-list': async () => redisSubject(RedisListPool),
   'redis-counter': async () => redisSubject(RedisCounterPool),
   // An api process's local buffer in front of the counter pool (IDMINT_LOCAL_BUFFER).

@@ -4,6 +4,11 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawnServer, type SpawnedServer } from '../support/spawn.js';
 import { until } from '../support/poll.js';
+import { expectNoDuplicates } from '../support/unique.js';
+import { createIdmintClient } from '../../src/client/index.js';
+import { idmint } from '../support/cli.js';
+
+
 
 const TOKEN = 'abuse-admin-token';
 const admin = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
@@ -40,8 +45,8 @@ describe('nobody burns a tag: per-tag tokens and the exhaustion warning', () => 
 
     const missing = await fetch(`${url}/v1/ids/vault`);
     expect(missing.status).toBe(401);
-    expect((await errorOf(missing)).message).toMatch(/requires a token/);
-    expect((await errorOf(await fetch(`${url}/v1/ids/vault?token=imt_wrong`))).message).toMatch(/wrong token/);
+    expect((await errorOf(missing)).message).toMatch(/requires a tag token/);
+    expect((await errorOf(await fetch(`${url}/v1/ids/vault?token=imt_wrong`))).message).toMatch(/wrong tag token/);
     expect((await fetch(`${url}/v1/ids/vault?token=${token}&count=3`)).status).toBe(200);
     expect((await fetch(`${url}/v1/ids/vault`, { headers: { 'x-idmint-token': token } })).status).toBe(200);
     // The Leaf route checks the same token; other tags stay open.
@@ -60,6 +65,69 @@ describe('nobody burns a tag: per-tag tokens and the exhaustion warning', () => 
     expect((await fetch(`${url}/v1/ids/vault?token=${token}`)).status).toBe(401);
     expect((await fetch(`${url}/v1/ids/vault?token=${second}`)).status).toBe(200);
     expect((await fetch(`${url}/v1/biz/vault/tokens/${id}`, { method: 'DELETE', headers: admin })).status).toBe(400);
+  });
+
+  it('revoking the last token keeps the tag closed to everyone until an admin opens it', async () => {
+    const url = s.server.url;
+    await createTag(url, { bizTag: 'leaky', step: 100 });
+    const { id, token } = (await (await fetch(`${url}/v1/biz/leaky/tokens`, { method: 'POST', headers: admin })).json()) as { id: string; token: string };
+    expect((await fetch(`${url}/v1/ids/leaky?token=${token}`)).status).toBe(200);
+    // The token leaked: the operator revokes it. Nobody gets IDs now, with or without it.
+    expect((await fetch(`${url}/v1/biz/leaky/tokens/${id}`, { method: 'DELETE', headers: admin })).status).toBe(204);
+    const without = await fetch(`${url}/v1/ids/leaky`);
+    expect(without.status).toBe(401);
+    expect((await errorOf(without)).message).toMatch(/requires a tag token/);
+    expect((await fetch(`${url}/v1/ids/leaky?token=${token}`)).status).toBe(401);
+    expect((await fetch(`${url}/api/segment/get/leaky`)).status).toBe(401);
+    const listed = (await (await fetch(`${url}/v1/biz/leaky/tokens`, { headers: admin })).json()) as { tokens: Array<Record<string, string>> };
+    expect(listed.tokens).toEqual([expect.objectContaining({ id, revokedAt: expect.any(String) })]);
+    // Opening it is a decision of its own.
+    expect((await fetch(`${url}/v1/biz/leaky/tokens`, { method: 'DELETE' })).status).toBe(401);
+    const opened = await fetch(`${url}/v1/biz/leaky/tokens`, { method: 'DELETE', headers: admin });
+    expect(await opened.json()).toEqual({ bizTag: 'leaky', open: true, removed: 1 });
+    expect((await fetch(`${url}/v1/ids/leaky`)).status).toBe(200);
+  });
+
+  it("idmint's own clients carry tag tokens: the CLI's get --token and IDMINT_TAG_TOKEN, biz token create|list|revoke, and the SDK", async () => {
+    const url = s.server.url;
+    const env = { IDMINT_URL: url, IDMINT_ADMIN_TOKEN: TOKEN, IDMINT_TAG_TOKEN: '' };
+    await createTag(url, { bizTag: 'precious', step: 100 });
+    const created = await idmint(['biz', 'token', 'create', 'precious'], env);
+    expect(created.code, created.stderr).toBe(0);
+    const { id, token } = JSON.parse(created.stdout) as { id: string; token: string };
+
+    const refused = await idmint(['get', 'precious', '-n', '2'], env);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('UNAUTHORIZED');
+    expect(refused.stderr).toContain('--token');
+    expect(refused.stderr).toContain('IDMINT_TAG_TOKEN');
+    expect(refused.stderr).not.toContain('IDMINT_GATE_PASS');
+    const byFlag = await idmint(['get', 'precious', '-n', '2', '--token', token], env);
+    expect(byFlag.code, byFlag.stderr).toBe(0);
+    expect(byFlag.stdout.trim().split('\n')).toHaveLength(2);
+    const byEnv = await idmint(['get', 'precious'], { ...env, IDMINT_TAG_TOKEN: token });
+    expect(byEnv.code, byEnv.stderr).toBe(0);
+
+    const client = createIdmintClient({ url, token, batchSize: 10 });
+    const perTag = createIdmintClient({ url, tokens: { precious: token } });
+    const tokenless = createIdmintClient({ url, timeoutMs: 2000 });
+    try {
+      const ids = await Promise.all(Array.from({ length: 50 }, () => client.next('precious')));
+      ids.push(await perTag.next('precious'));
+      expectNoDuplicates(ids.map(String));
+      await expect(tokenless.next('precious')).rejects.toMatchObject({ code: 'UNAUTHORIZED' });
+    } finally {
+      await Promise.all([client.close(), perTag.close(), tokenless.close()]);
+    }
+
+    const listed = await idmint(['biz', 'token', 'list', 'precious'], env);
+    expect(listed.stdout).toContain(token.slice(0, 8));
+    expect(listed.stdout).not.toContain(token);
+    expect((await idmint(['biz', 'token', 'revoke', 'precious', id], env)).code).toBe(0);
+    expect((await idmint(['get', 'precious', '--token', token], env)).code).not.toBe(0);
+    expect((await idmint(['biz', 'token', 'list', 'precious'], env)).stdout).toContain('closed to every caller');
+    expect((await idmint(['biz', 'token', 'open', 'precious'], env)).stdout).toContain('open to every caller');
+    expect((await idmint(['get', 'precious'], env)).code).toBe(0);
   });
 
   it('warns when a limited tag runs out within IDMINT_EXHAUSTION_WARN_DAYS at the current rate', async () => {

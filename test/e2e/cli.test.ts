@@ -1,31 +1,14 @@
-import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, spawnServer, type SpawnedServer } from '../support/spawn.js';
 import { expectNoDuplicates } from '../support/unique.js';
+import { idmint } from '../support/cli.js';
 
-const BIN = fileURLToPath(new URL('../../bin/idmint.js', import.meta.url));
 const TOKEN = 'cli-admin-token';
 
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
 
-async function idmint(args: string[], env: Record<string, string> = {}): Promise<Run> {
-  try {
-    const { stdout, stderr } = await promisify(execFile)(process.execPath, [BIN, ...args], { env: { ...process.env, ...env } });
-    return { code: 0, stdout, stderr };
-  } catch (err) {
-    const e = err as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
-}
 
 describe('idmint CLI against a running server', () => {
   let dataDir: string;
@@ -47,6 +30,14 @@ describe('idmint CLI against a running server', () => {
     const { code, stdout } = await idmint(['--help']);
     expect(code).toBe(0);
     for (const command of ['serve', 'biz', 'get', 'decode']) expect(stdout).toContain(command);
+  });
+
+  it('biz update offers what can change (--start-after), not what cannot (--mode, --format)', async () => {
+    const update = await idmint(['biz', 'update', '--help']);
+    expect(update.stdout).toContain('--start-after');
+    expect(update.stdout).not.toMatch(/--mode|--format/);
+    const create = await idmint(['biz', 'create', '--help']);
+    expect(create.stdout).toMatch(/--mode[\s\S]*--format|--format[\s\S]*--mode/);
   });
 
   it('creates, lists, updates and deletes a tag, and fetches and decodes IDs', async () => {

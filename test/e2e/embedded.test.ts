@@ -175,7 +175,8 @@ describe('embedded server (idmint serve with PGlite)', () => {
     ['create an existing tag', '/v1/biz', { method: 'POST', headers: admin, body: '{"bizTag":"order"}' }, 409, 'BIZ_TAG_EXISTS', /order/],
     ['oversized body', '/v1/biz', { method: 'POST', headers: admin, body: JSON.stringify({ bizTag: 'x5', description: 'x'.repeat(200_000) }) }, 400, 'BAD_REQUEST', /too large/],
     ['patch unknown tag', '/v1/biz/nope', { method: 'PATCH', headers: admin, body: '{"step":5}' }, 404, 'UNKNOWN_BIZ_TAG', /nope/],
-    ['unknown route', '/v2/anything', undefined, 404, 'BAD_REQUEST', /no route/],
+    ['unknown route', '/v2/anything', undefined, 404, 'BAD_REQUEST', /no route .*see \/docs/],
+    ['decode a formatted ID without its tag', '/v1/decode/3xYz9', undefined, 400, 'BAD_REQUEST', /add \?bizTag=/],
   ];
 
   it.each(bad.map(([name, path, init, status, code, message]) => ({ name, path, init, status, code, message })))('$name → $status $code', async ({ path, init, status, code, message }) => {

@@ -1,17 +1,14 @@
-import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import mysql from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { leafKeyToBizTag } from '../../src/core/leaf-key.js';
 import { spawnServer, type SpawnedServer } from '../support/spawn.js';
+import { idmint } from '../support/cli.js';
 
 // The MariaDB this machine runs (README: "Migrating from Leaf"); a throwaway database per run.
 const MYSQL = process.env.IDMINT_TEST_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306';
-const BIN = fileURLToPath(new URL('../../bin/idmint.js', import.meta.url));
 const TOKEN = 'leaf-import-token';
 const LONG_KEY = `Leaf.${'K'.repeat(123)}`;
 // Leaf's own DDL for leaf_alloc.
@@ -31,15 +28,6 @@ const LEAF_ROWS: Array<[string, number, number, string | null]> = [
   ['trace', 10, 10, 'a snowflake tag in idmint'],
 ];
 
-async function idmint(args: string[], env: Record<string, string>): Promise<{ code: number; out: string }> {
-  try {
-    const { stdout, stderr } = await promisify(execFile)(process.execPath, [BIN, ...args], { env: { ...process.env, ...env } });
-    return { code: 0, out: stdout + stderr };
-  } catch (err) {
-    const e = err as { code: number; stdout: string; stderr: string };
-    return { code: e.code, out: e.stdout + e.stderr };
-  }
-}
 
 describe('idmint import leaf (MariaDB)', () => {
   const database = `idmint_leaf_${Math.random().toString(36).slice(2, 10)}`;
@@ -80,19 +68,28 @@ describe('idmint import leaf (MariaDB)', () => {
     expect(run.out).toContain('[1/5]');
     expect(run.out).toMatch(/order: would create, next ID > 12000/);
     expect(run.out).toMatch(/Bad_Key -> bad_key-[0-9a-f]{8}: would create, next ID > 3000/);
-    expect(run.out).toMatch(/ticket: would advance, next ID > 400/);
+    expect(run.out).toMatch(/ticket: would advance \(unless already above\), next ID > 400/);
     expect(run.out).toMatch(/trace: skipped: idmint's tag "trace" is a snowflake tag/);
     expect(run.out).toContain('dry run: nothing changed');
-    expect(run.code).toBe(1);
+    expect(run.out).toMatch(/1 would be skipped/);
+    // A dry run imports nothing, so it does not fail.
+    expect(run.code).toBe(0);
     expect(await tagNames()).toEqual(before);
   });
 
   it('imports with --apply, idempotently, and every later ID is above the ranges Leaf allocated', async () => {
     const early = await ids('ticket', 5);
-    for (let round = 0; round < 2; round++) {
-      const run = await idmint(['import', 'leaf', '--mysql', `${MYSQL}/${database}`, '--apply'], env);
-      expect(run.out).toMatch(/4 imported, 1 skipped or failed/);
-    }
+    const first = await idmint(['import', 'leaf', '--mysql', `${MYSQL}/${database}`, '--apply'], env);
+    expect(first.out).toMatch(/4 imported, 1 skipped or failed/);
+    expect(first.out).toMatch(/order: created, next ID > 12000/);
+    expect(first.out).toMatch(/ticket: advanced, next ID > 400/);
+    // Run again: nothing changes — no tag's buffered IDs dropped, no segment taken for it.
+    const before = await ids('order', 3);
+    const again = await idmint(['import', 'leaf', '--mysql', `${MYSQL}/${database}`, '--apply'], env);
+    expect(again.out).toMatch(/4 imported, 1 skipped or failed/);
+    expect(again.out).toMatch(/order: unchanged: its IDs are already above 12000/);
+    expect(again.out).toMatch(/ticket: unchanged: its IDs are already above 400/);
+    expect(await ids('order', 3)).toEqual([before[2]! + 1, before[2]! + 2, before[2]! + 3]);
     const leafMax = new Map(LEAF_ROWS.map(([key, maxId]) => [key, maxId]));
     for (const key of ['order', 'Bad_Key', LONG_KEY, 'ticket']) {
       const got = await ids(leafKeyToBizTag(key), 1500);

@@ -1,15 +1,25 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { lstatSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { spawnServer } from '../support/spawn.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const run = promisify(execFile);
 const npm = (args: string[], cwd: string) => run('npm', [...args, '--no-audit', '--no-fund', '--loglevel=error'], { cwd, env: { ...process.env, npm_config_update_notifier: 'false' }, maxBuffer: 32 * 1024 * 1024 });
 const TSC = join(ROOT, 'node_modules/typescript/bin/tsc');
+
+/** Bytes under a directory (files' sizes, symlinks not followed). */
+function sizeOf(path: string): number {
+  const stat = lstatSync(path);
+  if (!stat.isDirectory()) return stat.size;
+  return readdirSync(path).reduce((sum, name) => sum + sizeOf(join(path, name)), 0);
+}
+
+const mb = (bytes: number): string => `${(bytes / 2 ** 20).toFixed(1)} MB`;
 
 /** A new ESM project that imports the SDK the way the README shows, from JavaScript and TypeScript. */
 function consumer(): string {
@@ -28,13 +38,16 @@ function consumer(): string {
 describe('the installable package', () => {
   let packDir: string;
   let tarball: string;
+  let clientTarball: string;
   const dirs: string[] = [];
 
   beforeAll(async () => {
     packDir = mkdtempSync(join(tmpdir(), 'idmint-pack-'));
-    // `npm pack` runs `prepare`, which builds dist/.
+    // `npm pack` runs `prepare`, which builds dist/; the client package's `prepack` builds its own.
     await npm(['pack', '--pack-destination', packDir], ROOT);
-    tarball = join(packDir, readdirSync(packDir).find((f) => f.endsWith('.tgz'))!);
+    await npm(['pack', './packages/client', '--pack-destination', packDir], ROOT);
+    tarball = join(packDir, readdirSync(packDir).find((f) => /^idmint-\d.*\.tgz$/.test(f))!);
+    clientTarball = join(packDir, readdirSync(packDir).find((f) => f.startsWith('idmint-client-'))!);
   });
 
   afterAll(() => {
@@ -61,5 +74,35 @@ describe('the installable package', () => {
     await run(process.execPath, [TSC, '-p', 'tsconfig.json'], { cwd: dir });
     const help = await run(process.execPath, [join(dir, 'node_modules/idmint/bin/idmint.js'), '--help'], { cwd: dir });
     expect(help.stdout).toContain('Usage: idmint');
+  });
+
+  it('the client alone, idmint-client, installs kafkajs and zod and none of the server, and takes IDs from a running server', async () => {
+    const client = mkdtempSync(join(tmpdir(), 'idmint-client-only-'));
+    const full = mkdtempSync(join(tmpdir(), 'idmint-full-'));
+    dirs.push(client, full);
+    for (const dir of [client, full]) writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'consumer', version: '1.0.0', type: 'module', private: true }));
+    await npm(['install', '--prefer-offline', clientTarball], client);
+    await npm(['install', '--prefer-offline', tarball], full);
+    expect(readdirSync(join(client, 'node_modules')).filter((n) => !n.startsWith('.')).sort()).toEqual(['idmint-client', 'kafkajs', 'zod']);
+    const [clientBytes, fullBytes] = [sizeOf(join(client, 'node_modules')), sizeOf(join(full, 'node_modules'))];
+    console.log(`installed size: idmint-client ${mb(clientBytes)}, idmint ${mb(fullBytes)}`);
+    expect(clientBytes).toBeLessThan(fullBytes / 4);
+
+    const dataDir = mkdtempSync(join(tmpdir(), 'idmint-client-only-data-'));
+    dirs.push(dataDir);
+    const server = await spawnServer({ IDMINT_DATA_DIR: dataDir });
+    try {
+      // TypeScript against the package's own types, then run: one ID from the server.
+      writeFileSync(
+        join(client, 'use.ts'),
+        `import { createIdmintClient, IdmintError, type IdmintClient } from 'idmint-client';\nconst c: IdmintClient = createIdmintClient({ url: '${server.url}' });\nconst id: bigint = await c.next('demo');\nconsole.log(String(id), typeof IdmintError);\nawait c.close();\n`,
+      );
+      writeFileSync(join(client, 'tsconfig.json'), JSON.stringify({ compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, outDir: 'out', skipLibCheck: true, types: [] }, files: ['use.ts'] }));
+      await run(process.execPath, [TSC, '-p', 'tsconfig.json'], { cwd: client });
+      const { stdout } = await run(process.execPath, ['out/use.js'], { cwd: client });
+      expect(stdout.trim()).toMatch(/^\d+ function$/);
+    } finally {
+      await server.stop('SIGTERM');
+    }
   });
 });

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawnServer, untilReady, type SpawnedServer } from '../support/spawn.js';
 import { startPrivateServer, type PrivateServer } from '../support/servers.js';
 import { sleep, until } from '../support/poll.js';
+import { expectNoDuplicates } from '../support/unique.js';
 
 // A Postgres outage under load, as an orchestrator and an on-call engineer see it: IDs keep
 // flowing from the Redis pools, /readyz stays 200 `degraded` on every API (it was 503, which
@@ -41,18 +42,14 @@ describe('Postgres down under load (two API processes, Redis pools)', () => {
   });
 
   it('keeps serving from the pools with /readyz 200 degraded, and logs the outage once and its end once per component', async () => {
-    const seen = new Set<string>();
-    let duplicates = 0;
+    const ids: string[] = [];
     const sources = new Map<string, number>();
     const take = async (server: SpawnedServer): Promise<void> => {
       const response = await fetch(`${server.url}/v1/ids/orders?count=50`);
       const body = (await response.json()) as { ids?: string[]; source?: string; error?: { code: string } };
       const key = response.status === 200 ? `200 ${body.source}` : `${response.status} ${body.error?.code}`;
       sources.set(key, (sources.get(key) ?? 0) + 1);
-      for (const id of body.ids ?? []) {
-        if (seen.has(id)) duplicates++;
-        seen.add(id);
-      }
+      ids.push(...(body.ids ?? []));
     };
     const marks = servers.map((s) => s.output().length);
 
@@ -76,7 +73,7 @@ describe('Postgres down under load (two API processes, Redis pools)', () => {
     await postgres.start();
     for (const server of servers) await untilReady(server.url, { output: server.output });
     for (let i = 0; i < 20; i++) for (const server of servers) await take(server);
-    expect(duplicates).toBe(0);
+    expectNoDuplicates(ids);
 
     // The log of the outage, per process: no component repeats a warning per request or probe,
     // and each one that warned says when it was over.
@@ -101,6 +98,28 @@ describe('Postgres down under load (two API processes, Redis pools)', () => {
       for (const l of warnings) perMessage.set(`${l.component} ${l.msg}`, (perMessage.get(`${l.component} ${l.msg}`) ?? 0) + 1);
       for (const [message, count] of perMessage) expect(count, `${message}\n${server.output().slice(marks[i])}`).toBe(1);
       expect(lines.filter((l) => l.level >= 40 && /stack/.test(JSON.stringify(l))), 'no stack for an expected outage').toEqual([]);
+    }
+  });
+
+  it('a tag this process has never served still takes its fallback ladder while Postgres is down (the tag list is cached, not only the tags served)', async () => {
+    const created = await fetch(`${servers[0]!.url}/v1/biz`, { method: 'POST', headers: admin, body: JSON.stringify({ bizTag: 'unseen', step: 1000, fallback: 'snowflake' }) });
+    expect(created.status, await created.clone().text()).toBe(201);
+    // A process started after the tag was created (or up to a minute before the outage) lists it.
+    const dir = mkdtempSync(join(tmpdir(), 'idmint-pg-outage-'));
+    dirs.push(dir);
+    const late = await spawnServer({ IDMINT_DATA_DIR: dir, IDMINT_ADMIN_TOKEN: TOKEN, REDIS_URL: redis.url, DATABASE_URL: postgres.url, IDMINT_REFILL_EVERY_MS: '1000' });
+    servers.push(late);
+    await untilReady(late.url, { output: late.output });
+    await sleep(500); // the start-up listing runs behind readiness
+    await postgres.kill();
+    try {
+      const response = await fetch(`${late.url}/v1/ids/unseen?count=5`);
+      const body = (await response.json()) as { ids?: string[]; source?: string; error?: { code: string; message: string } };
+      expect(response.status, JSON.stringify(body)).toBe(200);
+      expect(body.ids).toHaveLength(5);
+      expect(['pool', 'snowflake']).toContain(body.source);
+    } finally {
+      await postgres.start();
     }
   });
 });

@@ -10,8 +10,9 @@ import { freePort } from '../support/spawn.js';
 /**
  * The README runs as written: every `sh` and `ts` block is marked `<!-- test: embedded -->`,
  * `<!-- test: distributed -->` or `<!-- test: skip: <why> -->`, and the blocks of a session run
- * in order, in one shell, on a clean copy of the checkout. What the harness changes, and only
- * that: the port (the README's 8080 becomes a free one), `npm install` (the copy shares this
+ * in order, in one shell, on a clean copy of the checkout, as a user pastes them. What the harness
+ * changes, and only that: the ports (the README's 8080 and 8081 become free ones, P and P+1, with
+ * P+2 and P+3 free too for `npm run dev`), `npm install` (the copy shares this
  * checkout's node_modules and dist/), a `ts` block (saved to a file and run with tsx), a
  * `# {...}` comment under a command (its expected output, compared), and `npm start` (run in the
  * background, awaited on /readyz, stopped at the end). The distributed session gets its own
@@ -59,8 +60,21 @@ function cleanCopy(): string {
 
 const q = (s: string): string => `'${s.replace(/'/g, `'\\''`)}'`;
 
+/** The README's ports, as the harness moves them. */
+const movePorts = (text: string, port: number): string => text.replaceAll('127.0.0.1:8080', `127.0.0.1:${port}`).replaceAll('127.0.0.1:8081', `127.0.0.1:${port + 1}`);
+
+/** A free port P with P+1..P+3 free too (npm run dev takes four). */
+async function fourFreePorts(): Promise<number> {
+  for (;;) {
+    const base = await freePort();
+    if (base > 65_000) continue;
+    const free = await Promise.all([1, 2, 3].map((i) => fetch(`http://127.0.0.1:${base + i}/`).then(() => false, () => true)));
+    if (free.every(Boolean)) return base;
+  }
+}
+
 /** One bash script for a session's blocks, with the substitutions the header lists. */
-function script(blocks: Block[], dir: string, port: string): string {
+function script(blocks: Block[], dir: string, port: number): string {
   const lines = [
     'set -euo pipefail',
     'trap \'kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true\' EXIT',
@@ -69,11 +83,11 @@ function script(blocks: Block[], dir: string, port: string): string {
   blocks.forEach((block, i) => {
     lines.push(`echo ${q(`### README block ${i + 1} (${block.lang})`)}`);
     if (block.lang === 'ts') {
-      writeFileSync(join(dir, `readme-${i + 1}.mts`), block.text.replaceAll('127.0.0.1:8080', `127.0.0.1:${port}`));
+      writeFileSync(join(dir, `readme-${i + 1}.mts`), movePorts(block.text, port));
       lines.push(`node --import tsx readme-${i + 1}.mts`);
       return;
     }
-    const source = block.text.replaceAll('127.0.0.1:8080', `127.0.0.1:${port}`).split('\n');
+    const source = movePorts(block.text, port).split('\n');
     source.forEach((raw, j) => {
       const line = raw.replace(/\s+#.*$/, '').trim();
       if (line === '' || line.startsWith('#')) return;
@@ -94,12 +108,12 @@ function script(blocks: Block[], dir: string, port: string): string {
 async function runSession(session: Session, env: Record<string, string>): Promise<{ code: number | null; output: string }> {
   const dir = cleanCopy();
   dirs.push(dir);
-  const port = String(await freePort());
+  const port = await fourFreePorts();
   const file = join(dir, `readme-${session}.sh`);
   writeFileSync(file, script(readmeBlocks().filter((b) => b.session === session), dir, port));
   // The servers the test harness exports are not inherited: each session names its own.
   const base = { ...process.env, KAFKA_BROKERS: '', ZK_CONNECT: '', REDIS_URL: '', DATABASE_URL: '', IDMINT_ADMIN_TOKEN: '' };
-  const child = spawn('bash', [file], { cwd: dir, env: { ...base, IDMINT_PORT: port, ...env }, detached: true });
+  const child = spawn('bash', [file], { cwd: dir, env: { ...base, IDMINT_PORT: String(port), ...env }, detached: true });
   let output = '';
   child.stdout.on('data', (d: Buffer) => (output += d.toString()));
   child.stderr.on('data', (d: Buffer) => (output += d.toString()));
@@ -130,7 +144,7 @@ describe('README', () => {
     expect(code, output).toBe(0);
   });
 
-  it('runs the distributed blocks in order against the local servers: kafka init, npm start, curl, kafka get', async () => {
+  it('runs the distributed blocks in order, in one shell, against the local servers: kafka init, npm start, curl, then npm run dev in its place, a tag on one API, IDs from the other and over Kafka', async () => {
     const suffix = Math.random().toString(36).slice(2, 10);
     const { code, output } = await runSession('distributed', {
       IDMINT_INFRA_LIB: join(ROOT, '.infra', 'lib'),
@@ -142,5 +156,6 @@ describe('README', () => {
     });
     expect(code, output).toBe(0);
     expect(output).toMatch(/"ids":\["\d+","\d+","\d+"\]/);
+    expect(output).toMatch(/"bizTag":"invoice"/);
   });
 });

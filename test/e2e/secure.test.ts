@@ -8,7 +8,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/app/config.js';
 import { kafkaFor } from '../../src/app/kafka-client.js';
 import { silentLogger } from '../../src/core/logger.js';
+import { AclOperationTypes, AclPermissionTypes, AclResourceTypes, ResourcePatternTypes } from 'kafkajs';
 import { createKafkaClient } from '../../src/client/kafka/rpc-client.js';
+import { IdmintClient } from '../../src/client/client.js';
+import { kafkaPoolTransport } from '../../src/client/kafka/transports.js';
+import { encodePoolBlock } from '../../src/kafka/messages.js';
+import { POOL_GROUP_PREFIX, POOL_TOPIC_PREFIX, poolTopic } from '../../src/kafka/topics.js';
+import { KafkaPoolSink } from '../../src/pool/kafka/sink.js';
 import { runUntilExit, spawnServer, untilReady, type SpawnedServer } from '../support/spawn.js';
 import { until } from '../support/poll.js';
 import { startSecureInfra, type SecureInfra } from '../support/secure-servers.js';
@@ -80,6 +86,44 @@ describe('secured connections', () => {
     }
     expect(ids.length).toBe(Math.ceil(200 / 3) * 40 + (200 - Math.ceil(200 / 3)) * 20 + 200 + 50);
     expectNoDuplicates(ids);
+  });
+
+  it('Kafka ACLs: an SDK principal reads its tag\'s pool topic but cannot write to it (nor forge blocks there)', async () => {
+    const config = loadConfig({ ...infra.env });
+    const admin = kafkaFor(config, 'acl-admin', silentLogger);
+    const sink = new KafkaPoolSink({ kafka: admin, partitions: 2 });
+    const bizTag = 'aclpool';
+    const client = loadConfig({ ...infra.env, IDMINT_KAFKA_SASL_USERNAME: 'idmint-client' });
+    // What docs/client.md grants an SDK principal: read the pool topics and their groups, nothing else.
+    const grants = [
+      { resourceType: AclResourceTypes.TOPIC, resourceName: POOL_TOPIC_PREFIX, operation: AclOperationTypes.READ },
+      { resourceType: AclResourceTypes.TOPIC, resourceName: POOL_TOPIC_PREFIX, operation: AclOperationTypes.DESCRIBE },
+      { resourceType: AclResourceTypes.GROUP, resourceName: POOL_GROUP_PREFIX, operation: AclOperationTypes.READ },
+    ].map((g) => ({ ...g, resourcePatternType: ResourcePatternTypes.PREFIXED, principal: 'User:idmint-client', host: '*', permissionType: AclPermissionTypes.ALLOW }));
+    const kafkaAdmin = admin.admin();
+    await kafkaAdmin.connect();
+    const sdk = new IdmintClient({ transport: kafkaPoolTransport({ kafka: kafkaFor(client, 'acl-sdk', silentLogger), takeTimeoutMs: 10_000 }), timeoutMs: 60_000 });
+    const producer = kafkaFor(client, 'acl-forger', silentLogger).producer();
+    try {
+      await kafkaAdmin.createAcls({ acl: grants });
+      // The refill (idmint, a super user) fills the topic.
+      await sink.push({ bizTag, shard: 0, start: 1, end: 1000 });
+      const ids = await sdk.nextMany(bizTag, 100);
+      expect(ids).toHaveLength(100);
+      expectNoDuplicates(ids);
+      // The same principal producing a block of its choosing is refused by the broker.
+      await producer.connect();
+      const forged = await producer
+        .send({ topic: poolTopic(bizTag), messages: [{ value: encodePoolBlock(bizTag, 1, 5) }] })
+        .then(() => 'accepted', (err: { type?: string; message: string }) => err.type ?? err.message);
+      expect(forged).toBe('TOPIC_AUTHORIZATION_FAILED');
+    } finally {
+      await producer.disconnect().catch(() => undefined);
+      await sdk.close();
+      await sink.remove(bizTag).catch(() => undefined);
+      await sink.close();
+      await kafkaAdmin.disconnect();
+    }
   });
 
   it('the servers refuse plaintext and password-less clients', async () => {

@@ -97,6 +97,11 @@ describe('HTTP API under fuzzing (fast-check, real embedded server)', () => {
       fuzzParameters,
     );
     expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
-    expect((await fetch(`${server.url}/v1/ids/demo`)).status).toBe(200);
+    // Still serving: a tag created now hands out IDs (the fuzzer holds the admin token, so it may
+    // have deleted or reshaped `demo` and any name it can spell).
+    const bizTag = `after-fuzz-${Date.now()}`;
+    const created = await fetch(`${server.url}/v1/biz`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify({ bizTag }) });
+    expect(created.status, await created.clone().text()).toBe(201);
+    expect((await fetch(`${server.url}/v1/ids/${bizTag}?count=10`)).status).toBe(200);
   });
 });

@@ -1,7 +1,7 @@
 import type { BizStore } from '../../src/core/ports.js';
 import { Dispenser } from '../../src/dispenser/dispenser.js';
 import { MemoryPool } from '../../src/dispenser/sources/memory.js';
-import { DirectSegmentSource } from '../../src/dispenser/sources/segment.js';
+import { segmentSource } from '../../src/dispenser/sources/segment.js';
 import { PostgresBizStore } from '../../src/store/biz-store.js';
 import type { Database } from '../../src/store/db.js';
 import { migrate } from '../../src/store/migrations.js';
@@ -52,7 +52,7 @@ export type DispensingStore = TestStore & { readonly dispenser: Dispenser };
 export async function storeWithDispenser(prefix = 't'): Promise<DispensingStore> {
   const base = await freshStore(prefix);
   const memory = new MemoryPool({ allocator: base.store });
-  const dispenser = new Dispenser({ store: base.store as BizStore, pools: { memory }, segment: new DirectSegmentSource(base.store) });
+  const dispenser = new Dispenser({ store: base.store as BizStore, pools: { memory }, segment: segmentSource(base.store) });
   return {
     ...base,
     dispenser,

@@ -54,3 +54,27 @@ export function expectDisjoint(ranges: readonly Range[], what = 'ranges'): void 
   const first = overlaps.slice(0, 5).map(([a, b]) => `[${a.start}, ${a.end}] and [${b.start}, ${b.end}]`);
   expect(overlaps.length, `${overlaps.length} overlapping ${what}, first: ${first.join('; ')}`).toBe(0);
 }
+
+/** IDs that lie in no ledger segment (should be none); stops after the first 11. */
+export function outsideLedger(ids: Iterable<number>, ledger: Array<{ start: number; end: number }>): number[] {
+  const segs = [...ledger].sort((a, b) => a.start - b.start);
+  const bad: number[] = [];
+  for (const id of ids) {
+    let lo = 0;
+    let hi = segs.length - 1;
+    let found = false;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      const s = segs[mid]!;
+      if (id < s.start) hi = mid - 1;
+      else if (id > s.end) lo = mid + 1;
+      else {
+        found = true;
+        break;
+      }
+    }
+    if (!found) bad.push(id);
+    if (bad.length > 10) break;
+  }
+  return bad;
+}

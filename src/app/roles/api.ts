@@ -8,11 +8,13 @@ import type { DispenserMetrics } from '../../dispenser/metrics.js';
 import { buildHttpServer, buildOpsServer } from '../../http/server.js';
 import type { DispenserParts } from '../dispense.js';
 import { exportReadiness, readinessOf } from '../readiness.js';
+import type { PgDatabase } from '../../store/pg.js';
 import type { Database } from '../../store/db.js';
 import { PostgresTagTokenStore } from '../../store/tag-tokens.js';
 import { groupMetrics } from '../cluster/metrics.js';
 import { connectionLimits, type Config } from '../config.js';
 import type { RedisPools } from '../pools.js';
+import { packageVersion } from '../version.js';
 import { DEFAULT_REDIS_POOL } from '../../core/pool-kind.js';
 
 export interface ApiRoleOptions {
@@ -37,6 +39,7 @@ export async function buildApiServer(options: ApiRoleOptions): Promise<FastifyIn
   const { config, db, store, parts, redis } = options;
   const readiness = readinessOf({
     db,
+    dbServer: 'server' in db ? (db as PgDatabase).server : undefined,
     redis,
     snowflake: parts?.snowflake,
     keyMismatch: parts?.keyMismatch,
@@ -60,6 +63,7 @@ export async function buildApiServer(options: ApiRoleOptions): Promise<FastifyIn
     decodeSnowflake: (id) => snowflake.decode(id),
     nextSnowflakeId: () => snowflake.nextId(),
     host: config.IDMINT_HOST,
+    version: packageVersion(),
     ...(config.IDMINT_ADMIN_TOKEN ? { adminToken: config.IDMINT_ADMIN_TOKEN } : {}),
     ...(config.IDMINT_GATE_PASS ? { gatePass: config.IDMINT_GATE_PASS } : {}),
     readiness,

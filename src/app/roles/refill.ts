@@ -6,13 +6,15 @@ import { RefillWorker } from '../../refill/worker.js';
 import type { Config } from '../config.js';
 import type { RedisPools } from '../pools.js';
 import { DEFAULT_REDIS_POOL } from '../../core/pool-kind.js';
+import type { KafkaPoolSink } from '../../pool/kafka/sink.js';
+import { KafkaPoolWatch } from '../../pool/kafka/watch.js';
 
 export interface RefillRoleOptions {
   config: Config;
   store: Pick<BizStore, 'getBiz' | 'listBiz' | 'allocate'>;
   redis: RedisPools;
   /** The Kafka pool-topic sink, when the process has Kafka. */
-  kafkaSink?: PoolSink | undefined;
+  kafkaSink?: KafkaPoolSink | undefined;
   logger: Logger;
   registry?: Registry;
 }
@@ -67,8 +69,23 @@ export async function startRefillRole(options: RefillRoleOptions): Promise<Refil
     redis.queue.scheduleSweeps().catch((err: unknown) => logger.debug({ err: (err as Error).message }, 'could not re-assert the sweep scheduler; retrying next interval'));
   }, config.IDMINT_REFILL_EVERY_MS);
   reassert.unref();
+  // Kafka pool topics: demand and threshold refills from their committed offsets (the SDK consumers have no Redis).
+  const watch = options.kafkaSink
+    ? new KafkaPoolWatch({
+        sink: options.kafkaSink,
+        store,
+        meta: redis.meta,
+        trigger: redis.queue,
+        autoKind: DEFAULT_REDIS_POOL,
+        everyMs: config.IDMINT_KAFKA_POOL_WATCH_MS,
+        minDepth: config.IDMINT_POOL_MIN_DEPTH,
+        logger,
+      })
+    : undefined;
+  watch?.start();
   const close = async (): Promise<void> => {
     clearInterval(reassert);
+    await watch?.close();
     await worker.close();
   };
   return Object.freeze({ worker, processor, close });

@@ -1,8 +1,9 @@
 import type { Block } from '../../core/block.js';
 import { SegmentBuffer } from '../../core/segment-buffer.js';
-import type { BizTag, Clock, IdSource, SegmentAllocator, TakeContext } from '../../core/ports.js';
+import type { BizTag, Clock, IdSource, IdSourceName, SegmentAllocator, TakeContext } from '../../core/ports.js';
 import { systemClock } from '../../core/ports.js';
 import { silentLogger, type Logger } from '../../core/logger.js';
+import { resolveOptions } from '../../core/options.js';
 
 export interface MemoryPoolOptions {
   allocator: SegmentAllocator;
@@ -14,6 +15,8 @@ export interface MemoryPoolOptions {
   logger?: Logger;
   /** Who allocations are recorded as in the ledger. */
   by?: string;
+  /** What answers report as their source: `pool` (the embedded pool) or `segment` (the fallback rung). Default `pool`. */
+  name?: Extract<IdSourceName, 'pool' | 'segment'>;
 }
 
 /**
@@ -21,19 +24,14 @@ export interface MemoryPoolOptions {
  * IDs leave the buffer before `take` resolves; a crash loses what is buffered, never repeats it.
  */
 export class MemoryPool implements IdSource {
-  readonly name = 'pool' as const;
+  readonly name: 'pool' | 'segment';
   private readonly buffers = new Map<string, { step: number; buffer: SegmentBuffer }>();
-  private readonly options: Required<Omit<MemoryPoolOptions, 'by'>> & { by: string | undefined };
+  private readonly options: Required<Omit<MemoryPoolOptions, 'by' | 'name'>> & { by: string | undefined };
 
   constructor(options: MemoryPoolOptions) {
-    this.options = {
-      maxStepFactor: 100,
-      waitTimeoutMs: 3000,
-      clock: systemClock,
-      logger: silentLogger,
-      ...options,
-      by: options.by,
-    };
+    const { name, by, ...rest } = options;
+    this.name = name ?? 'pool';
+    this.options = resolveOptions({ maxStepFactor: 100, waitTimeoutMs: 3000, clock: systemClock, logger: silentLogger, by: undefined as string | undefined }, { ...rest, by });
   }
 
   async take(tag: BizTag, count: number, context: TakeContext = {}): Promise<string[]> {

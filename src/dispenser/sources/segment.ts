@@ -1,34 +1,15 @@
-import { appendRange, idsOf, type Block } from '../../core/block.js';
-import { MAX_STEP, type BizTag, type IdSource, type SegmentAllocator, type TakeContext } from '../../core/ports.js';
+import type { IdSource, SegmentAllocator } from '../../core/ports.js';
+import { silentLogger, type Logger } from '../../core/logger.js';
+import { MemoryPool } from './memory.js';
 
 /**
- * Fallback `segment`: takes a segment of exactly the missing size straight from the store.
- * One UPDATE per request, so it is slower than a pool but needs nothing but Postgres.
+ * Fallback `segment`, the rung below a pool that cannot serve (Redis down): Leaf's segment mode in
+ * this process — a segment of the tag's step allocated in Postgres, served from memory, the next
+ * one loaded before it runs out — so an outage of the pool costs one allocation per step per
+ * process, not one Postgres transaction per request. Its buffers hold fresh segments, never a
+ * pool's IDs, so nothing it serves can repeat what a pool served (invariant 3). Answers report
+ * `source: "segment"`.
  */
-export class DirectSegmentSource implements IdSource {
-  readonly name = 'segment' as const;
-
-  constructor(
-    private readonly allocator: SegmentAllocator,
-    private readonly by?: string,
-  ) {}
-
-  async take(tag: BizTag, count: number, context: TakeContext = {}): Promise<string[]> {
-    return idsOf(await this.takeBlocks(tag, count, context));
-  }
-
-  async takeBlocks(tag: BizTag, count: number, context: TakeContext = {}): Promise<Block[]> {
-    const blocks: Block[] = [];
-    let got = 0;
-    // A segment near max_limit may come back short; keep taking until filled or exhausted (which throws).
-    while (got < count) {
-      const segment = await this.allocator.allocate(tag.bizTag, Math.min(count - got, MAX_STEP), {
-        shard: context.shard ?? 0,
-        ...(this.by === undefined ? {} : { by: this.by }),
-      });
-      appendRange(blocks, segment.start, segment.end);
-      got += segment.end - segment.start + 1;
-    }
-    return blocks;
-  }
+export function segmentSource(allocator: SegmentAllocator, options: { by?: string; logger?: Logger } = {}): IdSource & { close(): Promise<void> } {
+  return new MemoryPool({ allocator, name: 'segment', logger: (options.logger ?? silentLogger).child({ rung: 'segment' }), ...(options.by === undefined ? {} : { by: options.by }) });
 }

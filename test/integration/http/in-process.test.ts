@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -119,7 +119,9 @@ describe('HTTP in process: OpenAPI', () => {
     const { Validator } = await import('@seriousme/openapi-schema-validator');
     const response = await runtime.app.inject({ url: '/openapi.json' });
     expect(response.statusCode).toBe(200);
-    const doc = response.json() as { openapi: string; paths: Record<string, Record<string, unknown>> };
+    const doc = response.json() as { openapi: string; info: { version: string }; paths: Record<string, Record<string, unknown>> };
+    const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string };
+    expect(doc.info.version).toBe(pkg.version);
     const result = await new Validator().validate(doc as never);
     expect(result.errors ?? []).toEqual([]);
     expect(result.valid).toBe(true);

@@ -69,18 +69,23 @@ describe('refill faults, each ending with the zero-duplicate check (private redi
     const { tag, bizTag, st, h, srv } = await setUp(kind);
     const total = 150_000;
     let restarted = false;
+    // Killed by its pid at once: through infra.sh the kill took long enough on a loaded machine
+    // for the other takers to collect every remaining ID before Redis was down.
+    const pid = await srv.pid();
     const { ids, notReady } = await runTakers({
       source: h.pool,
       tag,
       total,
       takers: 16,
       batch: 200,
-      onProgress: async (n) => {
+      onProgress: async (n, live) => {
         if (!restarted && n >= 50_000) {
           restarted = true;
-          await srv.kill();
-      await sleep(500); // Redis stays down a while: takes in this window fail over
-      await srv.start();
+          const before = live.notReady;
+          process.kill(pid, 'SIGKILL');
+          // Down until the other takers' takes have failed over (NOT_READY), as the dispenser's would.
+          await until('a take to fail NOT_READY while Redis is down', () => live.notReady > before, { timeoutMs: 20_000 });
+          await srv.start();
         }
       },
     });
@@ -107,8 +112,8 @@ describe('refill faults, each ending with the zero-duplicate check (private redi
         } else if (saved && !restarted && n >= 60_000) {
           restarted = true;
           await srv.kill();
-      await sleep(300); // Redis stays down a while: takes in this window fail over
-      await srv.start();
+          await sleep(300); // Redis stays down a while: takes in this window fail over
+          await srv.start();
         }
       },
     });

@@ -33,12 +33,13 @@ export async function runTakers(opts: {
   total: number;
   takers: number;
   batch: number;
-  onProgress?: (taken: number) => void | Promise<void>;
+  /** Called after each take; `live` counts what has happened so far. */
+  onProgress?: (taken: number, live: { readonly notReady: number }) => void | Promise<void>;
   giveUpMs?: number;
 }): Promise<TakersResult> {
   const ids = new Float64Array(opts.total);
   let n = 0;
-  let notReady = 0;
+  const live = { notReady: 0 };
   let short = 0;
   const giveUpAt = Date.now() + (opts.giveUpMs ?? 120_000);
   // IDs asked for but not yet back: keeps concurrent loops from asking for more than `total`.
@@ -58,7 +59,7 @@ export async function runTakers(opts: {
       } catch (err) {
         reserved -= want;
         if (isIdmintError(err) && err.code === 'NOT_READY') {
-          notReady++;
+          live.notReady++;
           await sleep(20);
           continue;
         }
@@ -71,36 +72,13 @@ export async function runTakers(opts: {
         short++;
         await sleep(5);
       }
-      await opts.onProgress?.(n);
+      await opts.onProgress?.(n, live);
     }
   };
   await Promise.all(Array.from({ length: opts.takers }, loop));
-  return { ids: ids.subarray(0, n), notReady, short };
+  return { ids: ids.subarray(0, n), notReady: live.notReady, short };
 }
 
-/** IDs that lie in no ledger segment (should be none). */
-export function outsideLedger(ids: Float64Array, ledger: Array<{ start: number; end: number }>): number[] {
-  const segs = [...ledger].sort((a, b) => a.start - b.start);
-  const bad: number[] = [];
-  for (const id of ids) {
-    let lo = 0;
-    let hi = segs.length - 1;
-    let found = false;
-    while (lo <= hi) {
-      const mid = (lo + hi) >> 1;
-      const s = segs[mid]!;
-      if (id < s.start) hi = mid - 1;
-      else if (id > s.end) lo = mid + 1;
-      else {
-        found = true;
-        break;
-      }
-    }
-    if (!found) bad.push(id);
-    if (bad.length > 10) break;
-  }
-  return bad;
-}
 
 export interface Harness {
   readonly redis: Redis;
@@ -175,3 +153,5 @@ export async function startHarness(opts: {
     },
   };
 }
+
+export { outsideLedger } from '../../support/unique.js';

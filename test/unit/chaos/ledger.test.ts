@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { Ledger } from '../../../chaos/ledger.js';
+import { CALM_AFTER_MS, Ledger } from '../../../chaos/ledger.js';
 
 describe('chaos ledger', () => {
   it('finds overlapping ranges within a tag, names both origins, and ignores other tags', () => {
@@ -14,13 +14,27 @@ describe('chaos ledger', () => {
     expect(found[0]).toMatch(/^a: .*kafka-request.*http-blocks|^a: .*http-blocks.*kafka-request/);
   });
 
+  it('keeps latencies outside fault windows apart: none while a fault runs or within CALM_AFTER_MS of its end', () => {
+    const ledger = new Ledger();
+    ledger.record('p', 'a', 'pool', [[1n, 1n]], 1);
+    ledger.faultStarted();
+    ledger.record('p', 'a', 'pool', [[2n, 2n]], 2000);
+    ledger.faultEnded();
+    ledger.record('p', 'a', 'pool', [[3n, 3n]], 900);
+    ledger.faultEnded(Date.now() - CALM_AFTER_MS);
+    ledger.record('p', 'a', 'pool', [[4n, 4n]], 3);
+    expect(ledger.calm.get('p')).toEqual([1, 3]);
+    expect(ledger.phases.flatMap((ph) => ph.latencies.get('p') ?? [])).toEqual([1, 2000, 900, 3]);
+  });
+
   it('checks millions of ranges (the 30-minute run holds this many)', () => {
     const ledger = new Ledger();
     const ranges: Array<[bigint, bigint]> = [];
     for (let i = 0; i < 3_000_000; i++) ranges.push([BigInt(i * 2), BigInt(i * 2)]);
     ledger.record('http-ids', 't', 'pool', ranges.reverse(), 1);
     expect(ledger.duplicates()).toEqual([]);
-  });
+    // Several seconds of CPU on a busy two-core machine (5.0 s once in CI): a generous bound, not a speed check.
+  }, 60_000);
 });
 
 describe('chaos ledger: consecutive IDs', () => {

@@ -344,6 +344,24 @@ describe('Dispenser tag cache', () => {
     dispenser.invalidate('nope');
     expect(await dispenser.tag('nope')).toMatchObject({ bizTag: 'nope' });
   });
+
+  it('a listed tag is served while the store is down, though this process never looked it up', async () => {
+    const { dispenser, store } = setup([tag('order'), tag('unseen', { fallback: 'snowflake' })]);
+    expect(await dispenser.preloadTags()).toBe(2);
+    store.getBiz = async () => {
+      throw notReady('postgres', new Error('ECONNREFUSED'));
+    };
+    expect((await dispenser.get('unseen', 3)).ids).toHaveLength(3);
+    // What was looked up meanwhile is not overwritten by a later listing.
+    expect(await dispenser.preloadTags()).toBe(0);
+  });
+
+  it('a listing that started before a change made here is not cached', async () => {
+    const { dispenser } = setup([tag('order'), tag('late')]);
+    const listing = dispenser.preloadTags();
+    dispenser.invalidate('late');
+    expect(await listing).toBe(0);
+  });
 });
 
 describe('Dispenser in-flight bound', () => {
