@@ -152,6 +152,8 @@ export const envSchema = z.object({
   IDMINT_KAFKA_PARTITIONS: int(1, 1000).default(4),
   /** Partitions of a Kafka pool topic `idmint.ids.<tag>`: the most SDK instances that read one tag's pool at once (more use their fallback). Raised on existing topics. Default 16. */
   IDMINT_KAFKA_POOL_PARTITIONS: int(1, 10_000).default(16),
+  /** Replication factor of the topics idmint creates (min.insync.replicas one fewer, at least 1). Default min(3, brokers in the cluster). */
+  IDMINT_KAFKA_REPLICATION_FACTOR: int(1, 32).optional(),
   /** Key the refill signs Kafka pool blocks with (at least 16 characters); give SDK consumers the same `blockKey` and they drop any other block. Never logged. */
   IDMINT_POOL_BLOCK_KEY: z.string().regex(/^[\x21-\x7e]{16,}$/, 'at least 16 printable characters without spaces').optional(),
   /** How often the refill reads Kafka pool topics' committed offsets (demand, threshold refills), milliseconds. Default 1000. */

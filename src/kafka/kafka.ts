@@ -1,5 +1,5 @@
 import { Kafka, logLevel } from 'kafkajs';
-import type { KafkaConfig, LogEntry, logCreator } from 'kafkajs';
+import type { Consumer, ConsumerConfig, KafkaConfig, LogEntry, logCreator, Producer, ProducerConfig } from 'kafkajs';
 import type { Logger } from '../core/logger.js';
 import { silentLogger } from '../core/logger.js';
 
@@ -49,12 +49,39 @@ export function pinoLogCreator(logger: Logger): logCreator {
     };
 }
 
+/**
+ * How long a request waits for its broker's answer (KafkaJS: 30 s). A hung broker (SIGSTOP, a
+ * partition) keeps its sockets open; only this timeout makes the client refresh its metadata and
+ * go to the partition's new leader, which the cluster elects once it fences the broker (seconds).
+ * Fetches wait their long-poll time on top of it.
+ */
+export const REQUEST_TIMEOUT_MS = 5000;
+
+/**
+ * How old a producer's or consumer's metadata may get before its next request refreshes it
+ * (KafkaJS: 5 min). KafkaJS retries a timed-out produce on the same broker without asking who
+ * leads now; with this, the retry after a timeout finds the leader elected meanwhile.
+ */
+export const METADATA_MAX_AGE_MS = REQUEST_TIMEOUT_MS;
+
+/** KafkaJS's client with idmint's defaults for the producers and consumers it makes. */
+class IdmintKafka extends Kafka {
+  override producer(config: ProducerConfig = {}): Producer {
+    return super.producer({ metadataMaxAge: METADATA_MAX_AGE_MS, ...config });
+  }
+
+  override consumer(config: ConsumerConfig): Consumer {
+    return super.consumer({ metadataMaxAge: METADATA_MAX_AGE_MS, ...config });
+  }
+}
+
 export function createKafka(options: CreateKafkaOptions): Kafka {
   const logger = (options.logger ?? silentLogger).child({ component: 'kafkajs' });
   // Only ask KafkaJS for what pino will print: its DEBUG level is costly to format.
   const level = logger.isLevelEnabled('trace') ? logLevel.DEBUG : logger.isLevelEnabled('debug') ? logLevel.INFO : logLevel.WARN;
-  return new Kafka({
+  return new IdmintKafka({
     retry: { retries: 5, initialRetryTime: 100, maxRetryTime: 2000 },
+    requestTimeout: REQUEST_TIMEOUT_MS,
     ...options.config,
     brokers: parseBrokers(options.brokers),
     clientId: options.clientId ?? 'idmint',

@@ -3,6 +3,13 @@ import { Partitioners } from 'kafkajs';
 import type { Logger } from '../core/logger.js';
 
 /**
+ * acks=-1 on every send: the leader answers once every in-sync replica has the message, and a
+ * topic's min.insync.replicas (ensureTopics: factor − 1) refuses a write fewer brokers hold. A
+ * request, reply or pool block acknowledged is not lost with the broker that led its partition.
+ */
+export const ALL_REPLICAS = -1;
+
+/**
  * A KafkaJS producer for many short-lived topics (reply topics, pool topics that get removed).
  * KafkaJS keeps every topic it ever sent to in its metadata set; once one is deleted, each
  * metadata refresh fails with UNKNOWN_TOPIC_OR_PARTITION and no new topic can be added. So on
@@ -36,13 +43,13 @@ export class TopicProducer {
   async send(topic: string, messages: Message[]): Promise<void> {
     const producer = await this.current();
     try {
-      await producer.send({ topic, messages });
+      await producer.send({ topic, messages, acks: ALL_REPLICAS });
     } catch (err) {
       if (!isUnknownTopic(err) || this.closed) throw err;
       this.logger.debug({ topic }, 'Kafka producer metadata poisoned by a deleted topic; replacing the producer');
       this.replace(producer);
       if (!this.resendOnUnknownTopic) throw err;
-      await (await this.current()).send({ topic, messages });
+      await (await this.current()).send({ topic, messages, acks: ALL_REPLICAS });
     }
   }
 

@@ -9,7 +9,7 @@ import { decodeRequest, encodeBlocksReply, encodeErrorReply, encodeIdsReply } fr
 import { responderMetrics } from './metrics.js';
 import type { ResponderMetrics } from './metrics.js';
 import { TopicProducer } from './producer.js';
-import { REQUEST_TOPIC, RESPONDER_GROUP, assertTopicsExist } from './topics.js';
+import { REQUEST_TOPIC, RESPONDER_GROUP, assertTopicsExist, isLeaderNotAvailable } from './topics.js';
 import { waitForGroupJoin } from './group.js';
 import { checkInteger, OptionsError, resolveOptions } from '../core/options.js';
 
@@ -106,7 +106,7 @@ class KafkaResponder implements Responder {
   private closing: Promise<void> | undefined;
   /** Topics known to exist, so a reply never waits on KafkaJS retries for a topic that is not there. */
   private readonly topics = new Set<string>();
-  private refresh: { startedAt: number; done: Promise<void> } | undefined;
+  private refresh: { startedAt: number; done: Promise<boolean> } | undefined;
 
   constructor(private readonly options: ResponderOptions) {
     this.settings = validate(options);
@@ -254,13 +254,22 @@ class KafkaResponder implements Responder {
     if (this.topics.has(topic)) return true;
     if (!this.refresh || this.refresh.startedAt < since) {
       const startedAt = performance.now();
-      const done = this.admin.listTopics().then((names) => {
-        this.topics.clear();
-        for (const n of names) this.topics.add(n);
-      });
+      const done = this.admin.listTopics().then(
+        (names) => {
+          this.topics.clear();
+          for (const n of names) this.topics.add(n);
+          return true;
+        },
+        (err: unknown) => {
+          // A listing fails whole while any partition in the cluster has no leader (KafkaJS):
+          // reply anyway; a reply topic that is gone fails its send, as a missing one would.
+          if (!isLeaderNotAvailable(err)) throw err;
+          this.logger.debug({ err }, 'listing the topics failed (a partition without a leader); replying without the check');
+          return false;
+        },
+      );
       this.refresh = { startedAt, done };
     }
-    await this.refresh.done;
-    return this.topics.has(topic);
+    return (await this.refresh.done) ? this.topics.has(topic) : true;
   }
 }

@@ -1,6 +1,9 @@
+import { setTimeout } from 'node:timers/promises';
 import type { Admin, ITopicConfig } from 'kafkajs';
 import { BIZ_TAG_PATTERN } from '../core/ports.js';
 import { BadRequestError, IdmintError } from '../core/errors.js';
+import type { Logger } from '../core/logger.js';
+import { isUnknownTopic } from './producer.js';
 
 /**
  * Topic and group names, and the admin code that creates them. The broker never auto-creates
@@ -48,32 +51,159 @@ export interface TopicSpec {
   configs?: Record<string, string>;
 }
 
-/** Creates whichever of `specs` are missing; returns the names it created. Safe to race. */
-export async function ensureTopics(admin: Admin, specs: readonly TopicSpec[]): Promise<string[]> {
-  const existing = new Set(await admin.listTopics());
+/** The replication factor idmint gives its topics: the configured one, else min(3, brokers in the cluster). */
+export function replicationFor(brokers: number, configured?: number): number {
+  return configured ?? Math.max(1, Math.min(3, brokers));
+}
+
+/** min.insync.replicas for a factor: one fewer (a write survives the loss of any one broker), at least 1. */
+export function minInsyncFor(factor: number): number {
+  return Math.max(1, factor - 1);
+}
+
+/**
+ * Creates whichever of `specs` are missing; returns the names it created. Safe to race. Each gets
+ * `replicationFactor` (default min(3, brokers)) and min.insync.replicas one fewer, so with every
+ * producer on acks=-1 an acknowledged message is on two brokers and survives losing either.
+ */
+export async function ensureTopics(admin: Admin, specs: readonly TopicSpec[], replicationFactor?: number): Promise<string[]> {
+  const existing = await existingTopics(admin, specs.map((s) => s.topic));
   const missing = specs.filter((s) => !existing.has(s.topic));
   if (missing.length === 0) return [];
+  const brokers = (await admin.describeCluster()).brokers.length;
+  const factor = replicationFor(brokers, replicationFactor);
+  if (factor > brokers) {
+    throw new IdmintError(
+      'NOT_READY',
+      `cannot create Kafka topic${missing.length > 1 ? 's' : ''} ${missing.map((s) => `"${s.topic}"`).join(', ')} with replication factor ${factor}: the cluster has ${brokers} broker${brokers === 1 ? '' : 's'} (IDMINT_KAFKA_REPLICATION_FACTOR)`,
+      { details: { brokers, replicationFactor: factor } },
+    );
+  }
   const topics: ITopicConfig[] = missing.map((s) => ({
     topic: s.topic,
     numPartitions: s.numPartitions,
-    replicationFactor: -1,
-    configEntries: Object.entries(s.configs ?? {}).map(([name, value]) => ({ name, value })),
+    replicationFactor: factor,
+    configEntries: Object.entries({ 'min.insync.replicas': String(minInsyncFor(factor)), ...s.configs }).map(([name, value]) => ({ name, value })),
   }));
+  let failure: unknown;
   try {
-    await admin.createTopics({ topics, waitForLeaders: true });
+    await admin.createTopics({ topics, waitForLeaders: false });
   } catch (err) {
-    // Another process may have created some of them meanwhile; only a topic still missing is a failure.
-    const now = new Set(await admin.listTopics());
-    if (missing.some((s) => !now.has(s.topic))) throw err;
+    // Another process may have created some of them meanwhile: a failure only if they do not appear.
+    failure = err;
+  }
+  try {
+    await untilServed(admin, missing.map((s) => s.topic), failure === undefined ? SERVED_TIMEOUT_MS : RACE_TIMEOUT_MS);
+  } catch (err) {
+    throw failure ?? err;
   }
   return missing.map((s) => s.topic);
 }
 
+/** How long a topic just created may take to be served (every partition led) by the broker asked. */
+const SERVED_TIMEOUT_MS = 20_000;
+/** How long to look for topics whose creation failed (made by another process at the same time). */
+const RACE_TIMEOUT_MS = 5000;
+/** How long a topic not listed is looked for before it is reported missing. */
+const MISSING_RECHECK_MS = 2000;
+
+/**
+ * Until the broker asked serves every partition of `topics` with a leader. On several brokers a
+ * topic just created reaches each broker's metadata a moment apart (seconds, on a loaded machine):
+ * a broker that has not seen it yet answers UNKNOWN_TOPIC_OR_PARTITION ("does not host this
+ * topic-partition"), which KafkaJS's own wait for leaders does not retry.
+ */
+async function untilServed(admin: Admin, topics: readonly string[], timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      const meta = await admin.fetchTopicMetadata({ topics: [...topics] });
+      if (meta.topics.length === topics.length && meta.topics.every((t) => t.partitions.length > 0 && t.partitions.every((p) => p.leader >= 0))) return;
+    } catch (err) {
+      if (!isUnknownTopic(err) && !isLeaderNotAvailable(err)) throw err;
+    }
+    if (Date.now() >= deadline) {
+      throw new IdmintError('NOT_READY', `Kafka topic${topics.length > 1 ? 's' : ''} ${topics.map((t) => `"${t}"`).join(', ')} not served by the brokers within ${timeoutMs} ms of being created`);
+    }
+    await setTimeout(Math.min(100 * 2 ** attempt, 1000));
+  }
+}
+
+/** A partition without a leader (an election, or every replica's broker down), through KafkaJS's wrappers. */
+export function isLeaderNotAvailable(err: unknown): boolean {
+  const seen = new Set<unknown>();
+  let e: unknown = err;
+  while (e instanceof Error && !seen.has(e)) {
+    seen.add(e);
+    if (/LEADER_NOT_AVAILABLE|no leader for this topic-partition/i.test(`${(e as { type?: string }).type ?? ''} ${e.message}`)) return true;
+    e = (e as { originalError?: unknown }).originalError ?? e.cause;
+  }
+  return false;
+}
+
+/**
+ * Which of `topics` exist. KafkaJS lists topics with one metadata request for the whole cluster
+ * and fails it if any partition of any topic has no leader — another team's topic with one
+ * replica on a dead broker would stop idmint. Then it asks for `topics` alone.
+ */
+export async function existingTopics(admin: Admin, topics: readonly string[]): Promise<Set<string>> {
+  try {
+    return new Set(await admin.listTopics());
+  } catch (err) {
+    if (!isLeaderNotAvailable(err)) throw err;
+    const found = new Set<string>();
+    for (const topic of topics) {
+      try {
+        await admin.fetchTopicMetadata({ topics: [topic] });
+        found.add(topic);
+      } catch (e) {
+        if (!isUnknownTopic(e)) throw e;
+      }
+    }
+    return found;
+  }
+}
+
+/** A topic with fewer replicas than idmint would give it now. */
+export interface UnderReplicated {
+  topic: string;
+  replicas: number;
+  wanted: number;
+}
+
+/**
+ * The topics among `topics` whose partitions have fewer replicas than the configured factor (or
+ * min(3, brokers)): created before the cluster grew, or by hand. Kafka never raises a factor by
+ * itself; `kafka-reassign-partitions` does.
+ */
+export async function underReplicated(admin: Admin, topics: readonly string[], replicationFactor?: number): Promise<UnderReplicated[]> {
+  if (topics.length === 0) return [];
+  const wanted = replicationFor((await admin.describeCluster()).brokers.length, replicationFactor);
+  const meta = await admin.fetchTopicMetadata({ topics: [...topics] });
+  const found: UnderReplicated[] = [];
+  for (const t of meta.topics) {
+    const replicas = Math.min(...t.partitions.map((p) => p.replicas.length));
+    if (t.partitions.length > 0 && replicas < wanted) found.push({ topic: t.name, replicas, wanted });
+  }
+  return found;
+}
+
+/** One warn line for under-replicated topics, with what to do about it. */
+export function logUnderReplicated(logger: Logger, found: readonly UnderReplicated[]): void {
+  if (found.length === 0) return;
+  logger.warn(
+    { topics: found },
+    `Kafka topic${found.length > 1 ? 's' : ''} ${found.map((f) => `"${f.topic}" (${f.replicas} of ${f.wanted} replicas)`).join(', ')} replicated less than configured: losing a broker may lose IDs' requests or blocks; raise the factor with kafka-reassign-partitions`,
+  );
+}
+
 /** Start-up check: names the missing topics and the command that creates them. */
 export async function assertTopicsExist(admin: Admin, topics: readonly string[]): Promise<void> {
-  const existing = new Set(await admin.listTopics());
+  const existing = await existingTopics(admin, topics);
   const missing = topics.filter((t) => !existing.has(t));
-  if (missing.length > 0) {
+  // The broker asked may not know yet of a topic created a moment ago on another: ask again briefly.
+  const stillMissing = missing.length > 0 && (await untilServed(admin, missing, MISSING_RECHECK_MS).then(() => false, () => true));
+  if (stillMissing) {
     throw new IdmintError(
       'NOT_READY',
       `Kafka topic${missing.length > 1 ? 's' : ''} ${missing.map((t) => `"${t}"`).join(', ')} missing: run \`${INIT_COMMAND}\` (pool topics: \`${INIT_COMMAND} --pool-tags <tag,...>\`)`,
@@ -91,8 +221,10 @@ export interface InitTopicsOptions {
   requestRetentionMs?: number;
   /** Tags whose pool topics to create. */
   poolTags?: readonly string[];
-  /** Partitions per pool topic; default 2, so two SDK consumers of one tag both get blocks. */
+  /** Partitions per pool topic (config IDMINT_KAFKA_POOL_PARTITIONS). */
   poolPartitions?: number;
+  /** Replication factor (config IDMINT_KAFKA_REPLICATION_FACTOR). Default min(3, brokers). */
+  replicationFactor?: number;
 }
 
 /** What `idmint kafka init` does: the request topic plus any pool topics named. */
@@ -105,5 +237,5 @@ export async function initTopics(admin: Admin, options: InitTopicsOptions): Prom
     },
   ];
   for (const tag of options.poolTags ?? []) specs.push({ topic: poolTopic(tag), numPartitions: options.poolPartitions ?? DEFAULT_POOL_PARTITIONS, configs: { ...POOL_TOPIC_CONFIGS } });
-  return ensureTopics(admin, specs);
+  return ensureTopics(admin, specs, options.replicationFactor);
 }

@@ -2,7 +2,7 @@ import type { Registry } from 'prom-client';
 import type { Logger } from '../../core/logger.js';
 import type { IdDispenser } from '../../core/ports.js';
 import type { Kafka } from 'kafkajs';
-import { initTopics } from '../../kafka/topics.js';
+import { initTopics, logUnderReplicated, underReplicated } from '../../kafka/topics.js';
 import { createResponder, type Responder } from '../../kafka/responder.js';
 import type { Config } from '../config.js';
 import { kafkaFor } from '../kafka-client.js';
@@ -49,8 +49,10 @@ async function createRequestTopic(kafka: Kafka, config: Config, logger: Logger):
       requestTopic: config.IDMINT_KAFKA_REQUEST_TOPIC,
       requestPartitions: config.IDMINT_KAFKA_PARTITIONS,
       requestRetentionMs: config.IDMINT_KAFKA_REQUEST_RETENTION_MS,
+      ...(config.IDMINT_KAFKA_REPLICATION_FACTOR === undefined ? {} : { replicationFactor: config.IDMINT_KAFKA_REPLICATION_FACTOR }),
     });
     if (created.length > 0) logger.info({ created }, 'created missing Kafka topics (IDMINT_KAFKA_CREATE_TOPICS=false turns this off)');
+    else logUnderReplicated(logger, await underReplicated(admin, [config.IDMINT_KAFKA_REQUEST_TOPIC], config.IDMINT_KAFKA_REPLICATION_FACTOR));
   } finally {
     await admin.disconnect();
   }

@@ -10,6 +10,7 @@ import { createKafka } from '../../kafka/kafka.js';
 import { decodeReply, encodeRequest } from '../../kafka/messages.js';
 import { REQUEST_TOPIC, assertTopicsExist, ensureTopics } from '../../kafka/topics.js';
 import { waitForGroupJoin } from '../../kafka/group.js';
+import { ALL_REPLICAS, isUnknownTopic } from '../../kafka/producer.js';
 import { checkInteger, OptionsError, resolveOptions } from '../../core/options.js';
 
 /**
@@ -46,7 +47,12 @@ export interface KafkaClientOptions extends Partial<KafkaClientSettings> {
   brokers?: string[] | string;
   kafka?: Kafka;
   logger?: Logger;
+  /** Replication factor of the reply topic. Default min(3, brokers in the cluster). */
+  replicationFactor?: number;
 }
+
+/** Attempts at joining the reply topic's group right after creating it (a new topic's partitions may not be served yet). */
+const JOIN_ATTEMPTS = 3;
 
 export interface GetIdsOptions {
   timeoutMs?: number;
@@ -70,7 +76,8 @@ export class IdmintKafkaClient {
   private readonly groupId: string;
   private readonly admin: Admin;
   private readonly producer: Producer;
-  private readonly consumer: Consumer;
+  private consumer: Consumer;
+  private readonly replicationFactor: number | undefined;
   private readonly pending = new Map<string, Pending>();
   /** Requests made in one turn of the event loop go out in one produce request. */
   private outbox: Array<{ id: string; message: Message }> = [];
@@ -78,7 +85,7 @@ export class IdmintKafkaClient {
   private closing: Promise<void> | undefined;
 
   constructor(options: KafkaClientOptions) {
-    const { kafka: _kafka, brokers: _brokers, logger: _logger, ...rest } = options;
+    const { kafka: _kafka, brokers: _brokers, logger: _logger, replicationFactor, ...rest } = options;
     const s = resolveOptions<KafkaClientSettings>(KAFKA_CLIENT_DEFAULTS, rest, (o) => {
       for (const key of ['timeoutMs', 'replyRetentionMs', 'joinTimeoutMs'] as const) checkInteger('Kafka client', o, key, 1);
       checkInteger('Kafka client', o, 'retries', 0);
@@ -93,16 +100,26 @@ export class IdmintKafkaClient {
     this.groupId = `idmint.client.${safeId}.${suffix}`;
     this.admin = this.kafka.admin();
     this.producer = this.kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner, allowAutoTopicCreation: false });
-    this.consumer = this.kafka.consumer({ groupId: this.groupId, allowAutoTopicCreation: false, maxWaitTimeInMs: 1000 });
+    this.consumer = this.newConsumer();
+    if (replicationFactor !== undefined) checkInteger('Kafka client', { replicationFactor }, 'replicationFactor', 1);
+    this.replicationFactor = replicationFactor;
+  }
+
+  private newConsumer(): Consumer {
+    return this.kafka.consumer({ groupId: this.groupId, allowAutoTopicCreation: false, maxWaitTimeInMs: 1000 });
   }
 
   start(): Promise<void> {
     if (this.closing) return Promise.reject(new IdmintError('NOT_READY', 'Kafka client is closed'));
     // A broker that cannot be reached is NOT_READY, like every other backing server.
-    this.starting ??= this.doStart().catch((err: unknown) => {
+    // A failed start is not kept: the next call starts again (Kafka was down, or a broker was lost).
+    const starting = (this.starting ??= this.doStart().catch(async (err: unknown) => {
+      await this.consumer.disconnect().catch(() => undefined);
+      this.consumer = this.newConsumer();
+      if (this.starting === starting) this.starting = undefined;
       throw isIdmintError(err) ? err : notReady('Kafka (client start)', err);
-    });
-    return this.starting;
+    }));
+    return starting;
   }
 
   /** Up to `count` IDs as decimal strings (invariant 7); throws IdmintError (TIMEOUT, UNKNOWN_BIZ_TAG...). */
@@ -150,10 +167,30 @@ export class IdmintKafkaClient {
   private async doStart(): Promise<void> {
     await this.admin.connect();
     await assertTopicsExist(this.admin, [this.settings.requestTopic]);
-    await ensureTopics(this.admin, [
-      { topic: this.replyTopic, numPartitions: 1, configs: { 'retention.ms': String(this.settings.replyRetentionMs) } },
-    ]);
+    await ensureTopics(
+      this.admin,
+      [{ topic: this.replyTopic, numPartitions: 1, configs: { 'retention.ms': String(this.settings.replyRetentionMs) } }],
+      this.replicationFactor,
+    );
     await this.producer.connect();
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.join();
+        break;
+      } catch (err) {
+        // A topic just created can be led in the metadata before its leader serves it ("does not
+        // host this topic-partition"): join again with a fresh consumer.
+        if (!isUnknownTopic(err) || attempt >= JOIN_ATTEMPTS || this.closing) throw err;
+        this.logger.debug({ err, attempt }, 'the new reply topic is not served yet; joining again');
+        await this.consumer.disconnect().catch(() => undefined);
+        this.consumer = this.newConsumer();
+        await new Promise((resolve) => setTimeout(resolve, 200 * attempt));
+      }
+    }
+    this.logger.debug({ replyTopic: this.replyTopic }, 'Kafka client ready');
+  }
+
+  private async join(): Promise<void> {
     const joined = waitForGroupJoin(this.consumer, this.settings.joinTimeoutMs);
     await this.consumer.connect();
     // The topic is new and ours: reading from its start loses no reply sent before the first fetch.
@@ -161,7 +198,6 @@ export class IdmintKafkaClient {
     // No commits: the topic is this client's alone and lives only as long as it does.
     await this.consumer.run({ autoCommit: false, eachMessage: async ({ message }) => this.onReply(message.value) });
     await joined;
-    this.logger.debug({ replyTopic: this.replyTopic }, 'Kafka client ready');
   }
 
   private request(bizTag: string, count: number, timeoutMs: number, as: 'ids' | 'blocks'): Promise<DispenseResult | BlocksResult> {
@@ -180,7 +216,7 @@ export class IdmintKafkaClient {
   private flush(): void {
     const batch = this.outbox;
     this.outbox = [];
-    this.producer.send({ topic: this.settings.requestTopic, messages: batch.map((b) => b.message) }).catch((err: unknown) => {
+    this.producer.send({ topic: this.settings.requestTopic, messages: batch.map((b) => b.message), acks: ALL_REPLICAS }).catch((err: unknown) => {
       const reason = err instanceof Error ? err.message : String(err);
       for (const { id } of batch) this.settle(id)?.reject(new IdmintError('NOT_READY', `sending the Kafka ID request failed: ${reason}`, { cause: err }));
     });

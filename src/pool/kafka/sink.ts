@@ -8,7 +8,7 @@ import { signPoolBlock } from '../../kafka/block-signature.js';
 import { kafkaPoolMetrics } from '../../kafka/metrics.js';
 import type { KafkaPoolMetrics } from '../../kafka/metrics.js';
 import { TopicProducer, isCoordinatorMoving, isUnknownTopic } from '../../kafka/producer.js';
-import { DEFAULT_POOL_PARTITIONS, ensureTopics, POOL_TOPIC_CONFIGS, poolGroup, poolTopic } from '../../kafka/topics.js';
+import { DEFAULT_POOL_PARTITIONS, ensureTopics, existingTopics, logUnderReplicated, POOL_TOPIC_CONFIGS, poolGroup, poolTopic, underReplicated } from '../../kafka/topics.js';
 import { checkInteger, resolveOptions } from '../../core/options.js';
 import { IdmintError } from '../../core/errors.js';
 
@@ -39,6 +39,8 @@ export interface KafkaPoolSinkOptions extends Partial<KafkaPoolSinkSettings> {
   kafka: Kafka;
   /** Signs every block (IDMINT_POOL_BLOCK_KEY): consumers given the same key drop any other block. */
   blockKey?: string | undefined;
+  /** Replication factor of the pool topics it creates (IDMINT_KAFKA_REPLICATION_FACTOR). Default min(3, brokers). */
+  replicationFactor?: number | undefined;
   logger?: Logger;
   registry?: Registry;
 }
@@ -60,6 +62,7 @@ export class KafkaPoolSink implements PoolSink {
   private readonly kafka: Kafka;
   private readonly producer: TopicProducer;
   private readonly blockKey: string | undefined;
+  private readonly replicationFactor: number | undefined;
   private readonly ready = new Set<string>();
   /** IDs per block of the latest push, per topic: depth is counted in blocks. */
   private readonly blockIds = new Map<string, number>();
@@ -79,6 +82,7 @@ export class KafkaPoolSink implements PoolSink {
     this.metrics = kafkaPoolMetrics(options.registry ?? new Registry());
     this.kafka = options.kafka;
     this.blockKey = options.blockKey;
+    this.replicationFactor = options.replicationFactor;
     this.admin = options.kafka.admin();
     // Idempotent: a send retried after a lost ack must not append a block twice (two consumers would share its IDs).
     // Never the same blocks twice on a fresh producer either (see TopicProducer): a failed push is
@@ -136,7 +140,8 @@ export class KafkaPoolSink implements PoolSink {
   async state(bizTag: string, shard: number): Promise<PoolTopicState | null> {
     const topic = poolTopic(bizTag, shard);
     const offsets = await this.withAdmin(async (admin) => {
-      if (!(await admin.listTopics()).includes(topic)) return null;
+      // A topic this sink made or found is not listed again (a listing fails whole while any partition in the cluster has no leader).
+      if (!this.ready.has(topic) && !(await existingTopics(admin, [topic])).has(topic)) return null;
       return Promise.all([admin.fetchTopicOffsets(topic), committedOffsets(admin, poolGroup(bizTag, shard), topic)]);
     });
     if (!offsets) return null;
@@ -204,9 +209,10 @@ export class KafkaPoolSink implements PoolSink {
     if (this.ready.has(topic)) return;
     await this.connect();
     const { partitions } = this.settings;
-    const created = await ensureTopics(this.admin, [{ topic, numPartitions: partitions, configs: { ...POOL_TOPIC_CONFIGS } }]);
+    const created = await ensureTopics(this.admin, [{ topic, numPartitions: partitions, configs: { ...POOL_TOPIC_CONFIGS } }], this.replicationFactor);
     if (created.length > 0) this.logger.info({ topic, partitions }, 'pool topic created');
     else {
+      logUnderReplicated(this.logger, await this.withAdmin((admin) => underReplicated(admin, [topic], this.replicationFactor)));
       const meta = await this.withAdmin((admin) => admin.fetchTopicMetadata({ topics: [topic] }));
       const has = meta.topics[0]?.partitions.length ?? partitions;
       if (has < partitions) {

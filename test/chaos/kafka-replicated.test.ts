@@ -1,0 +1,142 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ConfigResourceTypes } from 'kafkajs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createKafkaClient, type IdmintKafkaClient } from '../../src/client/kafka/rpc-client.js';
+import { createKafka } from '../../src/kafka/kafka.js';
+import { ensureTopics, REQUEST_TOPIC, underReplicated } from '../../src/kafka/topics.js';
+import { startKafkaCluster, type KafkaCluster } from '../support/kafka-cluster.js';
+import { sleep, until, untilValue } from '../support/poll.js';
+import { spawnServer, untilReady, type SpawnedServer } from '../support/spawn.js';
+import { freshStore, type TestStore } from '../support/store.js';
+import { expectNoDuplicates } from '../support/unique.js';
+
+// Three brokers, topics replicated three ways with min.insync.replicas 2 and every producer on
+// acks=-1: Kafka request/reply keeps serving through the loss of the broker leading the request
+// topic, of each other node in turn (the active controller among them), and through a broker hung
+// for 20 s, with every ID collected and none repeated.
+describe('Kafka request/reply on three brokers, a broker lost under load', () => {
+  let cluster: KafkaCluster;
+  let st: TestStore;
+  let server: SpawnedServer;
+  let dataDir: string;
+  const clients: IdmintKafkaClient[] = [];
+
+  beforeAll(async () => {
+    cluster = await startKafkaCluster(3);
+    st = await freshStore('krepl');
+    dataDir = mkdtempSync(join(tmpdir(), 'idmint-krepl-'));
+    server = await spawnServer({ DATABASE_URL: st.url, KAFKA_BROKERS: cluster.brokers, IDMINT_DATA_DIR: dataDir, IDMINT_ROLES: 'api,responder' }, { timeoutMs: 120_000 });
+    await untilReady(server.url, { status: 'ready', timeoutMs: 120_000, output: server.output });
+    expect((await fetch(`${server.url}/v1/biz`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"bizTag":"krepl","step":500}' })).status).toBe(201);
+  }, 300_000);
+
+  afterAll(async () => {
+    await Promise.all(clients.map((c) => c.close().catch(() => undefined)));
+    await server?.stop('SIGTERM');
+    await st?.close();
+    await cluster?.close();
+    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+  }, 120_000);
+
+  it('creates its topics with three replicas and min.insync.replicas 2, and names a topic replicated less', async () => {
+    const admin = createKafka({ brokers: cluster.brokers, clientId: 'krepl-admin' }).admin();
+    await admin.connect();
+    try {
+      const meta = await admin.fetchTopicMetadata({ topics: [REQUEST_TOPIC] });
+      expect(meta.topics[0]!.partitions.every((p) => p.replicas.length === 3)).toBe(true);
+      const configs = await admin.describeConfigs({ includeSynonyms: false, resources: [{ type: ConfigResourceTypes.TOPIC, name: REQUEST_TOPIC, configNames: ['min.insync.replicas'] }] });
+      expect(configs.resources[0]!.configEntries.find((e) => e.configName === 'min.insync.replicas')?.configValue).toBe('2');
+      // A topic made by hand with one replica is found (the server logs such a topic at start).
+      await admin.createTopics({ topics: [{ topic: 'idmint.ids.krepl-low', numPartitions: 1, replicationFactor: 1 }], waitForLeaders: false });
+      // Each broker learns of a new topic a moment apart: ask until the one asked knows it.
+      const found = await untilValue('the hand-made topic in the metadata', () => underReplicated(admin, [REQUEST_TOPIC, 'idmint.ids.krepl-low']).catch(() => undefined), (f) => f !== undefined, { timeoutMs: 20_000 });
+      expect(found).toEqual([{ topic: 'idmint.ids.krepl-low', replicas: 1, wanted: 3 }]);
+      // A factor larger than the cluster is refused with the variable to change.
+      await expect(ensureTopics(admin, [{ topic: 'idmint.ids.krepl-big', numPartitions: 1 }], 4)).rejects.toThrow(/replication factor 4: the cluster has 3 brokers \(IDMINT_KAFKA_REPLICATION_FACTOR\)/);
+    } finally {
+      await admin.disconnect();
+    }
+  }, 60_000);
+
+  it('serves through the request topic leader SIGKILLed and restarted, and a broker SIGSTOPped for 20 s: 0 duplicates', async () => {
+    for (let i = 0; i < 4; i++) {
+      const client = createKafkaClient({ brokers: cluster.brokers, clientId: `krepl-${i}`, timeoutMs: 5000, retries: 3, logger: (await import('pino')).pino({ level: process.env.KREPL_LOG ?? 'silent' }) as never });
+      clients.push(client);
+      await client.start();
+    }
+    const ids: string[] = [];
+    const errors = new Map<string, number>();
+    const served: number[] = [];
+    let running = true;
+    const loops = clients.map(async (client) => {
+      while (running) {
+        try {
+          ids.push(...(await client.getIds('krepl', 20)));
+          served.push(Date.now());
+        } catch (err) {
+          const code = (err as { code?: string }).code ?? (err as Error).message.slice(0, 60);
+          errors.set(code, (errors.get(code) ?? 0) + 1);
+          await sleep(100);
+        }
+      }
+    });
+    const servedSince = (t: number): number => served.filter((s) => s > t).length;
+    try {
+      await until('IDs flowing before the faults', () => ids.length > 2000, { timeoutMs: 60_000 });
+
+      // The broker leading the request topic's first partition, SIGKILLed.
+      const leader = await cluster.leaderOf(REQUEST_TOPIC, 0);
+      const killedAt = Date.now();
+      await cluster.kill(leader);
+      await until('replies again after the leader was killed', () => servedSince(killedAt + 1000) > 20, { timeoutMs: 90_000, detail: () => JSON.stringify([...errors]) });
+      const backAfterKill = served.find((s) => s > killedAt + 1000)! - killedAt;
+      const newLeader = await cluster.leaderOf(REQUEST_TOPIC, 0);
+      expect(newLeader).not.toBe(leader);
+      const restartedAt = Date.now();
+      await cluster.start(leader);
+      await until('replies after the broker rejoined', () => servedSince(restartedAt) > 20, { timeoutMs: 60_000 });
+      // One fault at a time: the next starts once the restarted node holds every replica again
+      // (before that, losing a second node leaves partitions below min.insync.replicas).
+      await cluster.untilInSync();
+
+      // The two other nodes SIGKILLed and restarted in turn: every node has been lost once, so the
+      // active controller too (leadership moves only when its holder fails), whichever it was.
+      for (const node of cluster.nodeIds.filter((n) => n !== leader)) {
+        const at = Date.now();
+        await cluster.kill(node);
+        await until(`replies with node ${node} killed`, () => servedSince(at + 1000) > 20, { timeoutMs: 90_000, detail: () => `${JSON.stringify([...errors])}\n${server.output().slice(-5000)}` });
+        const back = Date.now();
+        await cluster.start(node);
+        await until(`replies after node ${node} rejoined`, () => servedSince(back) > 20, { timeoutMs: 60_000 });
+        await cluster.untilInSync();
+      }
+
+      // A broker hung for 20 s (its port open, nothing answering), then resumed.
+      const hung = await cluster.leaderOf(REQUEST_TOPIC, 1);
+      const pausedAt = Date.now();
+      cluster.pause(hung);
+      await sleep(20_000);
+      cluster.resume(hung);
+      const resumedAt = Date.now();
+      await until('replies after the hung broker resumed', () => servedSince(resumedAt) > 20, { timeoutMs: 60_000 });
+      const whilePaused = served.filter((s) => s > pausedAt && s < pausedAt + 20_000);
+      if (process.env.KREPL_LOG) {
+        for (const line of server.output().split('\n')) {
+          const t = Number(/"time":(\d+)/.exec(line)?.[1] ?? 0);
+          if (t > pausedAt - 1000 && t < pausedAt + 25_000) console.info(`+${t - pausedAt} ${line.slice(0, 400)}`);
+        }
+        console.info(`first replies after the pause: ${served.filter((s) => s > pausedAt).slice(0, 5).map((s) => s - pausedAt).join(', ')}`);
+      }
+      const longestGap = Math.max(...[pausedAt, ...whilePaused, pausedAt + 20_000].map((s, i, all) => (i === 0 ? 0 : s - all[i - 1]!)));
+      console.info(`kafka replicated: ${ids.length} IDs; back ${backAfterKill} ms after the leader's SIGKILL; ${whilePaused.length} replies while a broker hung 20 s (longest wait ${longestGap} ms); errors ${JSON.stringify([...errors])}`);
+      expect(whilePaused.length).toBeGreaterThan(0);
+    } finally {
+      running = false;
+      await Promise.all(loops);
+    }
+    expect(ids.length).toBeGreaterThan(5000);
+    expectNoDuplicates(ids, 'IDs over Kafka request/reply through broker faults');
+  }, 400_000);
+});

@@ -1,0 +1,161 @@
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { createKafka } from '../../src/kafka/kafka.js';
+import { until, untilValue } from './poll.js';
+import { freePort } from './ports.js';
+
+/**
+ * Three Kafka brokers on loopback, private to one test file: KRaft nodes that are broker and
+ * controller each (a quorum of three), formatted in a temp dir with the project's jars (.infra/lib,
+ * fetched by `npm run infra:up`). Failure detection is tuned down (a lost broker is fenced after
+ * 4 s, a stopped follower leaves the ISR after 5 s) so a test sees a failover in seconds.
+ */
+export interface KafkaCluster {
+  /** KAFKA_BROKERS for idmint: every broker, comma-separated. */
+  readonly brokers: string;
+  readonly nodeIds: readonly number[];
+  /** The node leading `topic`'s `partition` now. */
+  leaderOf(topic: string, partition?: number): Promise<number>;
+  /** SIGKILLs a node (its broker and its controller vote). */
+  kill(nodeId: number): Promise<void>;
+  /** Starts a killed node again; resolves once the cluster counts it among its brokers. */
+  start(nodeId: number): Promise<void>;
+  /** Until every partition of every topic has all its replicas in sync (a restarted node caught up). */
+  untilInSync(): Promise<void>;
+  pause(nodeId: number): void;
+  resume(nodeId: number): void;
+  close(): Promise<void>;
+}
+
+const run = promisify(execFile);
+const LIB = fileURLToPath(new URL('../../.infra/lib', import.meta.url));
+
+/** A Kafka cluster id: 16 random bytes in URL-safe base64, as `kafka-storage random-uuid` prints. */
+function clusterId(): string {
+  return randomBytes(16).toString('base64url');
+}
+
+export async function startKafkaCluster(size = 3): Promise<KafkaCluster> {
+  if (!existsSync(join(LIB, '.complete'))) throw new Error(`Kafka jars missing in ${LIB}: run \`npm run infra:up\` first`);
+  const dir = mkdtempSync(join(tmpdir(), 'idmint-kafka-cluster-'));
+  const nodeIds = Array.from({ length: size }, (_, i) => i + 1);
+  const ports = new Map<number, { broker: number; controller: number }>();
+  for (const id of nodeIds) ports.set(id, { broker: await freePort(), controller: await freePort() });
+  const voters = nodeIds.map((id) => `${id}@127.0.0.1:${ports.get(id)!.controller}`).join(',');
+  const brokers = nodeIds.map((id) => `127.0.0.1:${ports.get(id)!.broker}`).join(',');
+  const replicas = Math.min(3, size);
+  const conf = (id: number): string => join(dir, `node-${id}`, 'server.properties');
+  const log4j = join(dir, 'log4j.properties');
+  writeFileSync(log4j, ['log4j.rootLogger=WARN, file', 'log4j.appender.file=org.apache.log4j.FileAppender', `log4j.appender.file.File=${join(dir, 'kafka.log')}`, 'log4j.appender.file.layout=org.apache.log4j.PatternLayout', 'log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n', ''].join('\n'));
+  for (const id of nodeIds) {
+    const { broker, controller } = ports.get(id)!;
+    mkdirSync(join(dir, `node-${id}`, 'data'), { recursive: true });
+    writeFileSync(
+      conf(id),
+      [
+        'process.roles=broker,controller',
+        `node.id=${id}`,
+        `controller.quorum.voters=${voters}`,
+        `listeners=PLAINTEXT://127.0.0.1:${broker},CONTROLLER://127.0.0.1:${controller}`,
+        `advertised.listeners=PLAINTEXT://127.0.0.1:${broker}`,
+        'inter.broker.listener.name=PLAINTEXT',
+        'controller.listener.names=CONTROLLER',
+        'listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT',
+        `log.dirs=${join(dir, `node-${id}`, 'data')}`,
+        'num.network.threads=2',
+        'num.io.threads=2',
+        'num.partitions=1',
+        `default.replication.factor=${replicas}`,
+        `min.insync.replicas=${Math.max(1, replicas - 1)}`,
+        'auto.create.topics.enable=false',
+        'delete.topic.enable=true',
+        'group.initial.rebalance.delay.ms=0',
+        `offsets.topic.replication.factor=${replicas}`,
+        'offsets.topic.num.partitions=4',
+        `transaction.state.log.replication.factor=${replicas}`,
+        `transaction.state.log.min.isr=${Math.max(1, replicas - 1)}`,
+        'transaction.state.log.num.partitions=2',
+        'broker.heartbeat.interval.ms=1000',
+        'broker.session.timeout.ms=4000',
+        'replica.lag.time.max.ms=5000',
+        'log.segment.bytes=16777216',
+        '',
+      ].join('\n'),
+    );
+  }
+  const id = clusterId();
+  await Promise.all(
+    nodeIds.map((n) => run('java', ['-Xmx128m', '-XX:TieredStopAtLevel=1', `-Dlog4j.configuration=file:${log4j}`, '-cp', `${LIB}/*`, 'kafka.tools.StorageTool', 'format', '-t', id, '-c', conf(n)])),
+  );
+
+  const procs = new Map<number, ChildProcess>();
+  const startNode = (n: number): void => {
+    const child = spawn(
+      'java',
+      ['-Xmx256m', '-Xms64m', '-XX:+UseSerialGC', '-XX:TieredStopAtLevel=1', '-Djava.awt.headless=true', `-Dlog4j.configuration=file:${log4j}`, '-cp', `${LIB}/*`, 'kafka.Kafka', conf(n)],
+      { stdio: 'ignore' },
+    );
+    procs.set(n, child);
+  };
+  const admin = createKafka({ brokers, clientId: 'kafka-cluster-test', config: { retry: { retries: 2, initialRetryTime: 100, maxRetryTime: 500 } } }).admin();
+  const live = async (): Promise<number[]> => {
+    try {
+      await admin.connect();
+      return (await admin.describeCluster()).brokers.map((b) => b.nodeId).sort();
+    } catch {
+      return [];
+    }
+  };
+  const cluster: KafkaCluster = {
+    brokers,
+    nodeIds,
+    async leaderOf(topic, partition = 0) {
+      return untilValue(`the leader of ${topic}/${partition}`, async () => {
+        const meta = await admin.fetchTopicMetadata({ topics: [topic] }).catch(() => undefined);
+        const leader = meta?.topics[0]?.partitions.find((p) => p.partitionId === partition)?.leader;
+        return leader !== undefined && leader >= 0 && procs.has(leader) ? leader : undefined;
+      }, (leader) => leader !== undefined, { timeoutMs: 30_000 }) as Promise<number>;
+    },
+    async kill(n) {
+      const child = procs.get(n);
+      procs.delete(n);
+      if (!child || child.exitCode !== null) return;
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGKILL');
+      await exited;
+    },
+    async start(n) {
+      startNode(n);
+      await until(`kafka node ${n} back in the cluster`, async () => (await live()).includes(n), { timeoutMs: 90_000 });
+    },
+    async untilInSync() {
+      await until('every replica in sync', async () => {
+        const meta = await admin.fetchTopicMetadata().catch(() => undefined);
+        return meta !== undefined && meta.topics.every((t) => t.partitions.every((p) => p.leader >= 0 && p.isr.length === p.replicas.length));
+      }, { timeoutMs: 90_000, intervalMs: 250 });
+    },
+    pause: (n) => void procs.get(n)?.kill('SIGSTOP'),
+    resume: (n) => void procs.get(n)?.kill('SIGCONT'),
+    async close() {
+      await admin.disconnect().catch(() => undefined);
+      for (const n of [...procs.keys()]) {
+        procs.get(n)?.kill('SIGCONT');
+        await cluster.kill(n);
+      }
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+  try {
+    for (const n of nodeIds) startNode(n);
+    await until(`${size} Kafka brokers up`, async () => (await live()).length === size, { timeoutMs: 120_000, detail: () => `logs in ${join(dir, 'kafka.log')}` });
+  } catch (err) {
+    await cluster.close();
+    throw err;
+  }
+  return cluster;
+}
