@@ -27,7 +27,7 @@ export function usesRedis(config: Pick<Config, 'REDIS_URL' | 'REDIS_SENTINELS'>)
 
 /**
  * How to reach the pools' Redis: a URL, or with REDIS_SENTINELS the master Sentinel names
- * (ioredis asks the sentinels for it and follows `+switch-master`), with the user, password,
+ * (ioredis asks the sentinels for it and reconnects on their `+switch-master`), with the user, password,
  * database and TLS of REDIS_URL if given. `where` names it in logs (no secrets).
  */
 export function redisTarget(config: RedisConfig): RedisTarget {
@@ -42,6 +42,13 @@ export function redisTarget(config: RedisConfig): RedisTarget {
   const options: RedisOptions = {
     sentinels,
     name: config.REDIS_SENTINEL_NAME!,
+    // Subscribe to the sentinels' +switch-master and reconnect at once: a master that hangs
+    // (SIGSTOP, a partition) keeps its socket open, and without this the client would wait on it
+    // for as long as it hangs, then talk to it as a demoted replica.
+    failoverDetector: true,
+    // A demoted master answers writes with READONLY: reconnect (the sentinels name the new
+    // master); the command is not resent (it did not run; its caller fails and retries).
+    reconnectOnError: (err: Error) => (err.message.startsWith('READONLY') ? 1 : false),
     ...(config.REDIS_SENTINEL_PASSWORD ? { sentinelPassword: config.REDIS_SENTINEL_PASSWORD } : {}),
     ...(url?.username ? { username: decodeURIComponent(url.username) } : {}),
     ...(url?.password ? { password: decodeURIComponent(url.password) } : {}),

@@ -7,9 +7,9 @@ import { untilValue } from './poll.js';
 import { freePort } from './ports.js';
 
 /**
- * A Redis master, one replica and three sentinels (quorum 2, down after 1 s) on loopback, private
- * to one test file: `redis-server` processes in a temp dir, no persistence. `env` is what idmint
- * needs to reach the master through Sentinel.
+ * A Redis master, `replicas` replicas (default one) and three sentinels (quorum 2, down after 1 s)
+ * on loopback, private to one test file: `redis-server` processes in a temp dir, no persistence.
+ * `env` is what idmint needs to reach the master through Sentinel.
  */
 export interface RedisSentinelSet {
   readonly name: string;
@@ -19,20 +19,31 @@ export interface RedisSentinelSet {
   masterPort(): Promise<number>;
   /** SIGKILLs the current master; resolves once the sentinels name another. */
   killMaster(): Promise<{ from: number; to: number }>;
+  /**
+   * SIGSTOPs the current master; resolves once the sentinels name another. The old master is still
+   * a master holding its data: `resume` brings it back stale, until the sentinels demote it.
+   */
+  pauseMaster(): Promise<{ from: number; to: number; resume(): void }>;
+  /** SIGKILLs a replica of the current master; resolves with its port. */
+  killReplica(): Promise<number>;
+  /** The role a server reports (`master`, `slave`), or undefined when it does not answer. */
+  roleOf(port: number): Promise<string | undefined>;
   close(): Promise<void>;
 }
 
-export async function startRedisSentinels(name = 'idmint-pools'): Promise<RedisSentinelSet> {
+export async function startRedisSentinels(name = 'idmint-pools', replicas = 1): Promise<RedisSentinelSet> {
   const dir = mkdtempSync(join(tmpdir(), 'idmint-sentinel-'));
   const procs = new Map<number, ChildProcess>();
   const start = (port: number, args: string[]): void => {
     const child = spawn('redis-server', args, { cwd: dir, stdio: 'ignore' });
     procs.set(port, child);
   };
-  const [master, replica, ...sentinelPorts] = await Promise.all([0, 1, 2, 3, 4].map(() => freePort()));
+  const master = await freePort();
+  const replicaPorts = await Promise.all(Array.from({ length: replicas }, () => freePort()));
+  const sentinelPorts = await Promise.all([0, 1, 2].map(() => freePort()));
   const common = ['--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir];
-  start(master!, ['--port', String(master), ...common, '--dbfilename', `m${master}.rdb`]);
-  start(replica!, ['--port', String(replica), ...common, '--dbfilename', `r${replica}.rdb`, '--replicaof', '127.0.0.1', String(master)]);
+  start(master, ['--port', String(master), ...common, '--dbfilename', `m${master}.rdb`]);
+  for (const replica of replicaPorts) start(replica, ['--port', String(replica), ...common, '--dbfilename', `r${replica}.rdb`, '--replicaof', '127.0.0.1', String(master)]);
   for (const port of sentinelPorts) {
     const conf = join(dir, `sentinel-${port}.conf`);
     writeFileSync(
@@ -67,6 +78,20 @@ export async function startRedisSentinels(name = 'idmint-pools'): Promise<RedisS
     }
     return undefined;
   };
+  const info = async (port: number): Promise<string | undefined> => {
+    const client = new Redis({ port, host: '127.0.0.1', lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0, connectTimeout: 1000, commandTimeout: 1000 });
+    client.on('error', () => undefined);
+    try {
+      await client.connect();
+      return String(await client.info('replication'));
+    } catch {
+      return undefined;
+    } finally {
+      client.disconnect();
+    }
+  };
+  const promoted = async (from: number): Promise<number> =>
+    untilValue('the sentinels to promote a replica', ask, (p) => p !== undefined && p !== from, { timeoutMs: 60_000, intervalMs: 200 }) as Promise<number>;
   const masterPort = async (): Promise<number> => untilValue('a master named by the sentinels', ask, (p) => p !== undefined, { timeoutMs: 30_000, intervalMs: 200 }) as Promise<number>;
   const set: RedisSentinelSet = {
     name,
@@ -77,11 +102,34 @@ export async function startRedisSentinels(name = 'idmint-pools'): Promise<RedisS
       const from = await masterPort();
       const proc = procs.get(from);
       proc?.kill('SIGKILL');
-      const to = (await untilValue('the sentinels to promote the replica', ask, (p) => p !== undefined && p !== from, { timeoutMs: 60_000, intervalMs: 200 })) as number;
-      return { from, to };
+      procs.delete(from);
+      return { from, to: await promoted(from) };
+    },
+    async pauseMaster() {
+      const from = await masterPort();
+      const proc = procs.get(from);
+      proc?.kill('SIGSTOP');
+      return { from, to: await promoted(from), resume: () => void proc?.kill('SIGCONT') };
+    },
+    async killReplica() {
+      const current = await masterPort();
+      for (const [port, proc] of procs) {
+        if (port === current || sentinelPorts.includes(port)) continue;
+        if (!(await info(port))?.includes('role:slave')) continue;
+        proc.kill('SIGKILL');
+        procs.delete(port);
+        return port;
+      }
+      throw new Error('no live replica to kill');
+    },
+    async roleOf(port) {
+      return (await info(port))?.match(/role:(\w+)/)?.[1];
     },
     async close() {
-      for (const proc of procs.values()) proc.kill('SIGKILL');
+      for (const proc of procs.values()) {
+        proc.kill('SIGCONT');
+        proc.kill('SIGKILL');
+      }
       rmSync(dir, { recursive: true, force: true });
     },
   };
@@ -89,19 +137,8 @@ export async function startRedisSentinels(name = 'idmint-pools'): Promise<RedisS
     await masterPort();
     // The replica in sync and known to the sentinels before anyone fails over to it.
     await untilValue(
-      'the replica in sync',
-      async () => {
-        const client = new Redis({ port: replica!, host: '127.0.0.1', lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 });
-        client.on('error', () => undefined);
-        try {
-          await client.connect();
-          return String(await client.info('replication')).includes('master_link_status:up');
-        } catch {
-          return false;
-        } finally {
-          client.disconnect();
-        }
-      },
+      'the replicas in sync',
+      async () => (await Promise.all(replicaPorts.map(async (port) => (await info(port))?.includes('master_link_status:up') ?? false))).every(Boolean),
       (ok) => ok,
       { timeoutMs: 30_000, intervalMs: 200 },
     );

@@ -90,6 +90,12 @@ describe('IDMINT_PROCESSES and secured connections', () => {
     expect(target.url).toBeUndefined();
     expect(target.options).toMatchObject({ sentinels: [{ host: '10.0.0.1', port: 26379 }, { host: '10.0.0.2', port: 26380 }], name: 'pools', username: 'app', password: 's3cret', db: 2 });
     expect(target.where).not.toContain('s3cret');
+    // A hung master keeps its socket open: the client follows +switch-master, and a READONLY
+    // answer (a demoted master) makes it reconnect without resending.
+    expect(target.options).toMatchObject({ failoverDetector: true });
+    const onError = target.options.reconnectOnError as (err: Error) => boolean | 1 | 2;
+    expect(onError(new Error("READONLY You can't write against a read only replica."))).toBe(1);
+    expect(onError(new Error('ERR unknown command'))).toBe(false);
     expect(usesRedis(loadConfig({}))).toBe(false);
   });
 
