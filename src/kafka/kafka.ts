@@ -1,5 +1,5 @@
 import { Kafka, logLevel } from 'kafkajs';
-import type { Consumer, ConsumerConfig, KafkaConfig, LogEntry, logCreator, Producer, ProducerConfig } from 'kafkajs';
+import type { Admin, AdminConfig, Consumer, ConsumerConfig, KafkaConfig, LogEntry, logCreator, Producer, ProducerConfig } from 'kafkajs';
 import type { Logger } from '../core/logger.js';
 import { silentLogger } from '../core/logger.js';
 
@@ -64,8 +64,26 @@ export const REQUEST_TIMEOUT_MS = 5000;
  */
 export const METADATA_MAX_AGE_MS = REQUEST_TIMEOUT_MS;
 
-/** KafkaJS's client with idmint's defaults for the producers and consumers it makes. */
+/**
+ * Admin requests keep KafkaJS's 30 s: creating or deleting a topic asks the broker to wait up to
+ * 5 s for the change, and a client that gave up first would retry an operation already done.
+ */
+export const ADMIN_REQUEST_TIMEOUT_MS = 30_000;
+
+/** KafkaJS's client with idmint's defaults for the producers, consumers and admins it makes. */
 class IdmintKafka extends Kafka {
+  private readonly forAdmin: Kafka;
+
+  constructor(config: KafkaConfig) {
+    super(config);
+    // Each producer, consumer and admin opens its own connections: a second client costs nothing.
+    this.forAdmin = new Kafka({ ...config, requestTimeout: ADMIN_REQUEST_TIMEOUT_MS });
+  }
+
+  override admin(config?: AdminConfig): Admin {
+    return this.forAdmin.admin(config);
+  }
+
   override producer(config: ProducerConfig = {}): Producer {
     return super.producer({ metadataMaxAge: METADATA_MAX_AGE_MS, ...config });
   }

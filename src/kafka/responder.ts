@@ -1,3 +1,4 @@
+import { setTimeout } from 'node:timers/promises';
 import type { Admin, Consumer, EachBatchPayload, Kafka, KafkaMessage, Message } from 'kafkajs';
 import { Registry } from 'prom-client';
 import type { Clock, IdDispenser } from '../core/ports.js';
@@ -31,6 +32,9 @@ export interface ResponderSettings {
   partitionsConsumedConcurrently: number;
   commitIntervalMs: number;
 }
+
+/** How long a reply topic not listed waits for a second listing before its requests are skipped. */
+const SECOND_LOOK_MS = 1000;
 
 export const RESPONDER_DEFAULTS: Readonly<ResponderSettings> = Object.freeze({
   /** Consumer group shared by all responders. */
@@ -230,23 +234,46 @@ class KafkaResponder implements Responder {
       [...byTopic].map(async ([topic, group]) => {
         try {
           if (!(await this.topicExists(topic, group[0]!.receivedAt))) {
-            this.metrics.requests.inc({ outcome: 'unanswerable' }, group.length);
-            this.logger.warn({ topic, requests: group.length }, 'reply topic does not exist; requests skipped');
+            // On several brokers a reply topic created a moment ago may not be listed yet by the
+            // broker asked: look once more a second later, without holding up this batch.
+            void this.secondLook(topic, group);
             return;
           }
-          await this.producer.send(topic, group.map((r) => r.message));
-          const now = performance.now();
-          for (const r of group) {
-            this.metrics.requests.inc({ outcome: r.outcome });
-            this.metrics.latency.observe({ outcome: r.outcome }, (now - r.receivedAt) / 1000);
-          }
+          await this.send(topic, group);
         } catch (err) {
-          this.topics.delete(topic);
-          this.metrics.requests.inc({ outcome: 'unanswerable' }, group.length);
-          this.logger.warn({ err, topic, requests: group.length }, 'sending replies failed; the clients will time out and retry');
+          this.failed(topic, group, err);
         }
       }),
     );
+  }
+
+  private async secondLook(topic: string, group: Reply[]): Promise<void> {
+    await setTimeout(SECOND_LOOK_MS);
+    try {
+      if (await this.topicExists(topic, performance.now())) {
+        await this.send(topic, group);
+        return;
+      }
+      this.metrics.requests.inc({ outcome: 'unanswerable' }, group.length);
+      this.logger.warn({ topic, requests: group.length }, 'reply topic does not exist; requests skipped');
+    } catch (err) {
+      this.failed(topic, group, err);
+    }
+  }
+
+  private async send(topic: string, group: Reply[]): Promise<void> {
+    await this.producer.send(topic, group.map((r) => r.message));
+    const now = performance.now();
+    for (const r of group) {
+      this.metrics.requests.inc({ outcome: r.outcome });
+      this.metrics.latency.observe({ outcome: r.outcome }, (now - r.receivedAt) / 1000);
+    }
+  }
+
+  private failed(topic: string, group: Reply[], err: unknown): void {
+    this.topics.delete(topic);
+    this.metrics.requests.inc({ outcome: 'unanswerable' }, group.length);
+    this.logger.warn({ err, topic, requests: group.length }, 'sending replies failed; the clients will time out and retry');
   }
 
   /** A listing started after the request arrived is fresh enough to trust a "missing". */

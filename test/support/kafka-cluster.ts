@@ -1,6 +1,6 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -21,6 +21,8 @@ export interface KafkaCluster {
   readonly nodeIds: readonly number[];
   /** The node leading `topic`'s `partition` now. */
   leaderOf(topic: string, partition?: number): Promise<number>;
+  /** The active controller: the KRaft quorum's leader, as the live nodes' quorum-state files name it. */
+  controllerLeader(): Promise<number>;
   /** SIGKILLs a node (its broker and its controller vote). */
   kill(nodeId: number): Promise<void>;
   /** Starts a killed node again; resolves once the cluster counts it among its brokers. */
@@ -119,6 +121,20 @@ export async function startKafkaCluster(size = 3): Promise<KafkaCluster> {
         const meta = await admin.fetchTopicMetadata({ topics: [topic] }).catch(() => undefined);
         const leader = meta?.topics[0]?.partitions.find((p) => p.partitionId === partition)?.leader;
         return leader !== undefined && leader >= 0 && procs.has(leader) ? leader : undefined;
+      }, (leader) => leader !== undefined, { timeoutMs: 30_000 }) as Promise<number>;
+    },
+    async controllerLeader() {
+      return untilValue('the KRaft quorum leader', async () => {
+        let best: { epoch: number; leader: number } | undefined;
+        for (const n of procs.keys()) {
+          try {
+            const state = JSON.parse(readFileSync(join(dir, `node-${n}`, 'data', '__cluster_metadata-0', 'quorum-state'), 'utf8')) as { leaderId?: number; leaderEpoch?: number };
+            if (state.leaderId !== undefined && state.leaderId >= 0 && procs.has(state.leaderId) && (!best || (state.leaderEpoch ?? 0) > best.epoch)) best = { epoch: state.leaderEpoch ?? 0, leader: state.leaderId };
+          } catch {
+            // not written yet
+          }
+        }
+        return best?.leader;
       }, (leader) => leader !== undefined, { timeoutMs: 30_000 }) as Promise<number>;
     },
     async kill(n) {

@@ -54,6 +54,9 @@ export interface KafkaClientOptions extends Partial<KafkaClientSettings> {
 /** Attempts at joining the reply topic's group right after creating it (a new topic's partitions may not be served yet). */
 const JOIN_ATTEMPTS = 3;
 
+/** Session (and rebalance) timeout of the reply topic's one-member group. */
+const REPLY_SESSION_TIMEOUT_MS = 10_000;
+
 export interface GetIdsOptions {
   timeoutMs?: number;
   retries?: number;
@@ -106,7 +109,17 @@ export class IdmintKafkaClient {
   }
 
   private newConsumer(): Consumer {
-    return this.kafka.consumer({ groupId: this.groupId, allowAutoTopicCreation: false, maxWaitTimeInMs: 1000 });
+    // The group has one member and commits nothing: short sessions cost nothing, and a consumer
+    // that crashed and restarted (a broker lost) rejoins in seconds instead of waiting out its old
+    // member's session (KafkaJS: 30 s).
+    return this.kafka.consumer({
+      groupId: this.groupId,
+      allowAutoTopicCreation: false,
+      maxWaitTimeInMs: 1000,
+      sessionTimeout: REPLY_SESSION_TIMEOUT_MS,
+      rebalanceTimeout: REPLY_SESSION_TIMEOUT_MS,
+      heartbeatInterval: 1000,
+    });
   }
 
   start(): Promise<void> {
