@@ -24,6 +24,12 @@
 # IDMINT_INFRA_PG_HA=1 also starts three Postgres nodes under Patroni on this ZooKeeper
 # (scripts/pg-ha.sh, state in $IDMINT_INFRA_DIR/pg-ha) and writes their multi-host URL as
 # DATABASE_URL; down stops them too.
+#
+# IDMINT_INFRA_HA=1 starts, in place of the single Kafka, ZooKeeper and Redis, replicated ones
+# (scripts/infra-ha.sh, state in $IDMINT_INFRA_DIR/ha, ports from IDMINT_INFRA_HA_PORT): three
+# Kafka brokers, a ZooKeeper ensemble of three, a Redis primary with two replicas under three
+# Sentinels; env gets KAFKA_BROKERS and ZK_CONNECT with three servers each, REDIS_SENTINELS and
+# REDIS_SENTINEL_NAME. Postgres stays one server (or Patroni, with IDMINT_INFRA_PG_HA=1 as well).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -58,6 +64,9 @@ if [[ "$SECURE" == 1 ]]; then
 fi
 
 SERVERS=(zookeeper kafka redis postgres)
+HA="${IDMINT_INFRA_HA:-0}"
+HA_DIR="$INFRA/ha"
+HA_ENV="" # the replicated servers' variables, one NAME=value a line
 declare -A STARTED_AT=() # server -> epoch ms when this invocation started it
 
 log() { printf '[infra] %s\n' "$*" >&2; }
@@ -446,9 +455,13 @@ write_env() {
   local tmp="$INFRA/env.tmp"
   {
     echo "# Written by scripts/infra.sh up: source it (. .infra/env) to reach the local servers."
-    echo "export KAFKA_BROKERS=$(url_of kafka)"
-    echo "export ZK_CONNECT=$(url_of zookeeper)"
-    echo "export REDIS_URL=$(url_of redis)"
+    if [[ -n "$HA_ENV" ]]; then
+      sed 's/^/export /' <<<"$HA_ENV"
+    else
+      echo "export KAFKA_BROKERS=$(url_of kafka)"
+      echo "export ZK_CONNECT=$(url_of zookeeper)"
+      echo "export REDIS_URL=$(url_of redis)"
+    fi
     # One variable a line, unquoted: scripts read this file as well as shells (quote it if you copy).
     echo "export DATABASE_URL=${PG_HA_URL:-$(url_of postgres)}"
     if [[ "$SECURE" == 1 ]]; then
@@ -471,10 +484,17 @@ check_server_name() {
 
 cmd_up() {
   local s t0; t0="$(now_ms)"
-  # Start everything first, then wait: the JVMs warm up in parallel.
-  for s in "${SERVERS[@]}"; do ensure_started "$s"; done
-  # Fastest first, so each "ready after its start" time is its own and not its neighbour's.
-  for s in redis postgres zookeeper kafka; do wait_for "$s" "$(ready_timeout "$s")"; done
+  if [[ "$HA" == 1 ]]; then
+    ensure_jars
+    ensure_started postgres
+    HA_ENV="$(infra_ha up 9>&-)" || die "the replicated servers did not start (logs in $HA_DIR/logs)"
+    wait_for postgres "$(ready_timeout postgres)"
+  else
+    # Start everything first, then wait: the JVMs warm up in parallel.
+    for s in "${SERVERS[@]}"; do ensure_started "$s"; done
+    # Fastest first, so each "ready after its start" time is its own and not its neighbour's.
+    for s in redis postgres zookeeper kafka; do wait_for "$s" "$(ready_timeout "$s")"; done
+  fi
   if [[ "${IDMINT_INFRA_PG_HA:-0}" == 1 ]]; then
     PG_HA_URL="$(pg_ha up 9>&- | sed -n 's/^DATABASE_URL=//p')"
     [[ -n "$PG_HA_URL" ]] || die "the Patroni cluster did not start (logs in $PG_HA_DIR)"
@@ -487,15 +507,24 @@ cmd_down() {
   local s
   # Kafka first: it should not see its controller or clients vanish mid-shutdown for long.
   # The Patroni nodes first: they need ZooKeeper to step down cleanly.
+  local list=(kafka zookeeper redis postgres)
+  # Patroni's ZooKeeper is the ensemble when the replicated profile runs.
+  [[ -d "$HA_DIR" ]] && HA_ENV="$(infra_ha env)"
   [[ -d "$PG_HA_DIR" ]] && { pg_ha down || true; }
-  for s in kafka zookeeper redis postgres; do stop_server "$s" || true; done
+  # The replicated profile ran Postgres alone from this directory.
+  [[ -d "$HA_DIR" ]] && { list=(postgres); infra_ha down || true; }
+  for s in "${list[@]}"; do stop_server "$s" || true; done
 }
 
-pg_ha() { ZK_CONNECT="$(url_of zookeeper)" IDMINT_PG_HA_DIR="$PG_HA_DIR" bash "$ROOT/scripts/pg-ha.sh" "$@"; }
+pg_ha() { ZK_CONNECT="$(ha_var ZK_CONNECT || url_of zookeeper)" IDMINT_PG_HA_DIR="$PG_HA_DIR" bash "$ROOT/scripts/pg-ha.sh" "$@"; }
+infra_ha() { IDMINT_INFRA_HA_DIR="$HA_DIR" IDMINT_INFRA_LIB="$LIB" bash "$ROOT/scripts/infra-ha.sh" "$@"; }
+ha_var() { [[ -n "$HA_ENV" ]] && sed -n "s/^$1=//p" <<<"$HA_ENV" | grep .; }
 
 cmd_status() {
-  local s pid owner rc=0
-  for s in "${SERVERS[@]}"; do
+  local s pid owner rc=0 list=("${SERVERS[@]}")
+  # The replicated profile runs Postgres alone here; infra-ha.sh reports the rest.
+  [[ -d "$HA_DIR" ]] && { list=(postgres); HA_ENV="$(infra_ha env)"; }
+  for s in "${list[@]}"; do
     if external "$s"; then owner="external"
     elif pid="$(own_pid "$s")"; then owner="pid $pid"
     else owner="not started here"; fi
@@ -508,6 +537,7 @@ cmd_status() {
     fi
   done
   [[ -d "$PG_HA_DIR" ]] && { pg_ha status || rc=1; }
+  [[ -d "$HA_DIR" ]] && { infra_ha status || rc=1; }
   return "$rc"
 }
 

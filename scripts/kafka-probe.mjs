@@ -1,5 +1,6 @@
-// Exit 0 when a Kafka broker answers a metadata request, 1 otherwise.
-// Usage: node scripts/kafka-probe.mjs host:port[,host:port] [timeoutMs]
+// Exit 0 when a Kafka broker answers a metadata request (naming at least minBrokers brokers in
+// the cluster, default 1), 1 otherwise.
+// Usage: node scripts/kafka-probe.mjs host:port[,host:port] [timeoutMs] [minBrokers]
 // Used by infra.sh: an open port is not enough, the broker must serve metadata.
 // A secured broker is reached with idmint's own variables (IDMINT_KAFKA_TLS_CA, IDMINT_KAFKA_SASL_*).
 import { readFileSync } from 'node:fs';
@@ -9,6 +10,7 @@ import kafkajs from 'kafkajs';
 const { Kafka, logLevel } = kafkajs;
 const brokers = (process.argv[2] ?? '127.0.0.1:19092').split(',');
 const timeoutMs = Number(process.argv[3] ?? 3000);
+const minBrokers = Number(process.argv[4] ?? 1);
 const env = process.env;
 
 const kafka = new Kafka({
@@ -32,7 +34,7 @@ try {
   const cluster = await admin.describeCluster();
   await admin.disconnect();
   clearTimeout(timer);
-  process.exit(cluster.brokers.length > 0 ? 0 : 1);
+  process.exit(cluster.brokers.length >= minBrokers ? 0 : 1);
 } catch {
   clearTimeout(timer);
   process.exit(1);

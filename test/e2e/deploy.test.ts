@@ -61,6 +61,29 @@ describe('deployable artifacts', () => {
     for (const target of ['api-1:8080', 'api-2:8080', 'refill:8080', 'responder:8080']) expect(prometheus).toContain(target);
   });
 
+  it('compose/docker-compose.ha.yml is valid and runs three Kafka brokers, three ZooKeeper servers and Redis under three Sentinels', async () => {
+    const { stdout } = await run('docker-compose', ['--env-file', 'compose/.env.example', '-f', 'compose/docker-compose.ha.yml', 'config'], { cwd: ROOT });
+    const config = parse(stdout) as { services: Record<string, ComposeService> };
+    const names = Object.keys(config.services);
+    for (const kind of ['kafka', 'zookeeper', 'redis', 'sentinel']) expect(names.filter((n) => n.startsWith(`${kind}-`)), kind).toHaveLength(3);
+    for (const name of ['api-1', 'api-2', 'refill', 'responder']) {
+      const env = config.services[name]!.environment!;
+      expect(env.KAFKA_BROKERS).toBe('kafka-1:9092,kafka-2:9092,kafka-3:9092');
+      expect(env.ZK_CONNECT).toBe('zookeeper-1:2181,zookeeper-2:2181,zookeeper-3:2181');
+      expect(env.REDIS_SENTINELS).toBe('sentinel-1:26379,sentinel-2:26379,sentinel-3:26379');
+      expect(env.REDIS_SENTINEL_NAME).toBe('idmint-pools');
+      expect(env.REDIS_URL).toBeUndefined();
+      expect(JSON.stringify(config.services[name]!.healthcheck?.test)).toContain('/readyz');
+    }
+    // Every Kafka node votes in the controller quorum and has its own id and address.
+    const kafka = ['kafka-1', 'kafka-2', 'kafka-3'].map((n) => config.services[n]!.environment!);
+    expect(new Set(kafka.map((e) => e.KAFKA_NODE_ID)).size).toBe(3);
+    expect(new Set(kafka.map((e) => e.KAFKA_CONTROLLER_QUORUM_VOTERS)).size).toBe(1);
+    expect(new Set(kafka.map((e) => e.CLUSTER_ID)).size).toBe(1);
+    expect(String(kafka[0]!.KAFKA_MIN_INSYNC_REPLICAS)).toBe('2');
+    expect(new Set(['zookeeper-1', 'zookeeper-2', 'zookeeper-3'].map((n) => config.services[n]!.environment!.ZOO_MY_ID)).size).toBe(3);
+  });
+
   it('the Dockerfile builds in stages, ships production dependencies only, runs as a user with a health check', () => {
     const dockerfile = readFileSync(join(ROOT, 'Dockerfile'), 'utf8');
     expect(dockerfile.match(/^FROM /gm)).toHaveLength(2);
