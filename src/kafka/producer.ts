@@ -1,6 +1,7 @@
 import type { Kafka, Message, Producer, ProducerConfig } from 'kafkajs';
 import { Partitioners } from 'kafkajs';
 import type { Logger } from '../core/logger.js';
+import { isUnknownTopic } from './errors.js';
 
 /**
  * acks=-1 on every send: the leader answers once every in-sync replica has the message, and a
@@ -96,30 +97,4 @@ export class TopicProducer {
       old.disconnect().catch((err: unknown) => this.logger.debug({ err }, 'disconnecting a replaced producer failed'));
     }, 5000).unref();
   }
-}
-
-export function isUnknownTopic(err: unknown): boolean {
-  const seen = new Set<unknown>();
-  let e: unknown = err;
-  while (e instanceof Error && !seen.has(e)) {
-    seen.add(e);
-    const type = (e as { type?: unknown }).type;
-    if (type === 'UNKNOWN_TOPIC_OR_PARTITION' || /does not host this topic-partition|unknown topic/i.test(e.message)) return true;
-    e = (e as { originalError?: unknown }).originalError ?? e.cause;
-  }
-  return false;
-}
-
-/** A group coordinator that moved or is still loading (a fresh or restarted broker): worth asking again shortly. */
-export function isCoordinatorMoving(err: unknown): boolean {
-  const type = (err as { type?: unknown } | null)?.type;
-  // KafkaJS names them after the protocol's older names (codes 14, 15, 16).
-  return (
-    type === 'NOT_COORDINATOR' ||
-    type === 'NOT_COORDINATOR_FOR_GROUP' ||
-    type === 'COORDINATOR_LOAD_IN_PROGRESS' ||
-    type === 'GROUP_LOAD_IN_PROGRESS' ||
-    type === 'COORDINATOR_NOT_AVAILABLE' ||
-    type === 'GROUP_COORDINATOR_NOT_AVAILABLE'
-  );
 }

@@ -10,7 +10,8 @@ import { decodeRequest, encodeBlocksReply, encodeErrorReply, encodeIdsReply } fr
 import { responderMetrics } from './metrics.js';
 import type { ResponderMetrics } from './metrics.js';
 import { TopicProducer } from './producer.js';
-import { REQUEST_TOPIC, RESPONDER_GROUP, assertTopicsExist, isLeaderNotAvailable } from './topics.js';
+import { REQUEST_TOPIC, RESPONDER_GROUP, assertTopicsExist } from './topics.js';
+import { isLeaderNotAvailable } from './errors.js';
 import { waitForGroupJoin } from './group.js';
 import { checkInteger, OptionsError, resolveOptions } from '../core/options.js';
 

@@ -3,7 +3,7 @@ import type { Admin, ITopicConfig } from 'kafkajs';
 import { BIZ_TAG_PATTERN } from '../core/ports.js';
 import { BadRequestError, IdmintError } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
-import { isUnknownTopic } from './producer.js';
+import { isLeaderNotAvailable, isUnknownTopic } from './errors.js';
 
 /**
  * Topic and group names, and the admin code that creates them. The broker never auto-creates
@@ -93,7 +93,7 @@ export async function ensureTopics(admin: Admin, specs: readonly TopicSpec[], re
     failure = err;
   }
   try {
-    await untilServed(admin, missing.map((s) => s.topic), failure === undefined ? SERVED_TIMEOUT_MS : RACE_TIMEOUT_MS);
+    await untilServed(admin, missing.map((s) => s.topic), failure === undefined ? SERVED_TIMEOUT_MS : RACE_TIMEOUT_MS, new Map(missing.map((s) => [s.topic, s.numPartitions])));
   } catch (err) {
     throw failure ?? err;
   }
@@ -113,12 +113,16 @@ const MISSING_RECHECK_MS = 2000;
  * a broker that has not seen it yet answers UNKNOWN_TOPIC_OR_PARTITION ("does not host this
  * topic-partition"), which KafkaJS's own wait for leaders does not retry.
  */
-async function untilServed(admin: Admin, topics: readonly string[], timeoutMs: number): Promise<void> {
+async function untilServed(admin: Admin, topics: readonly string[], timeoutMs: number, partitions?: ReadonlyMap<string, number>): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (let attempt = 0; ; attempt++) {
     try {
+      // Every partition: metadata that shows some of a new topic's partitions would stay cached by
+      // the admin (KafkaJS keeps it for minutes), and offsets read through it would miss the rest.
       const meta = await admin.fetchTopicMetadata({ topics: [...topics] });
-      if (meta.topics.length === topics.length && meta.topics.every((t) => t.partitions.length > 0 && t.partitions.every((p) => p.leader >= 0))) return;
+      const whole = (t: { name: string; partitions: { leader: number }[] }): boolean =>
+        t.partitions.length >= (partitions?.get(t.name) ?? 1) && t.partitions.every((p) => p.leader >= 0);
+      if (meta.topics.length === topics.length && meta.topics.every(whole)) return;
     } catch (err) {
       if (!isUnknownTopic(err) && !isLeaderNotAvailable(err)) throw err;
     }
@@ -127,18 +131,6 @@ async function untilServed(admin: Admin, topics: readonly string[], timeoutMs: n
     }
     await setTimeout(Math.min(100 * 2 ** attempt, 1000));
   }
-}
-
-/** A partition without a leader (an election, or every replica's broker down), through KafkaJS's wrappers. */
-export function isLeaderNotAvailable(err: unknown): boolean {
-  const seen = new Set<unknown>();
-  let e: unknown = err;
-  while (e instanceof Error && !seen.has(e)) {
-    seen.add(e);
-    if (/LEADER_NOT_AVAILABLE|no leader for this topic-partition/i.test(`${(e as { type?: string }).type ?? ''} ${e.message}`)) return true;
-    e = (e as { originalError?: unknown }).originalError ?? e.cause;
-  }
-  return false;
 }
 
 /**

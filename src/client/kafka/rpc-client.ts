@@ -10,7 +10,8 @@ import { createKafka } from '../../kafka/kafka.js';
 import { decodeReply, encodeRequest } from '../../kafka/messages.js';
 import { REQUEST_TOPIC, assertTopicsExist, ensureTopics } from '../../kafka/topics.js';
 import { waitForGroupJoin } from '../../kafka/group.js';
-import { ALL_REPLICAS, isUnknownTopic } from '../../kafka/producer.js';
+import { ALL_REPLICAS } from '../../kafka/producer.js';
+import { isUnknownTopic } from '../../kafka/errors.js';
 import { checkInteger, OptionsError, resolveOptions } from '../../core/options.js';
 
 /**

@@ -7,7 +7,8 @@ import { encodePoolBlock } from '../../kafka/messages.js';
 import { signPoolBlock } from '../../kafka/block-signature.js';
 import { kafkaPoolMetrics } from '../../kafka/metrics.js';
 import type { KafkaPoolMetrics } from '../../kafka/metrics.js';
-import { TopicProducer, isCoordinatorMoving, isUnknownTopic } from '../../kafka/producer.js';
+import { TopicProducer } from '../../kafka/producer.js';
+import { isCoordinatorMoving, isUnknownTopic } from '../../kafka/errors.js';
 import { DEFAULT_POOL_PARTITIONS, ensureTopics, existingTopics, logUnderReplicated, POOL_TOPIC_CONFIGS, poolGroup, poolTopic, underReplicated } from '../../kafka/topics.js';
 import { checkInteger, resolveOptions } from '../../core/options.js';
 import { IdmintError } from '../../core/errors.js';
@@ -102,7 +103,8 @@ export class KafkaPoolSink implements PoolSink {
     await this.ensureTopic(topic);
     const per = this.blockIdsFor(segment.end - segment.start + 1);
     const state = await this.state(segment.bizTag, segment.shard);
-    const load = state ? [...state.unconsumed] : Array.from({ length: this.settings.partitions }, () => 0);
+    // Every partition ensureTopic made sure of, even one the offsets did not name.
+    const load = Array.from({ length: Math.max(this.settings.partitions, state?.unconsumed.length ?? 0) }, (_, i) => state?.unconsumed[i] ?? 0);
     const messages = [];
     for (let start = segment.start; start <= segment.end; start += per) {
       const end = Math.min(segment.end, start + per - 1);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isCoordinatorMoving } from '../../../src/kafka/producer.js';
+import { isCoordinatorMoving } from '../../../src/kafka/errors.js';
 
 // KafkaJS builds its protocol errors from the code (its own createErrorFromCode), with the protocol's older type names.
 
