@@ -93,7 +93,9 @@ describe('Redis Sentinel faults under load: a stale master, a lost replica, a ki
       const mark1 = ids.length;
       await until('IDs after the stale master was demoted', () => ids.length > mark1 + 20_000, { timeoutMs: 60_000, detail });
 
-      // 2. A replica killed: nothing for the pools to notice.
+      // 2. A replica killed: nothing for the pools to notice. (One fault at a time: each waits
+      //    until a replica the sentinels could promote is in sync again.)
+      await set.untilPromotable();
       const lostReplica = await set.killReplica();
       const mark2 = ids.length;
       const replicaKilledAt = Date.now();
@@ -101,6 +103,7 @@ describe('Redis Sentinel faults under load: a stale master, a lost replica, a ki
       report.push(`replica ${lostReplica} killed`);
 
       // 3. The master SIGKILLed: the last replica is promoted.
+      await set.untilPromotable();
       const killed = await set.killMaster();
       const killPromotedAt = Date.now();
       const back3 = await poolBackAfter(killPromotedAt, 'after the killed master was replaced');

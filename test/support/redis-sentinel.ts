@@ -24,6 +24,11 @@ export interface RedisSentinelSet {
    * a master holding its data: `resume` brings it back stale, until the sentinels demote it.
    */
   pauseMaster(): Promise<{ from: number; to: number; resume(): void }>;
+  /**
+   * Until the sentinels know a replica of the current master that is in sync (link up, not down
+   * or disconnected): one a failover can promote. One fault at a time waits for this.
+   */
+  untilPromotable(): Promise<void>;
   /** SIGKILLs a replica of the current master; resolves with its port. */
   killReplica(): Promise<number>;
   /** The role a server reports (`master`, `slave`), or undefined when it does not answer. */
@@ -110,6 +115,30 @@ export async function startRedisSentinels(name = 'idmint-pools', replicas = 1): 
       const proc = procs.get(from);
       proc?.kill('SIGSTOP');
       return { from, to: await promoted(from), resume: () => void proc?.kill('SIGCONT') };
+    },
+    async untilPromotable() {
+      await untilValue(
+        'a replica the sentinels can promote',
+        async () => {
+          for (const port of sentinelPorts) {
+            const client = new Redis({ port, host: '127.0.0.1', lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0, connectTimeout: 1000, commandTimeout: 1000 });
+            client.on('error', () => undefined);
+            try {
+              await client.connect();
+              const replicas = (await client.call('SENTINEL', 'REPLICAS', name)) as string[][];
+              const fields = replicas.map((r) => Object.fromEntries(r.flatMap((v, i) => (i % 2 === 0 ? [[v, r[i + 1]]] : []))) as Record<string, string>);
+              if (!fields.some((f) => f.flags === 'slave' && f['master-link-status'] === 'ok')) return false;
+            } catch {
+              return false;
+            } finally {
+              client.disconnect();
+            }
+          }
+          return true;
+        },
+        (ok) => ok,
+        { timeoutMs: 60_000, intervalMs: 250 },
+      );
     },
     async killReplica() {
       const current = await masterPort();
