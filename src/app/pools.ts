@@ -67,7 +67,7 @@ export function openKafkaPoolSink(config: Config, deps: { logger: Logger; regist
   const sink = new KafkaPoolSink({
     kafka: kafkaFor(config, 'idmint-refill', deps.logger),
     partitions: config.IDMINT_KAFKA_POOL_PARTITIONS,
-    ...(config.IDMINT_KAFKA_REPLICATION_FACTOR === undefined ? {} : { replicationFactor: config.IDMINT_KAFKA_REPLICATION_FACTOR }),
+    replicationFactor: config.IDMINT_KAFKA_REPLICATION_FACTOR,
     blockKey: config.IDMINT_POOL_BLOCK_KEY,
     logger: deps.logger,
     ...(deps.registry ? { registry: deps.registry } : {}),

@@ -46,7 +46,7 @@ export async function kafkaInit(o: { partitions?: number; poolTags?: string[]; p
       requestRetentionMs: config.IDMINT_KAFKA_REQUEST_RETENTION_MS,
       ...(o.poolTags ? { poolTags: o.poolTags } : {}),
       poolPartitions: o.poolPartitions ?? config.IDMINT_KAFKA_POOL_PARTITIONS,
-      ...(config.IDMINT_KAFKA_REPLICATION_FACTOR === undefined ? {} : { replicationFactor: config.IDMINT_KAFKA_REPLICATION_FACTOR }),
+      replicationFactor: config.IDMINT_KAFKA_REPLICATION_FACTOR,
     }));
     print(created.length === 0 ? 'all topics already exist' : `created ${created.join(', ')}`);
     const topics = [config.IDMINT_KAFKA_REQUEST_TOPIC, ...(o.poolTags ?? []).map((tag) => poolTopic(tag))];

@@ -51,6 +51,11 @@ export interface TopicSpec {
   configs?: Record<string, string>;
 }
 
+/** `topic "a"` or `topics "a", "b"`, for messages. */
+function namedTopics(topics: readonly string[]): string {
+  return `topic${topics.length > 1 ? 's' : ''} ${topics.map((t) => `"${t}"`).join(', ')}`;
+}
+
 /** The replication factor idmint gives its topics: the configured one, else min(3, brokers in the cluster). */
 export function replicationFor(brokers: number, configured?: number): number {
   return configured ?? Math.max(1, Math.min(3, brokers));
@@ -75,7 +80,7 @@ export async function ensureTopics(admin: Admin, specs: readonly TopicSpec[], re
   if (factor > brokers) {
     throw new IdmintError(
       'NOT_READY',
-      `cannot create Kafka topic${missing.length > 1 ? 's' : ''} ${missing.map((s) => `"${s.topic}"`).join(', ')} with replication factor ${factor}: the cluster has ${brokers} broker${brokers === 1 ? '' : 's'} (IDMINT_KAFKA_REPLICATION_FACTOR)`,
+      `cannot create Kafka ${namedTopics(missing.map((s) => s.topic))} with replication factor ${factor}: the cluster has ${brokers} broker${brokers === 1 ? '' : 's'} (IDMINT_KAFKA_REPLICATION_FACTOR)`,
       { details: { brokers, replicationFactor: factor } },
     );
   }
@@ -127,7 +132,7 @@ async function untilServed(admin: Admin, topics: readonly string[], timeoutMs: n
       if (!isUnknownTopic(err) && !isLeaderNotAvailable(err)) throw err;
     }
     if (Date.now() >= deadline) {
-      throw new IdmintError('NOT_READY', `Kafka topic${topics.length > 1 ? 's' : ''} ${topics.map((t) => `"${t}"`).join(', ')} not served by the brokers within ${timeoutMs} ms of being created`);
+      throw new IdmintError('NOT_READY', `Kafka ${namedTopics(topics)} not served by the brokers within ${timeoutMs} ms of being created`);
     }
     await setTimeout(Math.min(100 * 2 ** attempt, 1000));
   }
@@ -198,7 +203,7 @@ export async function assertTopicsExist(admin: Admin, topics: readonly string[])
   if (stillMissing) {
     throw new IdmintError(
       'NOT_READY',
-      `Kafka topic${missing.length > 1 ? 's' : ''} ${missing.map((t) => `"${t}"`).join(', ')} missing: run \`${INIT_COMMAND}\` (pool topics: \`${INIT_COMMAND} --pool-tags <tag,...>\`)`,
+      `Kafka ${namedTopics(missing)} missing: run \`${INIT_COMMAND}\` (pool topics: \`${INIT_COMMAND} --pool-tags <tag,...>\`)`,
       { details: { missing } },
     );
   }
@@ -216,7 +221,7 @@ export interface InitTopicsOptions {
   /** Partitions per pool topic (config IDMINT_KAFKA_POOL_PARTITIONS). */
   poolPartitions?: number;
   /** Replication factor (config IDMINT_KAFKA_REPLICATION_FACTOR). Default min(3, brokers). */
-  replicationFactor?: number;
+  replicationFactor?: number | undefined;
 }
 
 /** What `idmint kafka init` does: the request topic plus any pool topics named. */

@@ -49,7 +49,7 @@ async function createRequestTopic(kafka: Kafka, config: Config, logger: Logger):
       requestTopic: config.IDMINT_KAFKA_REQUEST_TOPIC,
       requestPartitions: config.IDMINT_KAFKA_PARTITIONS,
       requestRetentionMs: config.IDMINT_KAFKA_REQUEST_RETENTION_MS,
-      ...(config.IDMINT_KAFKA_REPLICATION_FACTOR === undefined ? {} : { replicationFactor: config.IDMINT_KAFKA_REPLICATION_FACTOR }),
+      replicationFactor: config.IDMINT_KAFKA_REPLICATION_FACTOR,
     });
     if (created.length > 0) logger.info({ created }, 'created missing Kafka topics (IDMINT_KAFKA_CREATE_TOPICS=false turns this off)');
     else logUnderReplicated(logger, await underReplicated(admin, [config.IDMINT_KAFKA_REQUEST_TOPIC], config.IDMINT_KAFKA_REPLICATION_FACTOR));

@@ -123,13 +123,18 @@ export class IdmintKafkaClient {
     });
   }
 
+  /** A consumer that failed to start or join is dropped for a fresh one (KafkaJS's cannot start twice). */
+  private async replaceConsumer(): Promise<void> {
+    await this.consumer.disconnect().catch(() => undefined);
+    this.consumer = this.newConsumer();
+  }
+
   start(): Promise<void> {
     if (this.closing) return Promise.reject(new IdmintError('NOT_READY', 'Kafka client is closed'));
     // A broker that cannot be reached is NOT_READY, like every other backing server.
     // A failed start is not kept: the next call starts again (Kafka was down, or a broker was lost).
     const starting = (this.starting ??= this.doStart().catch(async (err: unknown) => {
-      await this.consumer.disconnect().catch(() => undefined);
-      this.consumer = this.newConsumer();
+      await this.replaceConsumer();
       if (this.starting === starting) this.starting = undefined;
       throw isIdmintError(err) ? err : notReady('Kafka (client start)', err);
     }));
@@ -196,8 +201,7 @@ export class IdmintKafkaClient {
         // host this topic-partition"): join again with a fresh consumer.
         if (!isUnknownTopic(err) || attempt >= JOIN_ATTEMPTS || this.closing) throw err;
         this.logger.debug({ err, attempt }, 'the new reply topic is not served yet; joining again');
-        await this.consumer.disconnect().catch(() => undefined);
-        this.consumer = this.newConsumer();
+        await this.replaceConsumer();
         await new Promise((resolve) => setTimeout(resolve, 200 * attempt));
       }
     }
