@@ -202,6 +202,9 @@ export class KafkaPoolConsumer {
       const last = taken[taken.length - 1]!;
       // Commit before hand-out: if this throws (rebalance, fenced member), none of these blocks is served here.
       await this.consumer.commitOffsets([{ topic: batch.topic, partition: batch.partition, offset: (BigInt(last.offset) + 1n).toString() }]);
+      // KafkaJS's commitOffsets returns without committing, and without an error, once the
+      // consumer stopped running (a stop, a crash it restarts from): those blocks may be uncommitted.
+      if (!isRunning() || this.closing) return;
       for (const message of taken) {
         resolveOffset(message.offset);
         const block = this.accept(message.value, batch.partition, message.offset);
