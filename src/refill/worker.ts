@@ -28,8 +28,10 @@ export interface RefillWorkerOptions {
   logger?: Logger;
 }
 
-/** How often the refill worker checks that BullMQ's loop is still running. */
+/** How often the refill worker checks that BullMQ's loop is still running and taking jobs. */
 const WATCHDOG_MS = 2000;
+/** A worker that took no job for this long while jobs wait is stuck. */
+const STUCK_MS = 5000;
 
 type Settings = Required<Omit<RefillWorkerOptions, 'connection' | 'tls' | 'processor' | 'logger'>>;
 
@@ -44,7 +46,11 @@ export const REFILL_WORKER_DEFAULTS: Readonly<Settings> = Object.freeze({
 /** The consumer side: a BullMQ worker running the refill processor. */
 export class RefillWorker {
   readonly settings: Readonly<Settings>;
-  readonly worker: Worker;
+  private bull: Worker;
+  /** Jobs running in this worker, and when it last started or ended one (or found the queue empty). */
+  private active = 0;
+  private lastProgress = Date.now();
+  private checking = false;
   private readonly connection: RedisHandle;
   private readonly log: Logger;
   private closing: Promise<void> | undefined;
@@ -71,42 +77,98 @@ export class RefillWorker {
         throw err;
       }
     };
-    this.worker = new Worker(s.name, run, {
-      connection: client,
-      prefix: s.prefix,
-      concurrency: s.concurrency,
-      lockDuration: s.lockDurationMs,
-      stalledInterval: s.stalledIntervalMs,
-      autorun: true,
-    });
     const outage = new Episode(this.log, 'refill worker cannot reach Redis');
     client.on('error', (err: Error) => outage.fail({}, err.message));
     client.on('ready', () => outage.recover());
-    this.worker.on('error', (err) => outage.fail({}, err.message));
     // While Postgres or a sink is down every attempt fails: one episode, not a warn per attempt.
     const failing = new Episode(this.log, 'refill jobs failing');
-    this.worker.on('failed', (job, err) => failing.fail({ jobId: job?.id, name: job?.name, data: job?.data, attemptsMade: job?.attemptsMade }, err.message));
-    this.worker.on('completed', () => failing.recover());
-    // BullMQ's loop can end on a connection error and stay stopped after Redis comes back
-    // (taskforcesh/bullmq#648, #2466): pools would then never be refilled. Start it again.
+    const start = (): Worker => {
+      const worker = new Worker(s.name, run, {
+        connection: client,
+        prefix: s.prefix,
+        concurrency: s.concurrency,
+        lockDuration: s.lockDurationMs,
+        stalledInterval: s.stalledIntervalMs,
+        autorun: true,
+      });
+      worker.on('error', (err) => outage.fail({}, err.message));
+      worker.on('active', () => this.progress(+1));
+      worker.on('failed', (job, err) => {
+        this.progress(-1);
+        failing.fail({ jobId: job?.id, name: job?.name, data: job?.data, attemptsMade: job?.attemptsMade }, err.message);
+      });
+      worker.on('completed', () => {
+        this.progress(-1);
+        failing.recover();
+      });
+      worker.on('drained', () => this.progress(0));
+      return worker;
+    };
+    this.bull = start();
     this.watchdog = setInterval(() => {
-      if (this.closing || this.worker.isRunning() || this.worker.isPaused()) return;
-      this.log.warn('the refill worker had stopped taking jobs; starting it again');
-      this.worker.run().catch((err: Error) => outage.fail({}, err.message));
+      if (this.closing || this.bull.isPaused()) return;
+      // BullMQ's loop can end on a connection error and stay stopped after Redis comes back
+      // (taskforcesh/bullmq#648, #2466): pools would then never be refilled. Start it again.
+      if (!this.bull.isRunning()) {
+        this.log.warn('the refill worker had stopped taking jobs; starting it again');
+        this.bull.run().catch((err: Error) => outage.fail({}, err.message));
+        return;
+      }
+      // Or the loop runs but waits forever: on a Redis Cluster, after a primary failed, BullMQ's
+      // own watchdog for its blocking read (bullmq 6.7) can hang disconnecting the blocking
+      // client, and the worker takes no job again while jobs (the sweeps, thresholds) wait.
+      // Then a new worker (a new blocking connection) takes over; the old one is abandoned.
+      if (this.active > 0 || Date.now() - this.lastProgress < STUCK_MS || this.checking) return;
+      this.checking = true;
+      void this.waiting(client)
+        .then((waiting) => {
+          if (waiting === 0 || this.closing) return void (this.lastProgress = Date.now());
+          this.log.warn({ waiting, idleMs: Date.now() - this.lastProgress }, 'the refill worker took no job while jobs wait; replacing it');
+          const stuck = this.bull;
+          this.bull = start();
+          this.lastProgress = Date.now();
+          void stuck.close(true).catch(() => undefined);
+        })
+        .catch((err: Error) => this.log.debug({ err: err.message }, 'refill worker check: Redis did not answer'))
+        .finally(() => (this.checking = false));
     }, WATCHDOG_MS);
     this.watchdog.unref();
   }
 
+  /** A job started (+1), ended (-1), or the queue was found empty (0): the worker is alive. */
+  private progress(delta: number): void {
+    this.active = Math.max(0, this.active + delta);
+    this.lastProgress = Date.now();
+  }
+
+  /** Jobs waiting to be taken (BullMQ's wait list and prioritized set), within 2 s. */
+  private async waiting(client: Redis): Promise<number> {
+    const key = (k: string): string => `${this.settings.prefix}:${this.settings.name}:${k}`;
+    const count = Promise.all([client.llen(key('wait')), client.zcard(key('prioritized'))]).then(([a, b]) => a + b);
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('timed out')), 2000)));
+    try {
+      return await Promise.race([count, timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** The BullMQ worker taking jobs now (the watchdog replaces a stuck one). */
+  get worker(): Worker {
+    return this.bull;
+  }
+
   /** Resolves once the worker is connected and waiting for jobs. */
   async waitUntilReady(): Promise<void> {
-    await this.worker.waitUntilReady();
+    await this.bull.waitUntilReady();
   }
 
   /** Waits for running jobs to finish (or `force` to abandon them to the stall checker). */
   close(force = false): Promise<void> {
     this.closing ??= (async () => {
       clearInterval(this.watchdog);
-      await this.worker.close(force);
+      await this.bull.close(force);
       await this.connection.close();
     })();
     return this.closing;
