@@ -110,6 +110,8 @@ export const envSchema = z.object({
   REDIS_SENTINEL_NAME: z.string().trim().regex(/^[\x21-\x7e]+$/, 'printable characters without spaces').optional(),
   /** The sentinels' own password, if they require one. Never logged. */
   REDIS_SENTINEL_PASSWORD: z.string().regex(/^[\x21-\x7e]+$/, 'printable characters without spaces').optional(),
+  /** Redis Cluster, `host:port[,host:port]` (some of its nodes; the rest are found): a tag's pool keys share one slot, the refill queue gets a hash-tagged prefix. With REDIS_CLUSTER_NODES: REDIS_URL's scheme, user and password count. */
+  REDIS_CLUSTER_NODES: hostPortList,
   /** Kafka brokers, `host:port[,host:port]`. Unset: no Kafka responder or pool topics. */
   KAFKA_BROKERS: hostPortList,
   /** ZooKeeper connect string, `host:port[,host:port]`. Unset: worker id from the local file. */
@@ -258,6 +260,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   if ((config.REDIS_SENTINELS === undefined) !== (config.REDIS_SENTINEL_NAME === undefined)) {
     throw new IdmintError('BAD_REQUEST', 'invalid configuration: REDIS_SENTINELS and REDIS_SENTINEL_NAME go together (the sentinels, and the name of the master they watch)');
+  }
+  if (config.REDIS_CLUSTER_NODES !== undefined && config.REDIS_SENTINELS !== undefined) {
+    throw new IdmintError('BAD_REQUEST', 'invalid configuration: REDIS_CLUSTER_NODES and REDIS_SENTINELS name two different kinds of Redis; set the one you run');
+  }
+  if (config.REDIS_CLUSTER_NODES !== undefined && config.REDIS_URL !== undefined && !['', '/', '/0'].includes(new URL(config.REDIS_URL).pathname)) {
+    throw new IdmintError('BAD_REQUEST', 'invalid configuration: a Redis Cluster has database 0 only; leave the database out of REDIS_URL (it gives only the scheme, user and password with REDIS_CLUSTER_NODES)');
   }
   const sasl = [config.IDMINT_KAFKA_SASL_MECHANISM, config.IDMINT_KAFKA_SASL_USERNAME, config.IDMINT_KAFKA_SASL_PASSWORD];
   if (sasl.some((v) => v !== undefined) && !sasl.every((v) => v !== undefined)) {

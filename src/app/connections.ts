@@ -11,33 +11,56 @@ import type { Config } from './config.js';
  * Postgres reads its own from DATABASE_URL (`sslmode=verify-full&sslrootcert=...`).
  */
 
-/** Where the pools' Redis is: a URL, or Sentinel options; `where` names it without secrets. */
+/** Where the pools' Redis is: a URL, Sentinel options, or a Cluster's nodes; `where` names it without secrets. */
 export interface RedisTarget {
   url?: string;
   options: RedisOptions;
+  /** Redis Cluster: nodes to start from (`options` then apply to every node). */
+  cluster?: Array<{ host: string; port: number }>;
   where: string;
 }
 
-type RedisConfig = Pick<Config, 'REDIS_URL' | 'REDIS_SENTINELS' | 'REDIS_SENTINEL_NAME' | 'REDIS_SENTINEL_PASSWORD' | 'IDMINT_REDIS_TLS_CA'>;
+type RedisConfig = Pick<Config, 'REDIS_URL' | 'REDIS_SENTINELS' | 'REDIS_SENTINEL_NAME' | 'REDIS_SENTINEL_PASSWORD' | 'REDIS_CLUSTER_NODES' | 'IDMINT_REDIS_TLS_CA'>;
 
-/** Whether the process has Redis: a URL, or sentinels that name its master. */
-export function usesRedis(config: Pick<Config, 'REDIS_URL' | 'REDIS_SENTINELS'>): boolean {
-  return config.REDIS_URL !== undefined || config.REDIS_SENTINELS !== undefined;
+/** Whether the process has Redis: a URL, sentinels that name its master, or a Cluster's nodes. */
+export function usesRedis(config: Pick<Config, 'REDIS_URL' | 'REDIS_SENTINELS' | 'REDIS_CLUSTER_NODES'>): boolean {
+  return config.REDIS_URL !== undefined || config.REDIS_SENTINELS !== undefined || config.REDIS_CLUSTER_NODES !== undefined;
 }
 
 /**
- * How to reach the pools' Redis: a URL, or with REDIS_SENTINELS the master Sentinel names
- * (ioredis asks the sentinels for it and reconnects on their `+switch-master`), with the user, password,
- * database and TLS of REDIS_URL if given. `where` names it in logs (no secrets).
+ * The refill queue's BullMQ prefix. On a Redis Cluster every key of a queue must share one slot
+ * (BullMQ's scripts touch several), so the prefix becomes a hash tag, `{bull}`: BullMQ's documented
+ * Cluster pattern. Every process computes the same from the same config.
  */
-export function redisTarget(config: RedisConfig): RedisTarget {
-  const tls = redisTls(config);
-  if (config.REDIS_SENTINELS === undefined) return { url: config.REDIS_URL!, options: { ...tls }, where: redactUrl(config.REDIS_URL!) };
-  const sentinels = config.REDIS_SENTINELS.split(',').map((hp) => {
+export function refillPrefix(config: Pick<Config, 'REDIS_CLUSTER_NODES' | 'IDMINT_REFILL_PREFIX'>): string {
+  return config.REDIS_CLUSTER_NODES === undefined ? config.IDMINT_REFILL_PREFIX : `{${config.IDMINT_REFILL_PREFIX}}`;
+}
+
+function hostPorts(list: string): Array<{ host: string; port: number }> {
+  return list.split(',').map((hp) => {
     const at = hp.lastIndexOf(':');
     return { host: hp.slice(0, at), port: Number(hp.slice(at + 1)) };
   });
+}
+
+/**
+ * How to reach the pools' Redis: a URL; with REDIS_SENTINELS the master Sentinel names
+ * (ioredis asks the sentinels for it and reconnects on their `+switch-master`); or with
+ * REDIS_CLUSTER_NODES a Redis Cluster — each with the user, password (and, but for a Cluster,
+ * database) and TLS of REDIS_URL if given. `where` names it in logs (no secrets).
+ */
+export function redisTarget(config: RedisConfig): RedisTarget {
+  const tls = redisTls(config);
   const url = config.REDIS_URL ? new URL(config.REDIS_URL) : undefined;
+  const credentials: RedisOptions = {
+    ...(url?.username ? { username: decodeURIComponent(url.username) } : {}),
+    ...(url?.password ? { password: decodeURIComponent(url.password) } : {}),
+  };
+  if (config.REDIS_CLUSTER_NODES !== undefined) {
+    return { cluster: hostPorts(config.REDIS_CLUSTER_NODES), options: { ...credentials, ...tls }, where: `redis cluster via ${config.REDIS_CLUSTER_NODES}` };
+  }
+  if (config.REDIS_SENTINELS === undefined) return { url: config.REDIS_URL!, options: { ...tls }, where: redactUrl(config.REDIS_URL!) };
+  const sentinels = hostPorts(config.REDIS_SENTINELS);
   const db = url && url.pathname.length > 1 ? Number(url.pathname.slice(1)) : undefined;
   const options: RedisOptions = {
     sentinels,
@@ -50,8 +73,7 @@ export function redisTarget(config: RedisConfig): RedisTarget {
     // master); the command is not resent (it did not run; its caller fails and retries).
     reconnectOnError: (err: Error) => (err.message.startsWith('READONLY') ? 1 : false),
     ...(config.REDIS_SENTINEL_PASSWORD ? { sentinelPassword: config.REDIS_SENTINEL_PASSWORD } : {}),
-    ...(url?.username ? { username: decodeURIComponent(url.username) } : {}),
-    ...(url?.password ? { password: decodeURIComponent(url.password) } : {}),
+    ...credentials,
     ...(db !== undefined && Number.isInteger(db) ? { db } : {}),
     ...tls,
     ...(tls.tls ? { enableTLSForSentinelMode: true, sentinelTLS: tls.tls } : {}),

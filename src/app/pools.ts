@@ -1,6 +1,6 @@
 import type { Registry } from 'prom-client';
 import type { Logger } from '../core/logger.js';
-import { redisTarget, usesRedis } from './connections.js';
+import { redisTarget, refillPrefix, usesRedis } from './connections.js';
 import { kafkaFor } from './kafka-client.js';
 import { KafkaPoolSink } from '../pool/kafka/sink.js';
 import { RedisConnection } from '../pool/redis/connection.js';
@@ -30,14 +30,14 @@ export interface RedisPools {
  */
 export function openRedisPools(config: Config, deps: { logger: Logger; registry?: Registry; closers: Closers }): RedisPools {
   const { logger, registry, closers } = deps;
-  if (!usesRedis(config)) throw new Error('openRedisPools: neither REDIS_URL nor REDIS_SENTINELS is set');
+  if (!usesRedis(config)) throw new Error('openRedisPools: none of REDIS_URL, REDIS_SENTINELS, REDIS_CLUSTER_NODES is set');
   const target = redisTarget(config);
-  const connection = new RedisConnection({ url: target.url, redis: target.options, logger });
+  const connection = new RedisConnection({ url: target.url, redis: target.options, cluster: target.cluster, logger });
   closers.add('redis', () => connection.close());
   const queue = new RefillQueue({
     connection: connection.patient,
     name: config.IDMINT_REFILL_QUEUE,
-    prefix: config.IDMINT_REFILL_PREFIX,
+    prefix: refillPrefix(config),
     sweepEveryMs: config.IDMINT_REFILL_EVERY_MS,
     logger,
   });

@@ -138,7 +138,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
 export function rolesFrom(config: Config): ReadonlySet<Role> {
   if (config.IDMINT_ROLES) {
     const roles = new Set(config.IDMINT_ROLES.split(',') as Role[]);
-    if (roles.has('refill') && !usesRedis(config)) throw new IdmintError('BAD_REQUEST', 'IDMINT_ROLES includes refill, which needs REDIS_URL or REDIS_SENTINELS (refills fill Redis pools)');
+    if (roles.has('refill') && !usesRedis(config)) throw new IdmintError('BAD_REQUEST', 'IDMINT_ROLES includes refill, which needs REDIS_URL, REDIS_SENTINELS or REDIS_CLUSTER_NODES (refills fill Redis pools)');
     if (roles.has('responder') && !config.KAFKA_BROKERS) throw new IdmintError('BAD_REQUEST', 'IDMINT_ROLES includes responder, which needs KAFKA_BROKERS');
     if (roles.size === 1 && roles.has('refill') && !config.DATABASE_URL) {
       throw new IdmintError('BAD_REQUEST', 'a refill-only process needs DATABASE_URL: it allocates segments in the Postgres the API uses');

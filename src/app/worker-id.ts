@@ -1,7 +1,7 @@
 import { hostname, networkInterfaces } from 'node:os';
 import type { Redis } from 'ioredis';
 import { IdmintError } from '../core/errors.js';
-import { zkAuth } from './connections.js';
+import { usesRedis, zkAuth } from './connections.js';
 import { silentLogger, type Logger } from '../core/logger.js';
 import { systemClock, type Clock, type WorkerIdProvider } from '../core/ports.js';
 import { createSnowflakeSource, type SnowflakeSource, type SnowflakeSourceOptions } from '../dispenser/sources/snowflake.js';
@@ -14,7 +14,7 @@ import type { Config } from './config.js';
 
 export type WorkerIdConfig = Pick<
   Config,
-  'ZK_CONNECT' | 'IDMINT_WORKER_ID' | 'IDMINT_WORKER_ID_PROVIDER' | 'IDMINT_DATA_DIR' | 'IDMINT_ADVERTISE' | 'IDMINT_HOST' | 'IDMINT_PORT' | 'DATABASE_URL' | 'REDIS_URL' | 'REDIS_SENTINELS' | 'IDMINT_POOL_KEY_PREFIX' | 'IDMINT_ZK_AUTH'
+  'ZK_CONNECT' | 'IDMINT_WORKER_ID' | 'IDMINT_WORKER_ID_PROVIDER' | 'IDMINT_DATA_DIR' | 'IDMINT_ADVERTISE' | 'IDMINT_HOST' | 'IDMINT_PORT' | 'DATABASE_URL' | 'REDIS_URL' | 'REDIS_SENTINELS' | 'REDIS_CLUSTER_NODES' | 'IDMINT_POOL_KEY_PREFIX' | 'IDMINT_ZK_AUTH'
 >;
 
 export interface WorkerIdDeps {
@@ -53,7 +53,7 @@ export async function workerIdProviderFromConfig(config: WorkerIdConfig, deps: W
       if (config.DATABASE_URL === undefined || !deps.db) throw missing('DATABASE_URL');
       return new PostgresWorkerIdProvider({ db: deps.db, host: hostname(), port: `${config.IDMINT_PORT}-${process.pid}`, logger });
     case 'redis':
-      if ((config.REDIS_URL === undefined && config.REDIS_SENTINELS === undefined) || !deps.redis) throw missing('REDIS_URL or REDIS_SENTINELS');
+      if (!usesRedis(config) || !deps.redis) throw missing('REDIS_URL, REDIS_SENTINELS or REDIS_CLUSTER_NODES');
       return new RedisWorkerIdProvider({ redis: deps.redis, app: 'idmint', address: stableAddress(config), keyPrefix: `${config.IDMINT_POOL_KEY_PREFIX}idmint:`, dataDir, logger, clock });
     case 'file':
       return new FileWorkerIdProvider({ dataDir, logger, clock });

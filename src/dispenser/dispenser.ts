@@ -250,7 +250,7 @@ export class Dispenser implements IdService {
    */
   poolRefusal(pool: PoolKind): string | undefined {
     if ((pool === 'redis-list' || pool === 'redis-counter') && !this.options.pools[pool]) {
-      return `pool "${pool}" needs Redis, and this server has no Redis; use "auto" or "memory", or set REDIS_URL (or REDIS_SENTINELS)`;
+      return `pool "${pool}" needs Redis, and this server has no Redis; use "auto" or "memory", or set REDIS_URL (or REDIS_SENTINELS, REDIS_CLUSTER_NODES)`;
     }
     return undefined;
   }

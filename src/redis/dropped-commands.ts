@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import { isCluster } from './cluster.js';
 
 /** What a command in flight when its connection dropped is rejected with. */
 export const DROPPED_MESSAGE = 'Redis connection lost while the command was in flight; it may or may not have run';
@@ -28,6 +29,8 @@ export function settleDroppedCommands(redis: Redis): Redis {
     const error = new Error(DROPPED_MESSAGE);
     for (let item = stash.shift(); item; item = stash.shift()) item.command.reject(error);
   });
+  // A Cluster client has a connection per node, each with its own stash.
+  if (isCluster(redis)) redis.on('+node', (node: Redis) => settleDroppedCommands(node));
   const duplicate = redis.duplicate.bind(redis);
   redis.duplicate = (...args: Parameters<Redis['duplicate']>) => settleDroppedCommands(duplicate(...args));
   return redis;

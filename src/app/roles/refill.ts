@@ -4,6 +4,7 @@ import type { BizStore, PoolSink } from '../../core/ports.js';
 import { createRefillProcessor, type RefillProcessor, type SinkKind } from '../../refill/processor.js';
 import { RefillWorker } from '../../refill/worker.js';
 import type { Config } from '../config.js';
+import { refillPrefix } from '../connections.js';
 import type { RedisPools } from '../pools.js';
 import { DEFAULT_REDIS_POOL } from '../../core/pool-kind.js';
 import type { KafkaPoolSink } from '../../pool/kafka/sink.js';
@@ -49,7 +50,7 @@ export async function startRefillRole(options: RefillRoleOptions): Promise<Refil
     connection: redis.connection.patient,
     processor,
     name: config.IDMINT_REFILL_QUEUE,
-    prefix: config.IDMINT_REFILL_PREFIX,
+    prefix: refillPrefix(config),
     concurrency: config.IDMINT_REFILL_CONCURRENCY,
     lockDurationMs: config.IDMINT_REFILL_LOCK_MS,
     stalledIntervalMs: Math.max(100, Math.floor(config.IDMINT_REFILL_LOCK_MS / 2)),

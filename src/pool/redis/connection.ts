@@ -2,10 +2,15 @@ import { Redis, type RedisOptions } from 'ioredis';
 import { Episode } from '../../core/episode.js';
 import { silentLogger, type Logger } from '../../core/logger.js';
 import { settleDroppedCommands } from '../../redis/dropped-commands.js';
+import { clusterClient } from '../../redis/cluster.js';
 import { defineScripts } from './scripts.js';
 
-/** A new ioredis client for a URL or for options alone (Sentinel), with `extra` options over them. */
-export function redisClientFor(target: { url?: string | undefined; options?: RedisOptions | undefined }, extra: RedisOptions = {}): Redis {
+/** A new ioredis client for a URL, for options alone (Sentinel) or for a Cluster's nodes, with `extra` options over them. */
+export function redisClientFor(
+  target: { url?: string | undefined; options?: RedisOptions | undefined; cluster?: Array<{ host: string; port: number }> | undefined },
+  extra: RedisOptions = {},
+): Redis {
+  if (target.cluster) return clusterClient(target.cluster, { ...target.options, ...extra });
   return target.url ? new Redis(target.url, { ...target.options, ...extra }) : new Redis({ ...target.options, ...extra });
 }
 
@@ -14,6 +19,8 @@ export interface RedisConnectionOptions {
   url?: string;
   /** ioredis options every client of the connection starts from (TLS, Sentinel, credentials). */
   redis?: RedisOptions;
+  /** Redis Cluster: the nodes to start from (`redis` then applies to each node). */
+  cluster?: Array<{ host: string; port: number }>;
   logger?: Logger;
 }
 
@@ -36,7 +43,7 @@ export class RedisConnection {
 
   constructor(options: RedisConnectionOptions) {
     this.log = (options.logger ?? silentLogger).child({ component: 'redis' });
-    const target = { url: options.url, options: options.redis };
+    const target = { url: options.url, options: options.redis, cluster: options.cluster };
     this.fast = redisClientFor(target, {
       maxRetriesPerRequest: 1,
       autoResendUnfulfilledCommands: false,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../src/app/config.js';
-import { redisTarget, usesRedis } from '../../../src/app/connections.js';
+import { redisTarget, refillPrefix, usesRedis } from '../../../src/app/connections.js';
 import { IdmintError } from '../../../src/core/errors.js';
 
 describe('loadConfig', () => {
@@ -97,6 +97,20 @@ describe('IDMINT_PROCESSES and secured connections', () => {
     expect(onError(new Error("READONLY You can't write against a read only replica."))).toBe(1);
     expect(onError(new Error('ERR unknown command'))).toBe(false);
     expect(usesRedis(loadConfig({}))).toBe(false);
+  });
+
+  it('takes REDIS_CLUSTER_NODES alone, with REDIS_URL\'s credentials but no database; the refill queue\'s prefix becomes a hash tag', () => {
+    expect(() => loadConfig({ REDIS_CLUSTER_NODES: '127.0.0.1:7000', REDIS_SENTINELS: '127.0.0.1:26379', REDIS_SENTINEL_NAME: 'm' })).toThrow(/REDIS_CLUSTER_NODES and REDIS_SENTINELS/);
+    expect(() => loadConfig({ REDIS_CLUSTER_NODES: '127.0.0.1:7000', REDIS_URL: 'redis://h:6379/3' })).toThrow(/database 0 only/);
+    expect(() => loadConfig({ REDIS_CLUSTER_NODES: 'nohost' })).toThrow(/host:port/);
+    const config = loadConfig({ REDIS_CLUSTER_NODES: '10.0.0.1:7000,10.0.0.2:7001', REDIS_URL: 'redis://app:s3cret@ignored:6379/0' });
+    expect(usesRedis(config)).toBe(true);
+    const target = redisTarget(config);
+    expect(target.cluster).toEqual([{ host: '10.0.0.1', port: 7000 }, { host: '10.0.0.2', port: 7001 }]);
+    expect(target.options).toMatchObject({ username: 'app', password: 's3cret' });
+    expect(target.where).not.toContain('s3cret');
+    expect(refillPrefix(config)).toBe('{bull}');
+    expect(refillPrefix(loadConfig({ REDIS_URL: 'redis://h:6379' }))).toBe('bull');
   });
 
   it('wants the three Kafka SASL variables together, and a readable CA file', () => {
