@@ -2,24 +2,28 @@
 # Replicated Kafka, ZooKeeper and Redis on loopback, the servers idmint's failover tests and an
 # operator's trial run against: three Kafka nodes (KRaft, each broker and controller: a quorum of
 # three), a ZooKeeper ensemble of three, and a Redis primary with two replicas under three
-# Sentinels (`redis-server --sentinel`). Started by `IDMINT_INFRA_HA=1 bash scripts/infra.sh up`
+# Sentinels (`redis-server --sentinel`), and a six-node Redis Cluster (three primaries, a replica
+# each; `redis-cli --cluster create`). Started by `IDMINT_INFRA_HA=1 bash scripts/infra.sh up`
 # (which starts Postgres beside them and writes their variables to its env file), or alone:
 #
 #   bash scripts/infra-ha.sh up        start every server, wait for all, print the variables
 #   bash scripts/infra-ha.sh down      stop every server and delete the data (leaves no process)
 #   bash scripts/infra-ha.sh status    each server and whether it answers
 #   bash scripts/infra-ha.sh env       the variables idmint needs (KAFKA_BROKERS, ZK_CONNECT, REDIS_SENTINELS...)
-#   bash scripts/infra-ha.sh kill|start|pause|resume <server>   e.g. kafka-2, zookeeper-1, redis-1, sentinel-3
+#   bash scripts/infra-ha.sh kill|start|pause|resume <server>   e.g. kafka-2, zookeeper-1, redis-1, sentinel-3, rcluster-4
 #   bash scripts/infra-ha.sh redis-master    the port of the Redis master the sentinels name now
 #
 # Settings (environment):
 #   IDMINT_INFRA_HA_DIR    state directory (default $IDMINT_INFRA_DIR/ha, else .infra/ha)
 #   IDMINT_INFRA_HA_PORT   base port (default 29000): ZooKeeper clients +1..3 (peers +11..13,
 #                          elections +21..23), Kafka brokers +31..33 (controllers +41..43),
-#                          Redis +51..53, Sentinels +61..63
+#                          Redis +51..53, Sentinels +61..63, Redis Cluster nodes +71..76
 #   IDMINT_INFRA_LIB       the Kafka and ZooKeeper jars (default .infra/lib, fetched by infra.sh)
 # Failure detection is shortened for trials (a Kafka broker fenced after 6 s, Sentinel's
-# down-after 2 s, ZooKeeper tickTime 1 s); production keeps the defaults.
+# down-after 2 s, the Redis Cluster's node timeout 2 s, ZooKeeper tickTime 1 s); production keeps
+# the defaults. The env has the Sentinel set as the pools' Redis; the Cluster's nodes are in
+# IDMINT_INFRA_REDIS_CLUSTER_NODES (idmint takes one kind: unset REDIS_SENTINELS and
+# REDIS_SENTINEL_NAME, and set REDIS_CLUSTER_NODES to it).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 DIR="${IDMINT_INFRA_HA_DIR:-${IDMINT_INFRA_DIR:-$ROOT/.infra}/ha}"
@@ -36,6 +40,8 @@ zk_port() { echo $((BASE + $1)); }
 kafka_port() { echo $((BASE + 30 + $1)); }
 redis_port() { echo $((BASE + 50 + $1)); }
 sentinel_port() { echo $((BASE + 60 + $1)); }
+rcluster_port() { echo $((BASE + 70 + $1)); }
+RC=(1 2 3 4 5 6)
 joined() { local f="$1" out="" i; for i in "${N[@]}"; do out+="${out:+,}$HOST:$("$f" "$i")"; done; echo "$out"; }
 
 # ---------------------------------------------------------------- processes
@@ -57,6 +63,7 @@ tag_of() {
     kafka-* | zookeeper-*) echo "-Didmint.infra.ha=$DIR/$1" ;;
     redis-*) echo ":$(redis_port "${1#redis-}")" ;;
     sentinel-*) echo ":$(sentinel_port "${1#sentinel-}")" ;;
+    rcluster-*) echo ":$(rcluster_port "${1#rcluster-}")" ;;
   esac
 }
 
@@ -167,6 +174,27 @@ start_sentinel() { # start_sentinel <n>
   redis-server "$conf" --sentinel --daemonize yes --pidfile "$(pidfile "sentinel-$n")" --logfile "$DIR/logs/sentinel-$n.log" >/dev/null
 }
 
+start_rcluster() { # start_rcluster <n>: a node keeps its identity and role in nodes.conf across restarts
+  local n="$1" port; port="$(rcluster_port "$1")"
+  local d="$DIR/rcluster-$n"
+  mkdir -p "$d"
+  redis-server --bind "$HOST" --port "$port" --save '' --appendonly no --dir "$d" --daemonize yes \
+    --cluster-enabled yes --cluster-config-file "$d/nodes.conf" --cluster-node-timeout 2000 \
+    --pidfile "$(pidfile "rcluster-$n")" --logfile "$DIR/logs/rcluster-$n.log" >/dev/null
+}
+
+rcluster_nodes() { local out="" i; for i in "${RC[@]}"; do out+="${out:+,}$HOST:$(rcluster_port "$i")"; done; echo "$out"; }
+
+rcluster_form() { # joins the six nodes once; later starts find the cluster in their nodes.conf
+  local i nodes
+  for i in "${RC[@]}"; do
+    timeout 3 redis-cli -h "$HOST" -p "$(rcluster_port "$i")" cluster info 2>/dev/null | grep -q 'cluster_known_nodes:1\b' || return 0
+  done
+  read -r -a nodes <<<"$(rcluster_nodes | tr ',' ' ')"
+  timeout 60 redis-cli --cluster create "${nodes[@]}" --cluster-replicas 1 --cluster-yes >"$DIR/logs/rcluster-create.log" 2>&1 ||
+    die "redis-cli --cluster create failed (log: $DIR/logs/rcluster-create.log)"
+}
+
 start_server() { # start_server <kind-n>
   local s="$1"
   own_pid "$s" >/dev/null && return
@@ -175,7 +203,8 @@ start_server() { # start_server <kind-n>
     kafka-[123]) start_kafka "${s#kafka-}" ;;
     redis-[123]) start_redis "${s#redis-}" ;;
     sentinel-[123]) start_sentinel "${s#sentinel-}" ;;
-    *) die "unknown server '$s': expected kafka-N, zookeeper-N, redis-N or sentinel-N (N = 1, 2, 3)" ;;
+    rcluster-[1-6]) start_rcluster "${s#rcluster-}" ;;
+    *) die "unknown server '$s': expected kafka-N, zookeeper-N, redis-N or sentinel-N (N = 1, 2, 3), or rcluster-N (1 to 6)" ;;
   esac
 }
 
@@ -187,6 +216,7 @@ answers() { # answers <kind-n>
     kafka-*) node "$ROOT/scripts/kafka-probe.mjs" "$HOST:$(kafka_port "${1#kafka-}")" 3000 >/dev/null 2>&1 ;;
     redis-*) [[ "$(timeout 3 redis-cli -h "$HOST" -p "$(redis_port "${1#redis-}")" ping 2>/dev/null)" == PONG ]] ;;
     sentinel-*) [[ "$(timeout 3 redis-cli -h "$HOST" -p "$(sentinel_port "${1#sentinel-}")" ping 2>/dev/null)" == PONG ]] ;;
+    rcluster-*) [[ "$(timeout 3 redis-cli -h "$HOST" -p "$(rcluster_port "${1#rcluster-}")" ping 2>/dev/null)" == PONG ]] ;;
   esac
 }
 
@@ -201,7 +231,11 @@ redis_master() { # the master's port, as the first sentinel that answers names i
 
 kafka_cluster_whole() { node "$ROOT/scripts/kafka-probe.mjs" "$(joined kafka_port)" 5000 3 >/dev/null 2>&1; }
 
-servers() { local k i; for k in zookeeper kafka redis sentinel; do for i in "${N[@]}"; do echo "$k-$i"; done; done; }
+servers() {
+  local k i
+  for k in zookeeper kafka redis sentinel; do for i in "${N[@]}"; do echo "$k-$i"; done; done
+  for i in "${RC[@]}"; do echo "rcluster-$i"; done
+}
 
 wait_all() { # every server answers, the Kafka cluster counts three brokers, the replicas are in sync
   local deadline=$(($(date +%s) + ${1:-180})) s
@@ -227,6 +261,11 @@ wait_all() { # every server answers, the Kafka cluster counts three brokers, the
     (($(date +%s) < deadline)) || die "the sentinels name no master"
     sleep 0.3
   done
+  rcluster_form
+  until timeout 3 redis-cli -h "$HOST" -p "$(rcluster_port 1)" cluster info 2>/dev/null | grep -q 'cluster_state:ok'; do
+    (($(date +%s) < deadline)) || die "the Redis Cluster did not reach cluster_state:ok in time (logs: $DIR/logs/rcluster-*)"
+    sleep 0.3
+  done
 }
 
 cmd_env() {
@@ -234,22 +273,23 @@ cmd_env() {
   echo "ZK_CONNECT=$(joined zk_port)"
   echo "REDIS_SENTINELS=$(joined sentinel_port)"
   echo "REDIS_SENTINEL_NAME=$NAME"
+  echo "IDMINT_INFRA_REDIS_CLUSTER_NODES=$(rcluster_nodes)"
 }
 
 cmd_up() {
   setup
   local t0 s; t0="$(date +%s%3N)"
   # Redis first: the sentinels need its primary; the JVMs warm up meanwhile.
-  for s in redis-1 redis-2 redis-3 sentinel-1 sentinel-2 sentinel-3 zookeeper-1 zookeeper-2 zookeeper-3 kafka-1 kafka-2 kafka-3; do start_server "$s"; done
+  for s in redis-1 redis-2 redis-3 sentinel-1 sentinel-2 sentinel-3 rcluster-{1..6} zookeeper-1 zookeeper-2 zookeeper-3 kafka-1 kafka-2 kafka-3; do start_server "$s"; done
   wait_all 240
-  say "three Kafka brokers, three ZooKeeper servers, Redis with two replicas and three Sentinels answer ($(($(date +%s%3N) - t0)) ms)"
+  say "three Kafka brokers, three ZooKeeper servers, Redis with two replicas and three Sentinels, a Redis Cluster of six answer ($(($(date +%s%3N) - t0)) ms)"
   cmd_env
 }
 
 cmd_down() {
   local s pid i
   # Kafka first (it needs its quorum to stop cleanly), sentinels before Redis (no failover on the way down).
-  for s in kafka-1 kafka-2 kafka-3 sentinel-1 sentinel-2 sentinel-3 redis-1 redis-2 redis-3 zookeeper-1 zookeeper-2 zookeeper-3; do
+  for s in kafka-1 kafka-2 kafka-3 sentinel-1 sentinel-2 sentinel-3 redis-1 redis-2 redis-3 rcluster-{1..6} zookeeper-1 zookeeper-2 zookeeper-3; do
     pid="$(own_pid "$s")" || continue
     kill -CONT "$pid" 2>/dev/null || true
     kill -TERM "$pid" 2>/dev/null || true
@@ -291,7 +331,7 @@ main() {
     pause) signal "${2:?pause <server>}" STOP ;;
     resume) signal "${2:?resume <server>}" CONT ;;
     start) setup; start_server "${2:?start <server>}"; until answers "$2"; do own_pid "$2" >/dev/null || die "$2 exited during start-up (logs: $DIR/logs/$2.*)"; sleep 0.3; done; say "$2 answers" ;;
-    *) echo "usage: $0 up|down|status|env|redis-master | kill|start|pause|resume <kafka-N|zookeeper-N|redis-N|sentinel-N>" >&2; exit 2 ;;
+    *) echo "usage: $0 up|down|status|env|redis-master | kill|start|pause|resume <kafka-N|zookeeper-N|redis-N|sentinel-N|rcluster-N>" >&2; exit 2 ;;
   esac
 }
 

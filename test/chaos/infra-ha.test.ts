@@ -69,7 +69,7 @@ describe('the replicated infra profile (IDMINT_INFRA_HA=1)', () => {
     rmSync(dataDir, { recursive: true, force: true });
   }, 120_000);
 
-  it('writes three Kafka brokers, three ZooKeeper servers and three Sentinels to its env file', () => {
+  it('writes three Kafka brokers, three ZooKeeper servers, three Sentinels and a Redis Cluster\'s nodes to its env file', () => {
     expect(vars.KAFKA_BROKERS!.split(',')).toHaveLength(3);
     expect(vars.ZK_CONNECT!.split(',')).toHaveLength(3);
     expect(vars.REDIS_SENTINELS!.split(',')).toHaveLength(3);
@@ -111,6 +111,29 @@ describe('the replicated infra profile (IDMINT_INFRA_HA=1)', () => {
     } finally {
       await admin.disconnect();
     }
+    await server.stop('SIGTERM');
+    server = undefined;
+  }, 300_000);
+
+  it('idmint serve runs on its Redis Cluster instead: pools and the refill queue on six nodes, no CROSSSLOT', async () => {
+    expect(vars.IDMINT_INFRA_REDIS_CLUSTER_NODES!.split(',')).toHaveLength(6);
+    const { REDIS_SENTINELS: _s, REDIS_SENTINEL_NAME: _n, ...rest } = vars;
+    server = await spawnServer({ ...rest, REDIS_CLUSTER_NODES: vars.IDMINT_INFRA_REDIS_CLUSTER_NODES!, IDMINT_DATA_DIR: dataDir, IDMINT_ADMIN_TOKEN: TOKEN, IDMINT_REFILL_EVERY_MS: '1000' }, { timeoutMs: 120_000 });
+    const ready = await untilReady(server.url, { status: 'ready', timeoutMs: 120_000, output: server.output });
+    expect(ready.status).toBe('ready');
+    const post = (body: object): Promise<Response> =>
+      fetch(`${server!.url}/v1/biz`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    expect((await post({ bizTag: 'hacluster', step: 1000, pool: 'redis-list' })).status).toBe(201);
+    const ids: string[] = [];
+    for (const bizTag of ['hapool', 'hacluster']) {
+      await until(`IDs of ${bizTag} from a Redis pool on the Cluster`, async () => {
+        const body = (await (await fetch(`${server!.url}/v1/ids/${bizTag}?count=100`)).json()) as { ids: string[]; source: string };
+        ids.push(...body.ids);
+        return body.source === 'pool';
+      }, { timeoutMs: 60_000, detail: () => server!.output().slice(-2000) });
+    }
+    expectNoDuplicates(ids);
+    expect(server.output()).not.toMatch(/CROSSSLOT/);
     await server.stop('SIGTERM');
     server = undefined;
   }, 300_000);
