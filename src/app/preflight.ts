@@ -32,7 +32,10 @@ async function checkRedis(config: Config, logger: Logger): Promise<void> {
   const client = redisClientFor(target, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: DEADLINE_MS, enableOfflineQueue: false });
   // connect() rejects with "Connection is closed"; the reason arrives as an 'error' event.
   let reason: unknown;
-  client.on('error', (err: unknown) => void (reason = err));
+  // A Cluster reports each node's failure (a refused password, TLS) as a 'node error', then an
+  // 'error' "Failed to refresh slots cache" whose lastNodeError is the node's reason.
+  client.on('error', (err: unknown) => void (reason = (err as { lastNodeError?: unknown }).lastNodeError ?? err));
+  client.on('node error', (err: unknown) => void (reason = err));
   try {
     await client.connect();
     await client.ping();

@@ -33,8 +33,8 @@ export interface RedisClusterSet {
   close(): Promise<void>;
 }
 
-async function ask<T>(port: number, fn: (client: Redis) => Promise<T>): Promise<T | undefined> {
-  const client = new Redis({ port, host: '127.0.0.1', lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0, connectTimeout: 1000, commandTimeout: 1000 });
+async function askNode<T>(port: number, password: string | undefined, fn: (client: Redis) => Promise<T>): Promise<T | undefined> {
+  const client = new Redis({ port, host: '127.0.0.1', ...(password === undefined ? {} : { password }), lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0, connectTimeout: 1000, commandTimeout: 1000 });
   client.on('error', () => undefined);
   try {
     await client.connect();
@@ -46,13 +46,16 @@ async function ask<T>(port: number, fn: (client: Redis) => Promise<T>): Promise<
   }
 }
 
-export async function startRedisCluster(): Promise<RedisClusterSet> {
+/** `password`: every node requires it (`requirepass`, and `masterauth` for its replica links). */
+export async function startRedisCluster(options: { password?: string } = {}): Promise<RedisClusterSet> {
+  const auth = options.password === undefined ? [] : ['--requirepass', options.password, '--masterauth', options.password];
+  const ask = <T>(port: number, fn: (client: Redis) => Promise<T>): Promise<T | undefined> => askNode(port, options.password, fn);
   const dir = mkdtempSync(join(tmpdir(), 'idmint-rcluster-'));
   const procs = new Map<number, ChildProcess>();
   const ports = await Promise.all(Array.from({ length: 6 }, () => freePort()));
   for (const port of ports) {
     const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, '--dbfilename', `n${port}.rdb`];
-    args.push('--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${port}.conf`, '--cluster-node-timeout', '1000');
+    args.push(...auth, '--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${port}.conf`, '--cluster-node-timeout', '1000');
     procs.set(port, spawn('redis-server', args, { cwd: dir, stdio: 'ignore' }));
   }
   const live = (): number[] => [...procs.keys()];
@@ -125,7 +128,7 @@ export async function startRedisCluster(): Promise<RedisClusterSet> {
   };
   try {
     await untilValue('the cluster nodes answering', async () => (await Promise.all(ports.map((p) => ask(p, (c) => c.ping())))).every((r) => r === 'PONG'), (ok) => ok, { timeoutMs: 30_000, intervalMs: 100 });
-    await run('redis-cli', ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '1', '--cluster-yes'], { timeout: 60_000 });
+    await run('redis-cli', [...(options.password === undefined ? [] : ['--no-auth-warning', '-a', options.password]), '--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '1', '--cluster-yes'], { timeout: 60_000 });
     await set.untilHealthy();
   } catch (err) {
     await set.close();
