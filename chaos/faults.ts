@@ -1,6 +1,7 @@
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
+import { REQUEST_TOPIC } from '../src/kafka/topics.js';
 import type { Topology, RoleName, TopologyKind } from './topology.js';
 
 /**
@@ -64,11 +65,62 @@ function patroniFailover(lostTail: boolean): Fault {
   };
 }
 
-const POSTGRES_KINDS = new Set(['postgres-restart', 'postgres-down']);
+/** The replicated servers' faults (`ha`): one server of each kind lost or hung, the others serving. */
+const REPLICATED_FAULTS: readonly Fault[] = [
+  {
+    kind: 'redis-master-hang',
+    what: 'SIGSTOP the Redis master until the Sentinels promote a replica, resume it (a stale master until they demote it)',
+    async inject(t) {
+      const set = t.sentinels!;
+      await set.untilPromotable();
+      const paused = await set.pauseMaster();
+      paused.resume();
+      await set.untilPromotable();
+    },
+  },
+  {
+    kind: 'kafka-leader-kill',
+    what: "SIGKILL the broker leading the request topic's first partition, start it again, wait until every replica is in sync",
+    async inject(t) {
+      const cluster = t.kafkaCluster!;
+      const leader = await cluster.leaderOf(REQUEST_TOPIC, 0);
+      await cluster.kill(leader);
+      await sleep(2000);
+      await cluster.start(leader);
+      await cluster.untilInSync();
+    },
+  },
+  {
+    kind: 'kafka-broker-hang',
+    what: 'SIGSTOP one Kafka broker for 10 s (its sockets open, nothing answering), resume it',
+    async inject(t, rng) {
+      const cluster = t.kafkaCluster!;
+      const node = pick(cluster.nodeIds, rng);
+      cluster.pause(node);
+      await sleep(10_000);
+      cluster.resume(node);
+      await cluster.untilInSync();
+    },
+  },
+  {
+    kind: 'zookeeper-leader-kill',
+    what: 'SIGKILL the ZooKeeper leader (the ensemble elects another), start it again',
+    async inject(t) {
+      const zk = t.zkEnsemble!;
+      const leader = await zk.leader();
+      await zk.kill(leader);
+      await sleep(2000);
+      await zk.start(leader);
+    },
+  },
+];
 
-/** The fault kinds of a topology: with `ha`, Patroni failovers in place of the single server's restarts. */
+/** The single servers' own faults: with `ha`, each kind's replicated faults and Patroni failovers take their place. */
+const SINGLE_SERVER_KINDS = new Set(['redis-kill', 'redis-old-snapshot', 'redis-pause', 'postgres-restart', 'postgres-down', 'zookeeper-down', 'kafka-restart', 'kafka-kill']);
+
+/** The fault kinds of a topology. */
 export function faultsFor(kind: TopologyKind): readonly Fault[] {
-  return kind === 'ha' ? [...FAULTS.filter((f) => !POSTGRES_KINDS.has(f.kind)), patroniFailover(false), patroniFailover(true)] : FAULTS;
+  return kind === 'ha' ? [...FAULTS.filter((f) => !SINGLE_SERVER_KINDS.has(f.kind)), ...REPLICATED_FAULTS, patroniFailover(false), patroniFailover(true)] : FAULTS;
 }
 
 export const FAULTS: readonly Fault[] = [

@@ -2,9 +2,11 @@
  * `npm run chaos [-- --minutes N] [--seed S] [--out DIR] [--topology single|ha]`: the whole
  * topology as processes on private servers, load through every path at once, faults on a seeded
  * schedule (every kind at least once, then seeded picks until N minutes have passed), then a
- * report with a chart and `duplicates: 0` — or the list and exit 1. `--topology ha` runs
- * Postgres as a Patroni cluster and adds its failovers (one that loses the last commits) to the
- * faults.
+ * report with a chart and `duplicates: 0` — or the list and exit 1. `--topology ha` replicates
+ * every server (three Kafka brokers, a ZooKeeper ensemble, Redis under Sentinel, Postgres under
+ * Patroni) and puts their failovers in place of the single servers' restarts: a Kafka leader
+ * killed, a broker hung, the ZooKeeper leader killed, the Redis master hung until a replica is
+ * promoted, Patroni failovers (one that loses the last commits).
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';

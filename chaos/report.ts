@@ -52,7 +52,7 @@ export function reportMarkdown(s: ChaosSummary, ledger: Ledger, command: string)
   return [
     '# Chaos run report',
     '',
-    `\`${command}\` — ${s.topology === 'ha' ? 'Postgres as three nodes under Patroni (asynchronous replication, the segment fence in ZooKeeper), ' : ''}seed ${s.seed}, ${(s.seconds / 60).toFixed(1)} minutes, ${s.faults.length} faults, ${rate(s.total)} IDs (${rate(s.total / s.seconds)} IDs/s on average).`,
+    `\`${command}\` — ${s.topology === 'ha' ? 'every server replicated: three Kafka brokers, a ZooKeeper ensemble of three, Redis with two replicas under three Sentinels, Postgres as three nodes under Patroni (asynchronous replication, the segment fence in ZooKeeper); ' : ''}seed ${s.seed}, ${(s.seconds / 60).toFixed(1)} minutes, ${s.faults.length} faults, ${rate(s.total)} IDs (${rate(s.total / s.seconds)} IDs/s on average).`,
     '',
     `**Duplicates: ${s.duplicates.length}**${s.duplicates.length ? `\n\n${s.duplicates.map((d) => `- ${d}`).join('\n')}` : ''}`,
     '',

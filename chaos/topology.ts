@@ -1,7 +1,10 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { startKafkaCluster, type KafkaCluster } from '../test/support/kafka-cluster.js';
 import { PgHa } from '../test/support/pg-ha.js';
+import { startRedisSentinels, type RedisSentinelSet } from '../test/support/redis-sentinel.js';
+import { startZkEnsemble, type ZkEnsemble } from '../test/support/zk-ensemble.js';
 import { freePort, spawnServer, type SpawnedServer } from '../test/support/spawn.js';
 import { startPrivateServer, type PrivateServer, type ServerName } from '../test/support/servers.js';
 
@@ -11,8 +14,10 @@ import { startPrivateServer, type PrivateServer, type ServerName } from '../test
  * idmint as separate processes: 2 api, 2 responders, 2 refill workers. Each role keeps its
  * port and data directory across restarts, so it keeps its identity and worker id.
  *
- * `ha`: Postgres is three nodes under Patroni on the private ZooKeeper (scripts/pg-ha.sh,
- * asynchronous replication), reached through a multi-host DATABASE_URL, with the segment fence.
+ * `ha`: every server replicated, as in production: three Kafka brokers (topics replicated three
+ * ways), a ZooKeeper ensemble of three, Redis as a master with two replicas under three
+ * Sentinels, and Postgres as three nodes under Patroni on that ensemble (scripts/pg-ha.sh,
+ * asynchronous replication) reached through a multi-host DATABASE_URL, with the segment fence.
  */
 
 export type TopologyKind = 'single' | 'ha';
@@ -31,27 +36,39 @@ export class Topology {
   readonly servers = new Map<ServerName, PrivateServer>();
   readonly roles = new Map<RoleName, Role>();
   readonly env: Record<string, string> = {};
-  /** The Patroni cluster of an `ha` topology. */
+  /** The replicated servers of an `ha` topology. */
   pgHa: PgHa | undefined;
+  kafkaCluster: KafkaCluster | undefined;
+  zkEnsemble: ZkEnsemble | undefined;
+  sentinels: RedisSentinelSet | undefined;
 
   static async start(log: (line: string) => void, kind: TopologyKind = 'single'): Promise<Topology> {
     const t = new Topology();
     try {
-      // Kafka's JVM takes longest: start it with the others, in parallel.
-      const names: ServerName[] = kind === 'ha' ? ['redis', 'zookeeper', 'kafka'] : ['redis', 'postgres', 'zookeeper', 'kafka'];
-      const started = await Promise.all(names.map((n) => startPrivateServer(n)));
-      names.forEach((n, i) => t.servers.set(n, started[i]!));
-      log(`servers up: ${names.map((n) => `${n} ${t.servers.get(n)!.url}`).join(', ')}`);
       if (kind === 'ha') {
+        // Kafka's JVMs take longest: started with the others, in parallel.
+        // Settled one by one, so close() stops whichever started when another did not.
+        const settled = await Promise.allSettled([startKafkaCluster(3), startZkEnsemble(3), startRedisSentinels('idmint-chaos', 2)] as const);
+        const [kafka, zk, redis] = settled;
+        t.kafkaCluster = kafka.status === 'fulfilled' ? kafka.value : undefined;
+        t.zkEnsemble = zk.status === 'fulfilled' ? zk.value : undefined;
+        t.sentinels = redis.status === 'fulfilled' ? redis.value : undefined;
+        const failed = settled.find((r) => r.status === 'rejected');
+        if (failed) throw failed.reason;
+        const [cluster, ensemble, sentinels] = [t.kafkaCluster!, t.zkEnsemble!, t.sentinels!];
+        log(`servers up: kafka ${cluster.brokers}, zookeeper ${ensemble.connect}, redis sentinels ${sentinels.sentinels}`);
         // ttl 30: a crashed leader leaves the cluster without a writable primary for about 30 s.
-        t.pgHa = await PgHa.start(t.server('zookeeper').url, { scope: `idmint-chaos-${process.pid}`, ttlSeconds: 30 });
+        t.pgHa = await PgHa.start(ensemble.connect, { scope: `idmint-chaos-${process.pid}`, ttlSeconds: 30 });
         log(`Patroni cluster up: leader ${await t.pgHa.leader()}, ${t.pgHa.url}`);
+        Object.assign(t.env, { ...sentinels.env, DATABASE_URL: t.pgHa.url, ZK_CONNECT: ensemble.connect, KAFKA_BROKERS: cluster.brokers });
+      } else {
+        const names: ServerName[] = ['redis', 'postgres', 'zookeeper', 'kafka'];
+        const started = await Promise.all(names.map((n) => startPrivateServer(n)));
+        names.forEach((n, i) => t.servers.set(n, started[i]!));
+        log(`servers up: ${names.map((n) => `${n} ${t.servers.get(n)!.url}`).join(', ')}`);
+        Object.assign(t.env, { REDIS_URL: t.server('redis').url, DATABASE_URL: t.server('postgres').url, ZK_CONNECT: t.server('zookeeper').url, KAFKA_BROKERS: t.server('kafka').url });
       }
       Object.assign(t.env, {
-        REDIS_URL: t.server('redis').url,
-        DATABASE_URL: t.pgHa?.url ?? t.server('postgres').url,
-        ZK_CONNECT: t.server('zookeeper').url,
-        KAFKA_BROKERS: t.server('kafka').url,
         IDMINT_REFILL_EVERY_MS: '2000',
         IDMINT_POOL_SECONDS: '5',
         IDMINT_KAFKA_SESSION_TIMEOUT_MS: '6000',
@@ -117,6 +134,7 @@ export class Topology {
   async close(): Promise<void> {
     await Promise.all([...this.roles.values()].map((r) => r.server?.stop('SIGTERM').catch(() => undefined)));
     await this.pgHa?.close();
+    await Promise.all([this.kafkaCluster?.close(), this.zkEnsemble?.close(), this.sentinels?.close()].map((p) => p?.catch(() => undefined)));
     await Promise.all([...this.servers.values()].map((s) => s.close().catch(() => undefined)));
     for (const r of this.roles.values()) rmSync(r.dataDir, { recursive: true, force: true });
   }
