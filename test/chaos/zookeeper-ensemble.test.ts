@@ -12,6 +12,7 @@ import { startZkEnsemble, type ZkEnsemble } from '../support/zk-ensemble.js';
 // ZK_CONNECT naming three servers: worker ids (Snowflake) and the segment fence live through the
 // loss of the leader, of a follower, and of the quorum itself for 10 s. Two API processes serve a
 // Snowflake tag and a segment tag (small steps: a fence write every few hundred IDs) throughout.
+// Secured as in production: IDMINT_ZK_AUTH's digest user owns every node idmint creates.
 describe('a ZooKeeper ensemble of three, servers lost under load', () => {
   let zk: ZkEnsemble;
   let st: TestStore;
@@ -20,7 +21,7 @@ describe('a ZooKeeper ensemble of three, servers lost under load', () => {
   const env = (): Record<string, string> => {
     const dir = mkdtempSync(join(tmpdir(), 'idmint-zkens-'));
     dirs.push(dir);
-    return { DATABASE_URL: st.url, ZK_CONNECT: zk.connect, IDMINT_WORKER_ID_PROVIDER: 'zookeeper', IDMINT_DATA_DIR: dir, IDMINT_ROLES: 'api' };
+    return { DATABASE_URL: st.url, ZK_CONNECT: zk.connect, IDMINT_WORKER_ID_PROVIDER: 'zookeeper', IDMINT_ZK_AUTH: 'idmint:ensemble-digest-pw', IDMINT_DATA_DIR: dir, IDMINT_ROLES: 'api' };
   };
 
   beforeAll(async () => {

@@ -10,16 +10,20 @@ import { expectNoDuplicates } from '../support/unique.js';
 const TOKEN = 'sentinel-admin-token';
 const admin = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
 
-// Redis under Sentinel: idmint serve reaches the pools' Redis through REDIS_SENTINELS, its master
-// is SIGKILLed under load, the sentinels promote the replica, and the pools serve again from it
-// (the refill worker following), with every ID collected: zero duplicates.
-describe('Redis pools under Sentinel (REDIS_SENTINELS)', () => {
+const PASSWORD = 'sentinel-data-pw-1';
+const SENTINEL_PASSWORD = 'sentinel-own-pw-2';
+
+// Redis under Sentinel, secured as in production: the data nodes require a password (REDIS_URL's)
+// and so do the sentinels (REDIS_SENTINEL_PASSWORD). idmint serve reaches the pools' Redis through
+// REDIS_SENTINELS, its master is SIGKILLed under load, the sentinels promote the replica, and the
+// pools serve again from it (the refill worker following), with every ID collected: zero duplicates.
+describe('Redis pools under a password-protected Sentinel set (REDIS_SENTINELS, REDIS_SENTINEL_PASSWORD)', () => {
   let set: RedisSentinelSet;
   let server: SpawnedServer;
   let dataDir: string;
 
   beforeAll(async () => {
-    set = await startRedisSentinels();
+    set = await startRedisSentinels('idmint-pools', 1, { password: PASSWORD, sentinelPassword: SENTINEL_PASSWORD });
     dataDir = mkdtempSync(join(tmpdir(), 'idmint-sentinel-data-'));
     server = await spawnServer({ ...set.env, IDMINT_DATA_DIR: dataDir, IDMINT_ADMIN_TOKEN: TOKEN, IDMINT_REFILL_EVERY_MS: '1000', IDMINT_POOL_MIN_DEPTH: '2000' });
   }, 120_000);
@@ -68,5 +72,7 @@ describe('Redis pools under Sentinel (REDIS_SENTINELS)', () => {
     }
     expect(errors, detail()).toEqual([]);
     expectNoDuplicates(ids);
+    // Neither password reaches the log.
+    expect(server.output()).not.toMatch(new RegExp(`${PASSWORD}|${SENTINEL_PASSWORD}`));
   }, 300_000);
 });

@@ -36,7 +36,15 @@ export interface RedisSentinelSet {
   close(): Promise<void>;
 }
 
-export async function startRedisSentinels(name = 'idmint-pools', replicas = 1): Promise<RedisSentinelSet> {
+/**
+ * `auth`: `password` on every data node (`requirepass`, `masterauth`, and the sentinels' `auth-pass`),
+ * `sentinelPassword` on the sentinels themselves (`requirepass`); `env` then carries them as idmint takes
+ * them (REDIS_URL's password, REDIS_SENTINEL_PASSWORD).
+ */
+export async function startRedisSentinels(name = 'idmint-pools', replicas = 1, auth: { password?: string; sentinelPassword?: string } = {}): Promise<RedisSentinelSet> {
+  const dataAuth = auth.password === undefined ? [] : ['--requirepass', auth.password, '--masterauth', auth.password];
+  const sentinelAuth = auth.sentinelPassword === undefined ? {} : { password: auth.sentinelPassword };
+  const dataClientAuth = auth.password === undefined ? {} : { password: auth.password };
   const dir = mkdtempSync(join(tmpdir(), 'idmint-sentinel-'));
   const procs = new Map<number, ChildProcess>();
   const start = (port: number, args: string[]): void => {
@@ -47,8 +55,8 @@ export async function startRedisSentinels(name = 'idmint-pools', replicas = 1): 
   const replicaPorts = await Promise.all(Array.from({ length: replicas }, () => freePort()));
   const sentinelPorts = await Promise.all([0, 1, 2].map(() => freePort()));
   const common = ['--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir];
-  start(master, ['--port', String(master), ...common, '--dbfilename', `m${master}.rdb`]);
-  for (const replica of replicaPorts) start(replica, ['--port', String(replica), ...common, '--dbfilename', `r${replica}.rdb`, '--replicaof', '127.0.0.1', String(master)]);
+  start(master, ['--port', String(master), ...common, ...dataAuth, '--dbfilename', `m${master}.rdb`]);
+  for (const replica of replicaPorts) start(replica, ['--port', String(replica), ...common, ...dataAuth, '--dbfilename', `r${replica}.rdb`, '--replicaof', '127.0.0.1', String(master)]);
   for (const port of sentinelPorts) {
     const conf = join(dir, `sentinel-${port}.conf`);
     writeFileSync(
@@ -61,6 +69,8 @@ export async function startRedisSentinels(name = 'idmint-pools', replicas = 1): 
         `sentinel down-after-milliseconds ${name} 1000`,
         `sentinel failover-timeout ${name} 5000`,
         `sentinel parallel-syncs ${name} 1`,
+        ...(auth.password === undefined ? [] : [`sentinel auth-pass ${name} ${auth.password}`]),
+        ...(auth.sentinelPassword === undefined ? [] : [`requirepass ${auth.sentinelPassword}`]),
         '',
       ].join('\n'),
     );
@@ -69,7 +79,7 @@ export async function startRedisSentinels(name = 'idmint-pools', replicas = 1): 
   const sentinels = sentinelPorts.map((p) => `127.0.0.1:${p}`).join(',');
   const ask = async (): Promise<number | undefined> => {
     for (const port of sentinelPorts) {
-      const client = new Redis({ port, host: '127.0.0.1', lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 });
+      const client = new Redis({ port, host: '127.0.0.1', ...sentinelAuth, lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 });
       client.on('error', () => undefined);
       try {
         await client.connect();
@@ -84,7 +94,7 @@ export async function startRedisSentinels(name = 'idmint-pools', replicas = 1): 
     return undefined;
   };
   const info = async (port: number): Promise<string | undefined> => {
-    const client = new Redis({ port, host: '127.0.0.1', lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0, connectTimeout: 1000, commandTimeout: 1000 });
+    const client = new Redis({ port, host: '127.0.0.1', ...dataClientAuth, lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0, connectTimeout: 1000, commandTimeout: 1000 });
     client.on('error', () => undefined);
     try {
       await client.connect();
@@ -101,7 +111,12 @@ export async function startRedisSentinels(name = 'idmint-pools', replicas = 1): 
   const set: RedisSentinelSet = {
     name,
     sentinels,
-    env: { REDIS_SENTINELS: sentinels, REDIS_SENTINEL_NAME: name },
+    env: {
+      REDIS_SENTINELS: sentinels,
+      REDIS_SENTINEL_NAME: name,
+      ...(auth.password === undefined ? {} : { REDIS_URL: `redis://:${auth.password}@sentinel-master:6379` }),
+      ...(auth.sentinelPassword === undefined ? {} : { REDIS_SENTINEL_PASSWORD: auth.sentinelPassword }),
+    },
     masterPort,
     async killMaster() {
       const from = await masterPort();
@@ -121,7 +136,7 @@ export async function startRedisSentinels(name = 'idmint-pools', replicas = 1): 
         'a replica the sentinels can promote',
         async () => {
           for (const port of sentinelPorts) {
-            const client = new Redis({ port, host: '127.0.0.1', lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0, connectTimeout: 1000, commandTimeout: 1000 });
+            const client = new Redis({ port, host: '127.0.0.1', ...sentinelAuth, lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0, connectTimeout: 1000, commandTimeout: 1000 });
             client.on('error', () => undefined);
             try {
               await client.connect();
