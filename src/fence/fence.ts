@@ -16,6 +16,12 @@ export interface SegmentFence {
   current(bizTag: string, shard: number): Promise<number>;
   /** Raises the mark to `end` (never lowers it). Returns once the raise is durable. */
   raise(bizTag: string, shard: number, end: number): Promise<void>;
+  /**
+   * Raises the mark to `end` only if it is below `start`, in one atomic step; false (nothing
+   * written) when the mark is already at or above `start`. Two segments that overlap can never
+   * both be claimed: whichever claims first leaves the mark at or above the other's start.
+   */
+  claim(bizTag: string, shard: number, start: number, end: number): Promise<boolean>;
   /** Every recorded mark, for the check after a failover. */
   all(): Promise<Array<{ bizTag: string; shard: number; end: number }>>;
   close(): Promise<void>;
@@ -35,38 +41,58 @@ export interface CounterRaiser {
 export interface FenceHooks {
   /** Counted as `idmint_segment_rewinds_total{biz_tag}`. */
   onRewind?: (bizTag: string, shard: number, segment: Segment, fence: number) => void;
+  /** A segment whose claim failed (the fence passed its start while it was allocated): discarded, a gap. */
+  onDiscard?: (bizTag: string, shard: number, segment: Segment) => void;
   logger?: Logger;
 }
 
 /** How many rewinds in a row one allocation repairs before giving up (one raise suffices unless the counter is being lowered meanwhile). */
 const MAX_REPAIRS = 3;
+/** How many segments one allocation may lose to concurrent claims above them before it gives up (each loss needs a new allocation above it meanwhile). */
+const MAX_DISCARDS = 10;
 
 /**
- * Wraps a store so no segment is handed out unless it starts above the fence as read before it was
- * allocated, and is recorded in the fence before it is returned:
+ * Wraps a store so no segment is handed out unless it was claimed in the fence, above every
+ * segment claimed before it:
  *
- * 1. read the mark F (linearizable: every raise that completed before is included);
+ * 1. read the mark F (linearizable: every claim that completed before is included);
  * 2. allocate in Postgres;
  * 3. a segment starting at or below F is a rewind: Postgres lost a commit whose segment was
  *    already fenced (handed out). It is discarded, the counter is raised past F, and 1-3 repeat;
- * 4. raise the mark to the segment's end, then return it.
+ * 4. claim the segment: raise the mark to its end only if the mark is still below its start, in
+ *    one atomic step (a version-checked write). Then return it.
  *
  * Why 3 is exact: a mark F is only ever written after its segment committed in Postgres, and a
  * Postgres that lost nothing never moves a counter down, so any allocation that starts after F
- * was read begins above F. A segment another process allocated concurrently may end below a mark
- * raised meanwhile, but F was read before this allocation began, so it never includes that raise:
- * no false alarms.
+ * was read begins above F (no false alarms).
+ *
+ * Why 4 is needed: F can be read before a failover and the allocation made after it. Another
+ * process may have claimed [a, b] and handed it out after F was read; the failover loses that
+ * commit, and this allocation returns [a, b] again, above the stale F. A plain raise would let
+ * both hand it out (a chaos run on replicated servers found exactly this: two blocks of a Kafka
+ * pool handed out twice). The claim refuses the second, so two overlapping segments can never
+ * both leave. It refuses a legitimate segment too when a concurrent allocation above it claimed
+ * first: that segment is discarded (a gap, logged at debug) and another taken.
  */
 export function fenceStore<S extends BizStore & CounterRaiser>(store: S, fence: SegmentFence, hooks: FenceHooks = {}): S {
   const log = (hooks.logger ?? silentLogger).child({ component: 'segment-fence' });
   const allocate = async (bizTag: string, step: number, options: { shard?: number; by?: string } = {}): Promise<Segment> => {
     const shard = options.shard ?? 0;
-    for (let repairs = 0; ; repairs++) {
+    let discards = 0;
+    let repairs = 0;
+    for (;;) {
       const mark = await fence.current(bizTag, shard);
       const segment = await store.allocate(bizTag, step, options);
       if (segment.start > mark) {
-        await fence.raise(bizTag, shard, segment.end);
-        return segment;
+        if (await fence.claim(bizTag, shard, segment.start, segment.end)) return segment;
+        // Claimed above its start meanwhile: a concurrent allocation above it, or the segment a
+        // lost commit had handed out. Either way this one must not leave; take another.
+        log.debug({ bizTag, shard, segment: [segment.start, segment.end], fence: mark }, 'segment discarded: the fence was raised past its start while it was allocated');
+        hooks.onDiscard?.(bizTag, shard, segment);
+        if (++discards > MAX_DISCARDS) {
+          throw new IdmintError('NOT_READY', `the segment fence of "${bizTag}" shard ${shard} refused ${discards} segments in a row; try again`, { details: { bizTag, shard, fence: mark } });
+        }
+        continue;
       }
       hooks.onRewind?.(bizTag, shard, segment, mark);
       log.error(
@@ -78,6 +104,7 @@ export function fenceStore<S extends BizStore & CounterRaiser>(store: S, fence: 
           details: { bizTag, shard, fence: mark },
         });
       }
+      repairs++;
       await store.raiseShardCounter(bizTag, shard, mark);
     }
   };

@@ -65,6 +65,22 @@ export class ZookeeperFence implements SegmentFence {
     }
   }
 
+  async claim(bizTag: string, shard: number, start: number, end: number): Promise<boolean> {
+    const zk = await this.client();
+    const path = await this.node(zk, bizTag, shard);
+    for (;;) {
+      const { data, stat } = await zk.getData(path);
+      // The version check makes the read and the write one step: no raise lands in between.
+      if (parseMark(data) >= start) return false;
+      try {
+        await zk.setData(path, Buffer.from(String(end)), stat.version);
+        return true;
+      } catch (err) {
+        if (!isZkError(err, ZkException.BAD_VERSION)) throw err;
+      }
+    }
+  }
+
   async all(): Promise<Array<{ bizTag: string; shard: number; end: number }>> {
     const zk = await this.client();
     if (!(await zk.exists(this.root))) return [];
