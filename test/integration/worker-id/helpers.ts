@@ -77,6 +77,33 @@ export async function expireSession(zk: ZkClient, connect: string): Promise<void
   throw new Error('the session did not expire');
 }
 
+/**
+ * Ends the session of a client that reaches ZooKeeper through `proxy` (on `port`), without a race:
+ * the proxy is cut so the client cannot reconnect, a second client joins the session and closes it
+ * (until joining it fails: the session is gone), then the proxy opens again and the client hears
+ * SESSION_EXPIRED. `expireSession` races the original's reconnect and can lose it for long on a
+ * busy machine. Resolves with the reopened proxy, once the client emitted 'expired'.
+ */
+export async function expireSessionBehindProxy(zk: ZkClient, proxy: { close(): Promise<void> }, port: number, target: string): Promise<{ close(): Promise<void> }> {
+  const session = zk.session;
+  const expired = new Promise<void>((resolve) => zk.once('expired', () => resolve()));
+  await proxy.close();
+  for (const giveUpAt = Date.now() + 30_000; ; ) {
+    try {
+      const thief = await ZkClient.connect({ connect: target, session, connectTimeoutMs: 2000 });
+      thief.close();
+      await new Promise((r) => setTimeout(r, 200));
+    } catch {
+      break; // joining failed: the session is gone
+    }
+    if (Date.now() > giveUpAt) throw new Error('the session could not be closed');
+  }
+  const reopened = await startProxy(port, target);
+  const timeout = new Promise<never>((_, reject) => setTimeout(() => reject(new Error('the client did not hear that its session expired')), 30_000).unref());
+  await Promise.race([expired, timeout]);
+  return reopened;
+}
+
 /** Unique ZooKeeper roots for a test file, removed (with their worker nodes) by `removeAll()` in afterAll. */
 export function zkRoots(): { next(): string; removeAll(): Promise<void> } {
   const roots: string[] = [];

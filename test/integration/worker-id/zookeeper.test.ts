@@ -5,7 +5,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { ClockBackwardsError } from '../../../src/core/errors.js';
 import type { WorkerIdLease } from '../../../src/core/ports.js';
 import { localMarkPath, readLocalMark, ZkClient, ZooKeeperWorkerIdProvider, type ZooKeeperWorkerIdProviderOptions } from '../../../src/worker-id/index.js';
-import { capturingLogger, expireSession, startProxy, steppedClock, tempDir, zkRoots } from './helpers.js';
+import { capturingLogger, expireSessionBehindProxy, startProxy, steppedClock, tempDir, zkRoots } from './helpers.js';
 import { env } from '../../support/env.js';
 import { until } from '../../support/poll.js';
 import { freePort } from '../../support/ports.js';
@@ -127,15 +127,21 @@ describe('ZooKeeperWorkerIdProvider', () => {
   it('session expiry: keeps serving on the local mark, reconnects and confirms its node', async () => {
     const root = newRoot();
     const { logger, lines } = capturingLogger();
-    const lease = await acquire({ root, dataDir: tempDir(), logger, retryEveryMs: 100, reportEveryMs: 100 });
-    const zk = (lease as unknown as { zk: ZkClient }).zk;
-    // Joining the session from a second client and closing it ends the session for the first.
-    await expireSession(zk, env('ZK_CONNECT'));
-    await until('the session-expired line', () => lines.some((l) => String(l.msg).includes('session expired')));
-    lease.assertIssuable(Date.now());
-    await until('the session to be re-established', () => lines.some((l) => String(l.msg).includes('re-established')));
-    expect((lease as unknown as { registered: boolean }).registered).toBe(true);
-    lease.assertIssuable(Date.now() + 2000);
+    const port = await freePort();
+    let proxy = await startProxy(port, env('ZK_CONNECT'));
+    try {
+      const lease = await acquire({ root, dataDir: tempDir(), logger, retryEveryMs: 100, reportEveryMs: 100, connect: `127.0.0.1:${port}` });
+      const zk = (lease as unknown as { zk: ZkClient }).zk;
+      // Its session closed by a second client while it cannot reconnect: it hears SESSION_EXPIRED.
+      proxy = await expireSessionBehindProxy(zk, proxy, port, env('ZK_CONNECT'));
+      await until('the session-expired line', () => lines.some((l) => String(l.msg).includes('session expired')));
+      lease.assertIssuable(Date.now());
+      await until('the session to be re-established', () => lines.some((l) => String(l.msg).includes('re-established')));
+      expect((lease as unknown as { registered: boolean }).registered).toBe(true);
+      lease.assertIssuable(Date.now() + 2000);
+    } finally {
+      await proxy.close();
+    }
   });
 });
 
@@ -143,16 +149,19 @@ describe('ZooKeeperWorkerIdProvider after session loss', () => {
   it('revokes the lease when its node vanished meanwhile', async () => {
     const root = newRoot();
     const { logger, lines } = capturingLogger();
-    const lease = await acquire({ root, dataDir: tempDir(), logger, retryEveryMs: 100 });
-    const zk = (lease as unknown as { zk: ZkClient }).zk;
+    const port = await freePort();
+    let proxy = await startProxy(port, env('ZK_CONNECT'));
     const admin = await ZkClient.connect({ connect: env('ZK_CONNECT') });
     try {
+      const lease = await acquire({ root, dataDir: tempDir(), logger, retryEveryMs: 100, connect: `127.0.0.1:${port}` });
+      const zk = (lease as unknown as { zk: ZkClient }).zk;
       for (const child of await admin.getChildren(`${root}/forever`)) await admin.remove(`${root}/forever/${child}`);
-      await expireSession(zk, env('ZK_CONNECT'));
+      proxy = await expireSessionBehindProxy(zk, proxy, port, env('ZK_CONNECT'));
       await until('the lease to be revoked', () => lines.some((l) => String(l.msg).includes('no more IDs')));
       expect(() => lease.assertIssuable(Date.now())).toThrow(expect.objectContaining({ code: 'WORKER_ID_UNAVAILABLE' }));
     } finally {
       admin.close();
+      await proxy.close();
     }
   });
 });
