@@ -69,9 +69,8 @@ const MAX_DISCARDS = 10;
  * Why 4 is needed: F can be read before a failover and the allocation made after it. Another
  * process may have claimed [a, b] and handed it out after F was read; the failover loses that
  * commit, and this allocation returns [a, b] again, above the stale F. A plain raise would let
- * both hand it out (a chaos run on replicated servers found exactly this: two blocks of a Kafka
- * pool handed out twice). The claim refuses the second, so two overlapping segments can never
- * both leave. It refuses a legitimate segment too when a concurrent allocation above it claimed
+ * both hand it out. The claim refuses the second, so two overlapping segments can never both
+ * leave. It refuses a legitimate segment too when a concurrent allocation above it claimed
  * first: that segment is discarded (a gap, logged at debug) and another taken.
  */
 export function fenceStore<S extends BizStore & CounterRaiser>(store: S, fence: SegmentFence, hooks: FenceHooks = {}): S {

@@ -51,18 +51,8 @@ export class ZookeeperFence implements SegmentFence {
   }
 
   async raise(bizTag: string, shard: number, end: number): Promise<void> {
-    const zk = await this.client();
-    const path = await this.node(zk, bizTag, shard);
-    for (;;) {
-      const { data, stat } = await zk.getData(path);
-      if (parseMark(data) >= end) return;
-      try {
-        await zk.setData(path, Buffer.from(String(end)), stat.version);
-        return;
-      } catch (err) {
-        if (!isZkError(err, ZkException.BAD_VERSION)) throw err;
-      }
-    }
+    // A claim that stops at the mark's own end: written unless the mark is already there.
+    await this.claim(bizTag, shard, end, end);
   }
 
   async claim(bizTag: string, shard: number, start: number, end: number): Promise<boolean> {

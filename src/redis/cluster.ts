@@ -1,8 +1,5 @@
 import { Cluster, type Redis, type RedisOptions } from 'ioredis';
 
-/** Options that belong to the Cluster client itself rather than to each node's connection. */
-const CLUSTER_LEVEL = ['lazyConnect', 'enableOfflineQueue'] as const;
-
 /**
  * An ioredis Cluster client, typed as the `Redis` every user of the pools takes. The commands,
  * `defineCommand` scripts, `multi`, `duplicate`, `status` and the `ready`/`close`/`error` events
@@ -15,18 +12,13 @@ const CLUSTER_LEVEL = ['lazyConnect', 'enableOfflineQueue'] as const;
  * callers fall back, as they do when a single Redis is down.
  */
 export function clusterClient(nodes: Array<{ host: string; port: number }>, options: RedisOptions): Redis {
-  const redisOptions: RedisOptions = { ...options };
-  const top: Record<string, unknown> = {};
-  for (const key of CLUSTER_LEVEL) {
-    if (key in redisOptions) {
-      top[key] = redisOptions[key];
-      delete redisOptions[key];
-    }
-  }
+  // lazyConnect and enableOfflineQueue belong to the Cluster client itself, not to each node's connection.
+  const { lazyConnect, enableOfflineQueue, ...redisOptions } = options;
   // A client that must not retry (the start's check) gives up on the whole cluster too.
   const nodeRetry = redisOptions.retryStrategy;
   const cluster = new Cluster(nodes, {
-    ...top,
+    ...(lazyConnect === undefined ? {} : { lazyConnect }),
+    ...(enableOfflineQueue === undefined ? {} : { enableOfflineQueue }),
     redisOptions,
     slotsRefreshInterval: 1000,
     slotsRefreshTimeout: 2000,

@@ -1,7 +1,7 @@
 import type { ConnectionOptions } from 'node:tls';
-import { UnrecoverableError, Worker, type Job } from 'bullmq';
+import { Queue, UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { isIdmintError } from '../core/errors.js';
+import { isIdmintError, TimeoutError } from '../core/errors.js';
 import { silentLogger, type Logger } from '../core/logger.js';
 import type { RefillProcessor } from './processor.js';
 import { REFILL_QUEUE_DEFAULTS } from './queue.js';
@@ -51,6 +51,7 @@ export class RefillWorker {
   private active = 0;
   private lastProgress = Date.now();
   private checking = false;
+  private readonly counts: Queue;
   private readonly connection: RedisHandle;
   private readonly log: Logger;
   private closing: Promise<void> | undefined;
@@ -105,6 +106,8 @@ export class RefillWorker {
       return worker;
     };
     this.bull = start();
+    // Only for its job counts: a Queue on the same client opens no connection of its own.
+    this.counts = new Queue(s.name, { connection: client, prefix: s.prefix });
     this.watchdog = setInterval(() => {
       if (this.closing || this.bull.isPaused()) return;
       // BullMQ's loop can end on a connection error and stay stopped after Redis comes back
@@ -120,7 +123,7 @@ export class RefillWorker {
       // Then a new worker (a new blocking connection) takes over; the old one is abandoned.
       if (this.active > 0 || Date.now() - this.lastProgress < STUCK_MS || this.checking) return;
       this.checking = true;
-      void this.waiting(client)
+      void this.waiting()
         .then((waiting) => {
           if (waiting === 0 || this.closing) return void (this.lastProgress = Date.now());
           this.log.warn({ waiting, idleMs: Date.now() - this.lastProgress }, 'the refill worker took no job while jobs wait; replacing it');
@@ -142,13 +145,12 @@ export class RefillWorker {
   }
 
   /** Jobs waiting to be taken (BullMQ's wait list and prioritized set), within 2 s. */
-  private async waiting(client: Redis): Promise<number> {
-    const key = (k: string): string => `${this.settings.prefix}:${this.settings.name}:${k}`;
-    const count = Promise.all([client.llen(key('wait')), client.zcard(key('prioritized'))]).then(([a, b]) => a + b);
+  private async waiting(): Promise<number> {
+    const counts = this.counts.getJobCounts('wait', 'prioritized').then((c) => (c.wait ?? 0) + (c.prioritized ?? 0));
     let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('timed out')), 2000)));
+    const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new TimeoutError('counting the waiting refill jobs', 2000)), 2000)));
     try {
-      return await Promise.race([count, timeout]);
+      return await Promise.race([counts, timeout]);
     } finally {
       clearTimeout(timer);
     }
@@ -169,6 +171,7 @@ export class RefillWorker {
     this.closing ??= (async () => {
       clearInterval(this.watchdog);
       await this.bull.close(force);
+      await this.counts.close();
       await this.connection.close();
     })();
     return this.closing;
