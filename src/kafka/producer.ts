@@ -23,25 +23,50 @@ export class TopicProducer {
   /** Replaced producers linger so sends already in flight on them can finish. */
   private readonly retired = new Set<Producer>();
 
+  /** The send in flight per topic, when sends to one topic are serialised (appendOnce). */
+  private readonly tails = new Map<string, Promise<unknown>>();
+
   constructor(
     private readonly kafka: Kafka,
     private readonly logger: Logger,
     private readonly config: ProducerConfig = {},
     /**
-     * Send the same messages again on a fresh producer after that error (replies: a repeated
-     * reply is dropped by its request id). False where a message must never be appended twice
-     * (pool blocks: a send to several partitions may have appended some before it failed, and a
-     * fresh producer has a new id the broker cannot deduplicate by): replace, and rethrow.
+     * False (replies): after an unknown-topic error the same messages are sent again on a fresh
+     * producer (a repeated reply is dropped by its request id).
+     *
+     * True where a message must never be appended twice (pool blocks), on an idempotent producer:
+     * - Sends to one topic go one at a time. KafkaJS gives a batch its partition's next sequence
+     *   number and takes it back when the request fails; a request that timed out while its
+     *   leader waited for a hung follower is still appended a moment later. A second send in
+     *   flight meanwhile would be given that sequence number again (and dropped by the broker as
+     *   a duplicate), and the first send's retry the next one: the same blocks appended twice
+     *   (reproduced: test/chaos/kafka-pool-sink-hang.test.ts). One send at a time, a retry
+     *   carries its own sequence numbers and the broker drops it if the first attempt landed.
+     * - A send that failed in the end replaces the producer: the sequence numbers it took back
+     *   may be in the log after all, and a later send reusing them would be dropped silently
+     *   (same count) or refused forever (OUT_OF_ORDER_SEQUENCE_NUMBER). A fresh producer has a
+     *   new producer id. Nothing is resent: the caller publishes a new segment.
      */
-    private readonly resendOnUnknownTopic = true,
+    private readonly appendOnce = false,
   ) {}
 
   async connect(): Promise<void> {
     await this.current();
   }
 
-  /** Sends to one topic; a deleted topic rejects with the KafkaJS error after one fresh retry. */
-  async send(topic: string, messages: Message[]): Promise<void> {
+  /** Sends to one topic; a deleted topic rejects with the KafkaJS error after one fresh retry (not with appendOnce). */
+  send(topic: string, messages: Message[]): Promise<void> {
+    if (!this.appendOnce) return this.sendOrResend(topic, messages);
+    const sent = (this.tails.get(topic) ?? Promise.resolve()).catch(() => undefined).then(() => this.sendOnce(topic, messages));
+    this.tails.set(topic, sent);
+    const forget = (): void => {
+      if (this.tails.get(topic) === sent) this.tails.delete(topic);
+    };
+    sent.then(forget, forget);
+    return sent;
+  }
+
+  private async sendOrResend(topic: string, messages: Message[]): Promise<void> {
     const producer = await this.current();
     try {
       await producer.send({ topic, messages, acks: ALL_REPLICAS });
@@ -49,8 +74,18 @@ export class TopicProducer {
       if (!isUnknownTopic(err) || this.closed) throw err;
       this.logger.debug({ topic }, 'Kafka producer metadata poisoned by a deleted topic; replacing the producer');
       this.replace(producer);
-      if (!this.resendOnUnknownTopic) throw err;
       await (await this.current()).send({ topic, messages, acks: ALL_REPLICAS });
+    }
+  }
+
+  private async sendOnce(topic: string, messages: Message[]): Promise<void> {
+    const producer = await this.current();
+    try {
+      await producer.send({ topic, messages, acks: ALL_REPLICAS });
+    } catch (err) {
+      this.logger.debug({ topic, err }, 'a send failed: the next one uses a fresh producer (new producer id, fresh sequence numbers)');
+      this.replace(producer);
+      throw err;
     }
   }
 

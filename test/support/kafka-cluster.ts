@@ -42,7 +42,13 @@ function clusterId(): string {
   return randomBytes(16).toString('base64url');
 }
 
-export async function startKafkaCluster(size = 3): Promise<KafkaCluster> {
+/** Failure detection: how soon a silent broker is fenced, and a follower that stopped fetching leaves the ISR. */
+export interface KafkaClusterTimings {
+  brokerSessionTimeoutMs?: number;
+  replicaLagTimeMaxMs?: number;
+}
+
+export async function startKafkaCluster(size = 3, timings: KafkaClusterTimings = {}): Promise<KafkaCluster> {
   if (!existsSync(join(LIB, '.complete'))) throw new Error(`Kafka jars missing in ${LIB}: run \`npm run infra:up\` first`);
   const dir = mkdtempSync(join(tmpdir(), 'idmint-kafka-cluster-'));
   const nodeIds = Array.from({ length: size }, (_, i) => i + 1);
@@ -83,8 +89,8 @@ export async function startKafkaCluster(size = 3): Promise<KafkaCluster> {
         `transaction.state.log.min.isr=${Math.max(1, replicas - 1)}`,
         'transaction.state.log.num.partitions=2',
         'broker.heartbeat.interval.ms=1000',
-        'broker.session.timeout.ms=4000',
-        'replica.lag.time.max.ms=5000',
+        `broker.session.timeout.ms=${timings.brokerSessionTimeoutMs ?? 4000}`,
+        `replica.lag.time.max.ms=${timings.replicaLagTimeMaxMs ?? 5000}`,
         'log.segment.bytes=16777216',
         '',
       ].join('\n'),

@@ -85,10 +85,10 @@ export class KafkaPoolSink implements PoolSink {
     this.blockKey = options.blockKey;
     this.replicationFactor = options.replicationFactor;
     this.admin = options.kafka.admin();
-    // Idempotent: a send retried after a lost ack must not append a block twice (two consumers would share its IDs).
-    // Never the same blocks twice on a fresh producer either (see TopicProducer): a failed push is
-    // retried by the refill with a new segment.
-    this.producer = new TopicProducer(options.kafka, this.logger, { idempotent: true, maxInFlightRequests: 1 }, false);
+    // Idempotent, one send per topic at a time, a fresh producer after a failed send (see
+    // TopicProducer's appendOnce): a block is never appended twice (two consumers would share its
+    // IDs). Never resent: a failed push is retried by the refill with a new segment.
+    this.producer = new TopicProducer(options.kafka, this.logger, { idempotent: true, maxInFlightRequests: 1 }, true);
   }
 
   /** IDs per block for a segment of `length` IDs: about two blocks per partition, within [blockSize, maxBlockSize]. */
