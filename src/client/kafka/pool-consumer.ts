@@ -70,8 +70,13 @@ export class KafkaPoolConsumer {
   private waiters: Array<() => void> = [];
   private starting: Promise<void> | undefined;
   private closing: Promise<void> | undefined;
-  /** True once start() failed: this consumer will not serve; its owner replaces it (kafkaPoolTransport does). */
-  startFailed = false;
+  /**
+   * True once this consumer will not serve again: its start failed, or KafkaJS stopped it after a
+   * crash it does not restart from (a non-retriable error, or the client's `restartOnFailure`
+   * said no) — KafkaJS then leaves it disconnected and silent. Its takes fail NOT_READY once its
+   * buffer is empty; its owner replaces it (kafkaPoolTransport does).
+   */
+  failed = false;
 
   constructor(options: KafkaPoolConsumerOptions) {
     const { kafka: _kafka, bizTag: _bizTag, shard: _shard, logger: _logger, blockKey, ...rest } = options;
@@ -98,6 +103,12 @@ export class KafkaPoolConsumer {
       this.assigned = assigned;
       this.wake();
     });
+    this.consumer.on(this.consumer.events.CRASH, (event) => {
+      if (event.payload.restart) return;
+      this.logger.warn({ topic: this.topic, err: event.payload.error }, 'the Kafka pool consumer crashed and KafkaJS will not restart it; a new one takes over');
+      this.failed = true;
+      this.wake();
+    });
   }
 
   start(): Promise<void> {
@@ -110,7 +121,7 @@ export class KafkaPoolConsumer {
       await this.consumer.run({ autoCommit: false, eachBatchAutoResolve: false, eachBatch: (p) => this.onBatch(p) });
       await joined;
     })().catch((err: unknown) => {
-      this.startFailed = true;
+      this.failed = true;
       throw isIdmintError(err) ? err : notReady('Kafka (pool consumer start)', err);
     });
     return this.starting;
@@ -152,6 +163,10 @@ export class KafkaPoolConsumer {
           this.wake();
         }
         continue;
+      }
+      if (this.failed) {
+        if (out.length > 0) break;
+        throw new IdmintError('NOT_READY', `the Kafka pool consumer of "${this.bizTag}" stopped after a crash`);
       }
       // Something in hand, or nothing will come: answer now rather than wait for the rest.
       if (out.length > 0 || (this.assigned === 0 && !options.waitForPartition)) break;

@@ -68,9 +68,10 @@ export function kafkaPoolTransport(options: KafkaPoolTransportOptions): IdTransp
       // Without a fallback, an instance that owns no partition waits for one as for a dry topic.
       blocks = await consumer.takeBlocks(count, { waitForPartition: !fallback });
     } catch (err) {
-      // A consumer whose start failed (Kafka unreachable, the group join past its deadline) keeps
-      // failing: the next take starts a new one instead of answering NOT_READY for the life of the process.
-      if (consumer.startFailed && consumers.get(bizTag) === consumer) {
+      // A consumer whose start failed (Kafka unreachable, the group join past its deadline), or that
+      // KafkaJS stopped after a crash, keeps failing: the next take starts a new one instead of
+      // answering NOT_READY for the life of the process.
+      if (consumer.failed && consumers.get(bizTag) === consumer) {
         consumers.delete(bizTag);
         void consumer.close().catch(() => undefined);
       }
