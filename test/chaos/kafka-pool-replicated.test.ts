@@ -89,8 +89,18 @@ describe('Kafka pool topics on three brokers, a broker lost under load', () => {
         await sleep(10);
       }
     });
+    // The topic as the refill sees it, read every 2 s: on a stall it says whether the topic ran dry
+    // (the refill stopped) or its blocks sat unread (the consumers stopped).
+    let topicState = 'not read yet';
+    const readState = async (): Promise<void> => {
+      while (running) {
+        const state = await sink.state(bizTag, 0).catch((err: unknown) => `unreadable: ${(err as Error).message}`);
+        topicState = typeof state === 'string' || state === null ? String(state) : `unconsumed blocks per partition ${state.unconsumed.join('/')}, committed ${state.committed}`;
+        await sleep(2000);
+      }
+    };
     const total = (): number => got.reduce((n, g) => n + g.length, 0);
-    const detail = (): string => `${total()} IDs (${got.map((g) => g.length).join(', ')}); retried errors ${JSON.stringify(Object.fromEntries(errors))}`;
+    const detail = (): string => `${total()} IDs (${got.map((g) => g.length).join(', ')}); retried errors ${JSON.stringify(Object.fromEntries(errors))}; topic at ${new Date().toISOString()}: ${topicState}`;
     /** The longest stretch without any instance taking IDs, from `from` until serving has gone on 5 s. */
     const longestGap = (from: number, to: number): number => {
       const times = [from, ...taken.filter((t) => t > from && t < to), to];
@@ -102,6 +112,7 @@ describe('Kafka pool topics on three brokers, a broker lost under load', () => {
       return longestGap(from, Date.now());
     };
     const report: string[] = [];
+    const reading = readState();
     try {
       await until('three instances serving', () => got.every((g) => g.length > 10_000), { timeoutMs: 120_000, detail });
 
@@ -133,7 +144,7 @@ describe('Kafka pool topics on three brokers, a broker lost under load', () => {
       report.push(`broker ${hung} hung 15 s: ${during} IDs meanwhile; longest stretch without IDs ${await servingAgain('after the hung broker resumed', at)} ms`);
     } finally {
       running = false;
-      await Promise.all(loads);
+      await Promise.all([...loads, reading]);
       await Promise.all(clients.map((c) => c.close().catch(() => undefined)));
       await sink.remove(bizTag).catch(() => undefined);
     }
