@@ -47,6 +47,9 @@ export interface KafkaPoolConsumerOptions extends Partial<KafkaPoolConsumerSetti
   logger?: Logger;
 }
 
+/** Block starts remembered per partition to drop a copy of a block (see seenBefore). */
+const REMEMBERED_BLOCKS = 1024;
+
 interface Pending {
   next: number;
   end: number;
@@ -64,6 +67,8 @@ export class KafkaPoolConsumer {
   private readonly logger: Logger;
   private readonly consumer: Consumer;
   private readonly blocks: Pending[] = [];
+  /** The starts of the blocks last taken from each partition (REMEMBERED_BLOCKS of them), to drop a copy. */
+  private readonly recent = new Map<number, Set<number>>();
   /** Partitions of the topic this member owns since the last rebalance (undefined before the first join). */
   private assigned: number | undefined;
   /** Wakes whoever waits for a block to arrive (take) or for room in the buffer (the fetch loop). */
@@ -236,6 +241,7 @@ export class KafkaPoolConsumer {
     if (!block || block.bizTag !== this.bizTag || (block.shard ?? 0) !== this.shard) why = 'malformed, or of another tag or shard';
     else if (this.blockKey !== undefined && !verifyPoolBlock(this.blockKey, block)) why = block.sig === undefined ? 'unsigned' : 'badly signed';
     else if (!Number.isSafeInteger(Number(block.end))) why = 'beyond 2^53';
+    else if (this.seenBefore(partition, Number(block.start))) why = 'a copy of a block this consumer took from this partition already';
     if (why !== undefined || !block) {
       this.rejectedBlocks++;
       // The first, then every thousandth: a producer flooding the topic does not flood the log.
@@ -243,6 +249,21 @@ export class KafkaPoolConsumer {
       return null;
     }
     return { next: Number(block.start), end: Number(block.end) };
+  }
+
+  /**
+   * Whether a block starting at `start` was taken from this partition lately; remembers it.
+   * Belt and braces: the refill never appends a block twice (KafkaPoolSink, TopicProducer's
+   * appendOnce), but a copy that did land in the same partition is then dropped here when the
+   * same consumer reads both — a copy read by another member after a rebalance is not.
+   */
+  private seenBefore(partition: number, start: number): boolean {
+    let starts = this.recent.get(partition);
+    if (!starts) this.recent.set(partition, (starts = new Set()));
+    if (starts.has(start)) return true;
+    starts.add(start);
+    if (starts.size > REMEMBERED_BLOCKS) starts.delete(starts.values().next().value!);
+    return false;
   }
 
   private waitForChange(ms: number): Promise<void> {

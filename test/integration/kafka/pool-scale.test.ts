@@ -164,6 +164,30 @@ describe('Kafka pool topics: demand-driven refills, every consumer fed', () => {
     }
   }, 60_000);
 
+  it('a block appended twice to a partition is handed out once, the copy dropped and counted', async () => {
+    const bizTag = await newTag('copy');
+    await sink.push(await ts.store.allocate(bizTag, 1000));
+    const seg = await ts.store.allocate(bizTag, 1000);
+    const block = { partition: 0, value: encodePoolBlock(bizTag, seg.start, seg.end, { sig: signPoolBlock(BLOCK_KEY, bizTag, 0, seg.start, seg.end) }) };
+    const producer = kafka.producer();
+    await producer.connect();
+    try {
+      await producer.send({ topic: poolTopic(bizTag), messages: [block, block] });
+    } finally {
+      await producer.disconnect();
+    }
+    const consumer = new KafkaPoolConsumer({ kafka, bizTag, blockKey: BLOCK_KEY });
+    try {
+      // More than there is: the copy would be the next 1,000.
+      const ids = (await consumer.take(3000, { timeoutMs: 4000 })).map(Number);
+      expectNoDuplicates(ids);
+      expect(ids).toHaveLength(2000);
+      await until('the copy counted', () => consumer.rejectedBlocks === 1, { detail: () => `rejected ${consumer.rejectedBlocks}` });
+    } finally {
+      await consumer.close();
+    }
+  }, 60_000);
+
   it('without a fallback, an instance that owns no partition waits for a rebalance that gives it one, and is served', async () => {
     const bizTag = await newTag('waits');
     const narrow = new KafkaPoolSink({ kafka, blockKey: BLOCK_KEY, partitions: 1 });
