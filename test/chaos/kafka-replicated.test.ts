@@ -15,7 +15,10 @@ import { expectNoDuplicates } from '../support/unique.js';
 // Three brokers, topics replicated three ways with min.insync.replicas 2 and every producer on
 // acks=-1: Kafka request/reply keeps serving through the loss of the broker leading the request
 // topic, of the active controller, and through a broker hung
-// for 20 s, with every ID collected and none repeated.
+// for 20 s, with every ID collected and none repeated. Secured as in production: clients and
+// brokers on SASL_SSL (TLS with SCRAM-SHA-512), idmint configured by its IDMINT_KAFKA_TLS_CA and
+// IDMINT_KAFKA_SASL_* variables (the plaintext replicated cluster is kafka-pool-replicated's and
+// the --topology ha chaos run's).
 describe('Kafka request/reply on three brokers, a broker lost under load', () => {
   let cluster: KafkaCluster;
   let st: TestStore;
@@ -24,10 +27,10 @@ describe('Kafka request/reply on three brokers, a broker lost under load', () =>
   const clients: IdmintKafkaClient[] = [];
 
   beforeAll(async () => {
-    cluster = await startKafkaCluster(3);
+    cluster = await startKafkaCluster(3, { securePassword: 'krepl-scram-secret' });
     st = await freshStore('krepl');
     dataDir = mkdtempSync(join(tmpdir(), 'idmint-krepl-'));
-    server = await spawnServer({ DATABASE_URL: st.url, KAFKA_BROKERS: cluster.brokers, IDMINT_DATA_DIR: dataDir, IDMINT_ROLES: 'api,responder' }, { timeoutMs: 120_000 });
+    server = await spawnServer({ ...cluster.env, DATABASE_URL: st.url, KAFKA_BROKERS: cluster.brokers, IDMINT_DATA_DIR: dataDir, IDMINT_ROLES: 'api,responder' }, { timeoutMs: 120_000 });
     await untilReady(server.url, { status: 'ready', timeoutMs: 120_000, output: server.output });
     expect((await fetch(`${server.url}/v1/biz`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"bizTag":"krepl","step":500}' })).status).toBe(201);
   }, 300_000);
@@ -41,7 +44,7 @@ describe('Kafka request/reply on three brokers, a broker lost under load', () =>
   }, 120_000);
 
   it('creates its topics with three replicas and min.insync.replicas 2, and names a topic replicated less', async () => {
-    const admin = createKafka({ brokers: cluster.brokers, clientId: 'krepl-admin' }).admin();
+    const admin = createKafka({ brokers: cluster.brokers, clientId: 'krepl-admin', config: cluster.security }).admin();
     await admin.connect();
     try {
       const meta = await admin.fetchTopicMetadata({ topics: [REQUEST_TOPIC] });
@@ -62,7 +65,9 @@ describe('Kafka request/reply on three brokers, a broker lost under load', () =>
 
   it('serves through the request topic leader SIGKILLed, the active controller SIGKILLed, and again after a broker SIGSTOPped for 20 s: 0 duplicates', async () => {
     for (let i = 0; i < 4; i++) {
-      const client = createKafkaClient({ brokers: cluster.brokers, clientId: `krepl-${i}`, timeoutMs: 5000, retries: 3, logger: (await import('pino')).pino({ level: process.env.KREPL_LOG ?? 'silent' }) as never });
+      const logger = (await import('pino')).pino({ level: process.env.KREPL_LOG ?? 'silent' }) as never;
+      const kafka = createKafka({ brokers: cluster.brokers, clientId: `krepl-${i}`, config: cluster.security, logger });
+      const client = createKafkaClient({ kafka, timeoutMs: 5000, retries: 3, logger });
       clients.push(client);
       // A start that fails is not kept (the client starts again on the next call), as an
       // application would retry it: a reply topic created a moment ago may not be served by all

@@ -14,16 +14,17 @@ const PASSWORD = 'sentinel-data-pw-1';
 const SENTINEL_PASSWORD = 'sentinel-own-pw-2';
 
 // Redis under Sentinel, secured as in production: the data nodes require a password (REDIS_URL's)
-// and so do the sentinels (REDIS_SENTINEL_PASSWORD). idmint serve reaches the pools' Redis through
+// and so do the sentinels (REDIS_SENTINEL_PASSWORD); data nodes, their replication and the
+// sentinels speak TLS only (REDIS_URL `rediss:`, IDMINT_REDIS_TLS_CA). idmint serve reaches the pools' Redis through
 // REDIS_SENTINELS, its master is SIGKILLed under load, the sentinels promote the replica, and the
 // pools serve again from it (the refill worker following), with every ID collected: zero duplicates.
-describe('Redis pools under a password-protected Sentinel set (REDIS_SENTINELS, REDIS_SENTINEL_PASSWORD)', () => {
+describe('Redis pools under a Sentinel set on TLS with passwords (REDIS_SENTINELS, REDIS_SENTINEL_PASSWORD, rediss:)', () => {
   let set: RedisSentinelSet;
   let server: SpawnedServer;
   let dataDir: string;
 
   beforeAll(async () => {
-    set = await startRedisSentinels('idmint-pools', 1, { password: PASSWORD, sentinelPassword: SENTINEL_PASSWORD });
+    set = await startRedisSentinels('idmint-pools', 1, { password: PASSWORD, sentinelPassword: SENTINEL_PASSWORD, tls: true });
     dataDir = mkdtempSync(join(tmpdir(), 'idmint-sentinel-data-'));
     server = await spawnServer({ ...set.env, IDMINT_DATA_DIR: dataDir, IDMINT_ADMIN_TOKEN: TOKEN, IDMINT_REFILL_EVERY_MS: '1000', IDMINT_POOL_MIN_DEPTH: '2000' });
   }, 120_000);

@@ -5,8 +5,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import type { KafkaConfig } from 'kafkajs';
 import { createKafka } from '../../src/kafka/kafka.js';
 import { until, untilValue } from './poll.js';
+import { makeTls } from './tls.js';
 import { freePort } from './ports.js';
 
 /**
@@ -29,6 +31,10 @@ export interface KafkaCluster {
   start(nodeId: number): Promise<void>;
   /** Until every partition of every topic has all its replicas in sync (a restarted node caught up). */
   untilInSync(): Promise<void>;
+  /** idmint's variables to reach it (TLS and SASL when started `secure`, else empty). */
+  readonly env: Readonly<Record<string, string>>;
+  /** KafkaJS's ssl and sasl settings for a client of it (empty when not secure). */
+  readonly security: Pick<KafkaConfig, 'ssl' | 'sasl'>;
   pause(nodeId: number): void;
   resume(nodeId: number): void;
   close(): Promise<void>;
@@ -46,6 +52,12 @@ function clusterId(): string {
 export interface KafkaClusterTimings {
   brokerSessionTimeoutMs?: number;
   replicaLagTimeMaxMs?: number;
+  /**
+   * Clients and brokers on SASL_SSL (SCRAM-SHA-512, user `idmint` with this password), as the
+   * secured profile of scripts/infra.sh: a throwaway CA and a certificate for 127.0.0.1 in the
+   * cluster's dir. The controllers talk plaintext on loopback.
+   */
+  securePassword?: string;
 }
 
 export async function startKafkaCluster(size = 3, timings: KafkaClusterTimings = {}): Promise<KafkaCluster> {
@@ -56,6 +68,26 @@ export async function startKafkaCluster(size = 3, timings: KafkaClusterTimings =
   for (const id of nodeIds) ports.set(id, { broker: await freePort(), controller: await freePort() });
   const voters = nodeIds.map((id) => `${id}@127.0.0.1:${ports.get(id)!.controller}`).join(',');
   const brokers = nodeIds.map((id) => `127.0.0.1:${ports.get(id)!.broker}`).join(',');
+  const password = timings.securePassword;
+  const tls = join(dir, 'tls');
+  if (password !== undefined) makeTls(tls);
+  const listener = password === undefined ? 'PLAINTEXT' : 'SASL_SSL';
+  const secureLines =
+    password === undefined
+      ? []
+      : [
+          'sasl.enabled.mechanisms=SCRAM-SHA-512',
+          'sasl.mechanism.inter.broker.protocol=SCRAM-SHA-512',
+          `listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="idmint" password="${password}";`,
+          'ssl.keystore.type=PEM',
+          `ssl.keystore.location=${join(tls, 'server-bundle.pem')}`,
+          'ssl.truststore.type=PEM',
+          `ssl.truststore.location=${join(tls, 'ca.pem')}`,
+        ];
+  const security: Pick<KafkaConfig, 'ssl' | 'sasl'> =
+    password === undefined ? {} : { ssl: { ca: [readFileSync(join(tls, 'ca.pem'), 'utf8')] }, sasl: { mechanism: 'scram-sha-512', username: 'idmint', password } };
+  const clusterEnv: Record<string, string> =
+    password === undefined ? {} : { IDMINT_KAFKA_TLS_CA: join(tls, 'ca.pem'), IDMINT_KAFKA_SASL_MECHANISM: 'scram-sha-512', IDMINT_KAFKA_SASL_USERNAME: 'idmint', IDMINT_KAFKA_SASL_PASSWORD: password };
   const replicas = Math.min(3, size);
   const conf = (id: number): string => join(dir, `node-${id}`, 'server.properties');
   const log4j = join(dir, 'log4j.properties');
@@ -69,11 +101,12 @@ export async function startKafkaCluster(size = 3, timings: KafkaClusterTimings =
         'process.roles=broker,controller',
         `node.id=${id}`,
         `controller.quorum.voters=${voters}`,
-        `listeners=PLAINTEXT://127.0.0.1:${broker},CONTROLLER://127.0.0.1:${controller}`,
-        `advertised.listeners=PLAINTEXT://127.0.0.1:${broker}`,
-        'inter.broker.listener.name=PLAINTEXT',
+        `listeners=${listener}://127.0.0.1:${broker},CONTROLLER://127.0.0.1:${controller}`,
+        `advertised.listeners=${listener}://127.0.0.1:${broker}`,
+        `inter.broker.listener.name=${listener}`,
         'controller.listener.names=CONTROLLER',
-        'listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT',
+        `listener.security.protocol.map=${listener}:${listener},CONTROLLER:PLAINTEXT`,
+        ...secureLines,
         `log.dirs=${join(dir, `node-${id}`, 'data')}`,
         'num.network.threads=2',
         'num.io.threads=2',
@@ -98,7 +131,7 @@ export async function startKafkaCluster(size = 3, timings: KafkaClusterTimings =
   }
   const id = clusterId();
   await Promise.all(
-    nodeIds.map((n) => run('java', ['-Xmx128m', '-XX:TieredStopAtLevel=1', `-Dlog4j.configuration=file:${log4j}`, '-cp', `${LIB}/*`, 'kafka.tools.StorageTool', 'format', '-t', id, '-c', conf(n)])),
+    nodeIds.map((n) => run('java', ['-Xmx128m', '-XX:TieredStopAtLevel=1', `-Dlog4j.configuration=file:${log4j}`, '-cp', `${LIB}/*`, 'kafka.tools.StorageTool', 'format', '-t', id, '-c', conf(n), ...(password === undefined ? [] : ['--add-scram', `SCRAM-SHA-512=[name=idmint,password=${password}]`])])),
   );
 
   const procs = new Map<number, ChildProcess>();
@@ -110,7 +143,7 @@ export async function startKafkaCluster(size = 3, timings: KafkaClusterTimings =
     );
     procs.set(n, child);
   };
-  const admin = createKafka({ brokers, clientId: 'kafka-cluster-test', config: { retry: { retries: 2, initialRetryTime: 100, maxRetryTime: 500 } } }).admin();
+  const admin = createKafka({ brokers, clientId: 'kafka-cluster-test', config: { ...security, retry: { retries: 2, initialRetryTime: 100, maxRetryTime: 500 } } }).admin();
   const live = async (): Promise<number[]> => {
     try {
       await admin.connect();
@@ -122,6 +155,8 @@ export async function startKafkaCluster(size = 3, timings: KafkaClusterTimings =
   const cluster: KafkaCluster = {
     brokers,
     nodeIds,
+    env: clusterEnv,
+    security,
     async leaderOf(topic, partition = 0) {
       return untilValue(`the leader of ${topic}/${partition}`, async () => {
         const meta = await admin.fetchTopicMetadata({ topics: [topic] }).catch(() => undefined);

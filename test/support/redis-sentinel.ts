@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { untilValue } from './poll.js';
+import { makeTls } from './tls.js';
 import { freePort } from './ports.js';
 
 /**
@@ -38,14 +39,24 @@ export interface RedisSentinelSet {
 
 /**
  * `auth`: `password` on every data node (`requirepass`, `masterauth`, and the sentinels' `auth-pass`),
- * `sentinelPassword` on the sentinels themselves (`requirepass`); `env` then carries them as idmint takes
- * them (REDIS_URL's password, REDIS_SENTINEL_PASSWORD).
+ * `sentinelPassword` on the sentinels themselves (`requirepass`); `tls`: data nodes, their
+ * replication and the sentinels on TLS only (a throwaway CA, test/support/tls.ts). `env` then
+ * carries them as idmint takes them (REDIS_URL's password and `rediss:` scheme, REDIS_SENTINEL_PASSWORD,
+ * IDMINT_REDIS_TLS_CA).
  */
-export async function startRedisSentinels(name = 'idmint-pools', replicas = 1, auth: { password?: string; sentinelPassword?: string } = {}): Promise<RedisSentinelSet> {
-  const dataAuth = auth.password === undefined ? [] : ['--requirepass', auth.password, '--masterauth', auth.password];
-  const sentinelAuth = auth.sentinelPassword === undefined ? {} : { password: auth.sentinelPassword };
-  const dataClientAuth = auth.password === undefined ? {} : { password: auth.password };
+export async function startRedisSentinels(name = 'idmint-pools', replicas = 1, auth: { password?: string; sentinelPassword?: string; tls?: boolean } = {}): Promise<RedisSentinelSet> {
   const dir = mkdtempSync(join(tmpdir(), 'idmint-sentinel-'));
+  const ca = auth.tls ? makeTls(join(dir, 'tls')) : undefined;
+  /** A server's listening settings as [name, value] pairs: its port, or (tls) its TLS port and files only. */
+  const listening = (port: number): Array<[string, string]> =>
+    ca === undefined
+      ? [['port', String(port)]]
+      : [['port', '0'], ['tls-port', String(port)], ['tls-cert-file', join(dir, 'tls', 'server.pem')], ['tls-key-file', join(dir, 'tls', 'server.key')], ['tls-ca-cert-file', join(dir, 'tls', 'ca.pem')], ['tls-auth-clients', 'no'], ['tls-replication', 'yes']];
+  const listen = (port: number): string[] => listening(port).flatMap(([k, v]) => [`--${k}`, v]);
+  const clientTls = ca === undefined ? {} : { tls: { ca } };
+  const dataAuth = auth.password === undefined ? [] : ['--requirepass', auth.password, '--masterauth', auth.password];
+  const sentinelAuth = { ...(auth.sentinelPassword === undefined ? {} : { password: auth.sentinelPassword }), ...clientTls };
+  const dataClientAuth = { ...(auth.password === undefined ? {} : { password: auth.password }), ...clientTls };
   const procs = new Map<number, ChildProcess>();
   const start = (port: number, args: string[]): void => {
     const child = spawn('redis-server', args, { cwd: dir, stdio: 'ignore' });
@@ -55,14 +66,14 @@ export async function startRedisSentinels(name = 'idmint-pools', replicas = 1, a
   const replicaPorts = await Promise.all(Array.from({ length: replicas }, () => freePort()));
   const sentinelPorts = await Promise.all([0, 1, 2].map(() => freePort()));
   const common = ['--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir];
-  start(master, ['--port', String(master), ...common, ...dataAuth, '--dbfilename', `m${master}.rdb`]);
-  for (const replica of replicaPorts) start(replica, ['--port', String(replica), ...common, ...dataAuth, '--dbfilename', `r${replica}.rdb`, '--replicaof', '127.0.0.1', String(master)]);
+  start(master, [...listen(master), ...common, ...dataAuth, '--dbfilename', `m${master}.rdb`]);
+  for (const replica of replicaPorts) start(replica, [...listen(replica), ...common, ...dataAuth, '--dbfilename', `r${replica}.rdb`, '--replicaof', '127.0.0.1', String(master)]);
   for (const port of sentinelPorts) {
     const conf = join(dir, `sentinel-${port}.conf`);
     writeFileSync(
       conf,
       [
-        `port ${port}`,
+        ...listening(port).map(([k, v]) => `${k} ${v}`),
         'bind 127.0.0.1',
         `dir ${dir}`,
         `sentinel monitor ${name} 127.0.0.1 ${master} 2`,
@@ -114,7 +125,8 @@ export async function startRedisSentinels(name = 'idmint-pools', replicas = 1, a
     env: {
       REDIS_SENTINELS: sentinels,
       REDIS_SENTINEL_NAME: name,
-      ...(auth.password === undefined ? {} : { REDIS_URL: `redis://:${auth.password}@sentinel-master:6379` }),
+      ...(auth.password === undefined && ca === undefined ? {} : { REDIS_URL: `${ca === undefined ? 'redis' : 'rediss'}://${auth.password === undefined ? '' : `:${auth.password}@`}sentinel-master:6379` }),
+      ...(ca === undefined ? {} : { IDMINT_REDIS_TLS_CA: join(dir, 'tls', 'ca.pem') }),
       ...(auth.sentinelPassword === undefined ? {} : { REDIS_SENTINEL_PASSWORD: auth.sentinelPassword }),
     },
     masterPort,
