@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
 import { untilValue } from './poll.js';
+import { makeTls } from './tls.js';
 import { freePort } from './ports.js';
 
 const run = promisify(execFile);
@@ -33,8 +34,8 @@ export interface RedisClusterSet {
   close(): Promise<void>;
 }
 
-async function askNode<T>(port: number, password: string | undefined, fn: (client: Redis) => Promise<T>): Promise<T | undefined> {
-  const client = new Redis({ port, host: '127.0.0.1', ...(password === undefined ? {} : { password }), lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0, connectTimeout: 1000, commandTimeout: 1000 });
+async function askNode<T>(port: number, password: string | undefined, ca: string | undefined, fn: (client: Redis) => Promise<T>): Promise<T | undefined> {
+  const client = new Redis({ port, host: '127.0.0.1', ...(password === undefined ? {} : { password }), ...(ca === undefined ? {} : { tls: { ca } }), lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0, connectTimeout: 1000, commandTimeout: 1000 });
   client.on('error', () => undefined);
   try {
     await client.connect();
@@ -46,15 +47,25 @@ async function askNode<T>(port: number, password: string | undefined, fn: (clien
   }
 }
 
-/** `password`: every node requires it (`requirepass`, and `masterauth` for its replica links). */
-export async function startRedisCluster(options: { password?: string } = {}): Promise<RedisClusterSet> {
+/**
+ * `password`: every node requires it (`requirepass`, and `masterauth` for its replica links).
+ * `tls`: clients, replication and the cluster bus on TLS only (a throwaway CA,
+ * test/support/tls.ts); `env` then names the CA (IDMINT_REDIS_TLS_CA) for a `rediss:` REDIS_URL.
+ */
+export async function startRedisCluster(options: { password?: string; tls?: boolean } = {}): Promise<RedisClusterSet> {
   const auth = options.password === undefined ? [] : ['--requirepass', options.password, '--masterauth', options.password];
-  const ask = <T>(port: number, fn: (client: Redis) => Promise<T>): Promise<T | undefined> => askNode(port, options.password, fn);
   const dir = mkdtempSync(join(tmpdir(), 'idmint-rcluster-'));
+  const ca = options.tls ? makeTls(join(dir, 'tls')) : undefined;
+  const ask = <T>(port: number, fn: (client: Redis) => Promise<T>): Promise<T | undefined> => askNode(port, options.password, ca, fn);
+  const tlsFile = (name: string): string => join(dir, 'tls', name);
+  const listen = (port: number): string[] =>
+    ca === undefined
+      ? ['--port', String(port)]
+      : ['--port', '0', '--tls-port', String(port), '--tls-cluster', 'yes', '--tls-replication', 'yes', '--tls-cert-file', tlsFile('server.pem'), '--tls-key-file', tlsFile('server.key'), '--tls-ca-cert-file', tlsFile('ca.pem'), '--tls-auth-clients', 'no'];
   const procs = new Map<number, ChildProcess>();
   const ports = await Promise.all(Array.from({ length: 6 }, () => freePort()));
   for (const port of ports) {
-    const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, '--dbfilename', `n${port}.rdb`];
+    const args = [...listen(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, '--dbfilename', `n${port}.rdb`];
     args.push(...auth, '--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${port}.conf`, '--cluster-node-timeout', '1000');
     procs.set(port, spawn('redis-server', args, { cwd: dir, stdio: 'ignore' }));
   }
@@ -79,7 +90,7 @@ export async function startRedisCluster(options: { password?: string } = {}): Pr
     untilValue('the cluster to promote a replica', () => slotOwner(slot), (p) => p !== undefined && p !== from, { timeoutMs: 60_000, intervalMs: 200 }) as Promise<number>;
   const set: RedisClusterSet = {
     nodes: ports.map((p) => `127.0.0.1:${p}`).join(','),
-    env: { REDIS_CLUSTER_NODES: ports.slice(0, 3).map((p) => `127.0.0.1:${p}`).join(',') },
+    env: { REDIS_CLUSTER_NODES: ports.slice(0, 3).map((p) => `127.0.0.1:${p}`).join(','), ...(ca === undefined ? {} : { IDMINT_REDIS_TLS_CA: tlsFile('ca.pem') }) },
     async ownerOf(key) {
       const slot = await slotOf(key);
       return untilValue(`the owner of slot ${slot}`, () => slotOwner(slot), (p) => p !== undefined, { timeoutMs: 30_000, intervalMs: 200 }) as Promise<number>;
@@ -128,7 +139,7 @@ export async function startRedisCluster(options: { password?: string } = {}): Pr
   };
   try {
     await untilValue('the cluster nodes answering', async () => (await Promise.all(ports.map((p) => ask(p, (c) => c.ping())))).every((r) => r === 'PONG'), (ok) => ok, { timeoutMs: 30_000, intervalMs: 100 });
-    await run('redis-cli', [...(options.password === undefined ? [] : ['--no-auth-warning', '-a', options.password]), '--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '1', '--cluster-yes'], { timeout: 60_000 });
+    await run('redis-cli', [...(options.password === undefined ? [] : ['--no-auth-warning', '-a', options.password]), ...(ca === undefined ? [] : ['--tls', '--cacert', tlsFile('ca.pem')]), '--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '1', '--cluster-yes'], { timeout: 60_000 });
     await set.untilHealthy();
   } catch (err) {
     await set.close();
