@@ -120,6 +120,8 @@ export const envSchema = z.object({
   IDMINT_DATA_DIR: z.string().trim().min(1).default('./data'),
   /** Bearer token for /v1/biz and /ui. Required unless bound to loopback. */
   IDMINT_ADMIN_TOKEN: secret.optional(),
+  /** bull-board at /ui without its retry, clean, promote and remove buttons (its API refuses them). Default true unless IDMINT_HOST is loopback. */
+  IDMINT_UI_READONLY: z.enum(['true', 'false'], { error: 'true or false' }).optional(),
   /** pino level. Default `info`. */
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** A request's headers and body must arrive within this, milliseconds. Default 10000. */

@@ -12,6 +12,7 @@ import { freshStore, type TestStore } from '../support/store.js';
 import { uid } from '../support/names.js';
 import { until } from '../support/poll.js';
 import { env } from '../support/env.js';
+import { spawnServer } from '../support/spawn.js';
 
 const REDIS_URL = env('REDIS_URL');
 
@@ -23,6 +24,8 @@ const CHROMIUM_FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disabl
 describe('refill dashboard at /ui in real headless Chromium', () => {
   let app: FastifyInstance;
   let base: string;
+  let readOnlyApp: FastifyInstance;
+  let readOnlyBase: string;
   let store: TestStore;
   let harness: Harness;
   let browser: Browser;
@@ -42,12 +45,17 @@ describe('refill dashboard at /ui in real headless Chromium', () => {
     app = Fastify();
     await registerDashboard(app, { queues: [harness.queue.queue], authorize: makeAdminGuard(TOKEN) });
     base = await app.listen({ host: '127.0.0.1', port: 0 });
+    // The same queue as an operator off loopback sees it by default (IDMINT_UI_READONLY).
+    readOnlyApp = Fastify();
+    await registerDashboard(readOnlyApp, { queues: [harness.queue.queue], authorize: makeAdminGuard(TOKEN), readOnly: true });
+    readOnlyBase = await readOnlyApp.listen({ host: '127.0.0.1', port: 0 });
     browser = await chromium.launch({ executablePath, headless: true, args: CHROMIUM_FLAGS });
   });
 
   afterAll(async () => {
     await browser?.close();
     await app?.close();
+    await readOnlyApp?.close();
     await harness?.close();
     await store?.close();
   });
@@ -99,4 +107,49 @@ describe('refill dashboard at /ui in real headless Chromium', () => {
     expect(statSync(`${ARTIFACTS}/dashboard.png`).size).toBeGreaterThan(10_000);
     await context.close();
   });
+
+  it('read-only: the API refuses retry, clean and remove (405), the failed job stays, and Chromium shows no retry button', async () => {
+    const auth = { authorization: `Bearer ${TOKEN}` };
+    const queue = encodeURIComponent(harness.queueName);
+    const failedBefore = (await harness.queue.counts()).failed ?? 0;
+    for (const [method, path] of [['PUT', `retry/failed`], ['PUT', `clean/failed`], ['PUT', `empty`]] as const) {
+      const response = await fetch(`${readOnlyBase}/ui/api/queues/${queue}/${path}`, { method, headers: auth });
+      expect(response.status, `${method} ${path}`).toBe(405);
+    }
+    expect((await harness.queue.counts()).failed).toBe(failedBefore);
+    // Reading still works.
+    expect((await fetch(`${readOnlyBase}/ui/api/queues`, { headers: auth })).status).toBe(200);
+
+    const context = await browser.newContext({ httpCredentials: { username: 'admin', password: TOKEN }, viewport: { width: 1280, height: 800 } });
+    const page = await context.newPage();
+    await page.goto(`${readOnlyBase}/ui/queue/${queue}?status=failed`);
+    await page.getByText(/refill job data must be/).first().waitFor({ timeout: 30_000 });
+    expect(await page.getByRole('button', { name: /retry/i }).count()).toBe(0);
+    // The writable board shows the button on the same page.
+    await page.goto(`${base}/ui/queue/${queue}?status=failed`);
+    await page.getByText(/refill job data must be/).first().waitFor({ timeout: 30_000 });
+    expect(await page.getByRole('button', { name: /retry/i }).count()).toBeGreaterThan(0);
+    await context.close();
+  });
+
+  it('idmint serve: its board is read-only off loopback or with IDMINT_UI_READONLY=true (405 on retry), writable on loopback by default', async () => {
+    const auth = { authorization: `Bearer ${TOKEN}` };
+    for (const [host, readonly, status] of [['127.0.0.1', 'true', 405], ['127.0.0.1', undefined, 200], ['0.0.0.0', undefined, 405]] as const) {
+      const server = await spawnServer({
+        DATABASE_URL: store.url,
+        REDIS_URL,
+        IDMINT_HOST: host,
+        IDMINT_ADMIN_TOKEN: TOKEN,
+        IDMINT_REFILL_QUEUE: `idmint-refill-ro-${uid()}`,
+        ...(readonly === undefined ? {} : { IDMINT_UI_READONLY: readonly }),
+      });
+      try {
+        const { queues } = (await (await fetch(`${server.url}/ui/api/queues`, { headers: auth })).json()) as { queues: Array<{ name: string }> };
+        const response = await fetch(`${server.url}/ui/api/queues/${encodeURIComponent(queues[0]!.name)}/retry/failed`, { method: 'PUT', headers: auth });
+        expect(response.status, `IDMINT_HOST=${host} IDMINT_UI_READONLY=${readonly}`).toBe(status);
+      } finally {
+        await server.stop('SIGTERM');
+      }
+    }
+  }, 120_000);
 });

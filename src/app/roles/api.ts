@@ -6,6 +6,7 @@ import type { BizStore } from '../../core/ports.js';
 import { makeDecoder } from '../../core/decode.js';
 import type { DispenserMetrics } from '../../dispenser/metrics.js';
 import { buildHttpServer, buildOpsServer } from '../../http/server.js';
+import { isLoopback } from '../../http/auth.js';
 import type { DispenserParts } from '../dispense.js';
 import { exportReadiness, readinessOf } from '../readiness.js';
 import type { PgDatabase } from '../../store/pg.js';
@@ -77,7 +78,8 @@ export async function buildApiServer(options: ApiRoleOptions): Promise<FastifyIn
             ...(await refillStats.collectRefillStats({ store, sinks: { 'redis-list': redis.list, 'redis-counter': redis.counter }, meta: redis.statsMeta, queue: redis.queue, autoKind: DEFAULT_REDIS_POOL })),
             refillRole: options.refillState(),
           }),
-          extensions: [dashboard.dashboardExtension({ queues: [redis.queue.queue] })],
+          // Read-only by default off loopback: the board's buttons retry, clean and remove jobs.
+          extensions: [dashboard.dashboardExtension({ queues: [redis.queue.queue], readOnly: config.IDMINT_UI_READONLY === undefined ? !isLoopback(config.IDMINT_HOST) : config.IDMINT_UI_READONLY === 'true' })],
           onTagChange: (bizTag: string) => primePools(redis, store, bizTag, options.logger),
         }
       : {}),
