@@ -20,6 +20,9 @@ export interface DashboardOptions {
   title?: string;
 }
 
+/** bull-board's stylesheet link to Google Fonts (its only asset from outside the server). */
+const EXTERNAL_FONTS = /<link[^>]*fonts\.googleapis\.com[^>]*>/g;
+
 export const DASHBOARD_DEFAULTS = defaults({ basePath: '/ui', readOnly: false, title: 'idmint refills' });
 
 /**
@@ -44,6 +47,12 @@ export async function registerDashboard(app: FastifyInstance, options: Dashboard
 
   await app.register(async (scope) => {
     scope.addHook('onRequest', browserAdminHook(options.authorize));
+    // Every asset from this server: bull-board's page links IBM Plex from Google Fonts, which an
+    // offline or locked-down network cannot reach (and which tells Google who opens the board).
+    // Without the link the board falls back to its system font stack.
+    scope.addHook('onSend', async (_request, reply, payload) =>
+      typeof payload === 'string' && String(reply.getHeader('content-type') ?? '').startsWith('text/html') ? payload.replace(EXTERNAL_FONTS, '') : payload,
+    );
     await scope.register(serverAdapter.registerPlugin(), { prefix: basePath });
   });
 }

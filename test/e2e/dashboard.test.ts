@@ -87,6 +87,11 @@ describe('refill dashboard at /ui in real headless Chromium', () => {
 
     const context = await browser.newContext({ httpCredentials: { username: 'admin', password: TOKEN }, viewport: { width: 1280, height: 800 } });
     const page = await context.newPage();
+    // Every asset comes from this server (bull-board's Google Fonts link is taken out).
+    const elsewhere: string[] = [];
+    page.on('request', (request) => {
+      if (!request.url().startsWith(base) && !request.url().startsWith('data:')) elsewhere.push(request.url());
+    });
     const response = await page.goto(`${base}/ui`);
     expect(response?.status()).toBe(200);
     await page.getByText(harness.queueName).first().waitFor({ timeout: 30_000 });
@@ -105,6 +110,7 @@ describe('refill dashboard at /ui in real headless Chromium', () => {
     await page.getByText('Loading...').waitFor({ state: 'hidden', timeout: 30_000 });
     await page.screenshot({ path: `${ARTIFACTS}/dashboard.png`, fullPage: true });
     expect(statSync(`${ARTIFACTS}/dashboard.png`).size).toBeGreaterThan(10_000);
+    expect(elsewhere).toEqual([]);
     await context.close();
   });
 
