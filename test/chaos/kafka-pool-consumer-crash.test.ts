@@ -70,4 +70,50 @@ describe('Kafka pool consumer: a crash KafkaJS does not restart from', () => {
     expectDisjoint(got, 'blocks served');
     expect(got.length).toBeGreaterThan(1);
   }, 600_000);
+
+  it('a consumer that completes no fetch for stallTimeoutMs is replaced, and serving resumes after the hang', async () => {
+    const bizTag = uniqueName('kstall');
+    const sink = new KafkaPoolSink({ kafka: createKafka({ brokers: cluster.brokers, clientId: 'kstall-refill', logger: silentLogger }), partitions: 2, blockSize: 100 });
+    let next = 1;
+    const push = async (segments: number): Promise<void> => {
+      for (let i = 0; i < segments; i++, next += 400) await sink.push({ bizTag, shard: 0, start: next, end: next + 399 });
+    };
+    await push(5);
+    const kafka = createKafka({ brokers: cluster.brokers, clientId: 'kstall-sdk', logger: silentLogger });
+    const transport = kafkaPoolTransport({ kafka, takeTimeoutMs: 500, sessionTimeoutMs: 6000, stallTimeoutMs: 6000, joinTimeoutMs: 10_000 });
+    const got: Range[] = [];
+    const codes = new Map<string, number>();
+    const take = async (): Promise<number> => {
+      try {
+        const batch = await transport.fetchBlocks!(bizTag, 150);
+        for (const b of batch.blocks ?? []) got.push(b);
+        return batch.blocks?.length ?? 0;
+      } catch (err) {
+        if (!isIdmintError(err)) throw err;
+        codes.set(err.code, (codes.get(err.code) ?? 0) + 1);
+        return 0;
+      }
+    };
+    try {
+      await until('the first blocks', async () => (await take()) > 0, { timeoutMs: 60_000 });
+      // The only broker hung: no fetch completes, the consumer is silent past stallTimeoutMs.
+      cluster.pause(1);
+      const hungUntil = Date.now() + 15_000;
+      while (Date.now() < hungUntil) {
+        await take();
+        await sleep(500);
+      }
+      cluster.resume(1);
+      await push(5);
+      const before = got.length;
+      await until('blocks again after the broker resumed', async () => (await take()) > 0 && got.length > before, { timeoutMs: 120_000, intervalMs: 200 });
+    } finally {
+      cluster.resume(1);
+      await transport.close();
+      await sink.close();
+    }
+    // NOT_READY: the stalled consumer was declared failed and replaced (a silent one answers POOL_EMPTY).
+    expect(codes.get('NOT_READY') ?? 0, JSON.stringify(Object.fromEntries(codes))).toBeGreaterThan(0);
+    expectDisjoint(got, 'blocks served');
+  }, 600_000);
 });

@@ -25,6 +25,13 @@ export interface KafkaPoolConsumerSettings {
   /** Group session timeout: how soon a crashed consumer's partitions move to the others. */
   sessionTimeoutMs: number;
   joinTimeoutMs: number;
+  /**
+   * A started consumer that neither completes a fetch nor waits for room in its buffer for this
+   * long is taken as wedged and replaced (KafkaJS can stop consuming without a crash or an error,
+   * tulios/kafkajs#659). Above the longest rejoin: a JoinGroup waits the rebalance timeout (30 s)
+   * plus the request timeout.
+   */
+  stallTimeoutMs: number;
 }
 
 export const KAFKA_POOL_CONSUMER_DEFAULTS: Readonly<KafkaPoolConsumerSettings> = Object.freeze({
@@ -32,7 +39,11 @@ export const KAFKA_POOL_CONSUMER_DEFAULTS: Readonly<KafkaPoolConsumerSettings> =
   takeTimeoutMs: 1000,
   sessionTimeoutMs: 10_000,
   joinTimeoutMs: 30_000,
+  stallTimeoutMs: 45_000,
 });
+
+/** How long the coordinator waits for the members to rejoin in a rebalance (KafkaJS: 60 s). */
+const REBALANCE_TIMEOUT_MS = 30_000;
 
 export interface KafkaPoolConsumerOptions extends Partial<KafkaPoolConsumerSettings> {
   kafka: Kafka;
@@ -75,6 +86,9 @@ export class KafkaPoolConsumer {
   private waiters: Array<() => void> = [];
   private starting: Promise<void> | undefined;
   private closing: Promise<void> | undefined;
+  /** When the consumer last showed it is alive: a fetch completed, a join, a batch, a wait for room. */
+  private lastProgress = Date.now();
+  private watchdog: NodeJS.Timeout | undefined;
   /**
    * True once this consumer will not serve again: its start failed, or KafkaJS stopped it after a
    * crash it does not restart from (a non-retriable error, or the client's `restartOnFailure`
@@ -99,6 +113,7 @@ export class KafkaPoolConsumer {
       groupId: this.groupId,
       allowAutoTopicCreation: false,
       sessionTimeout: this.settings.sessionTimeoutMs,
+      rebalanceTimeout: Math.max(REBALANCE_TIMEOUT_MS, this.settings.sessionTimeoutMs),
       heartbeatInterval: Math.max(500, Math.floor(this.settings.sessionTimeoutMs / 5)),
       maxWaitTimeInMs: 1000,
     });
@@ -106,8 +121,14 @@ export class KafkaPoolConsumer {
       const assigned = event.payload.memberAssignment[this.topic]?.length ?? 0;
       if (assigned === 0 && this.assigned !== 0) this.logger.info({ topic: this.topic }, 'no partition of the pool topic for this instance (more consumers than partitions); its fallback serves');
       this.assigned = assigned;
+      this.lastProgress = Date.now();
       this.wake();
     });
+    const alive = (): void => {
+      this.lastProgress = Date.now();
+    };
+    this.consumer.on(this.consumer.events.FETCH, alive);
+    this.consumer.on(this.consumer.events.START_BATCH_PROCESS, alive);
     this.consumer.on(this.consumer.events.CRASH, (event) => {
       if (event.payload.restart) return;
       this.logger.warn({ topic: this.topic, err: event.payload.error }, 'the Kafka pool consumer crashed and KafkaJS will not restart it; a new one takes over');
@@ -125,6 +146,8 @@ export class KafkaPoolConsumer {
       await this.consumer.subscribe({ topic: this.topic, fromBeginning: true });
       await this.consumer.run({ autoCommit: false, eachBatchAutoResolve: false, eachBatch: (p) => this.onBatch(p) });
       await joined;
+      this.lastProgress = Date.now();
+      this.watchdog = setInterval(() => this.checkStalled(), Math.min(5000, this.settings.stallTimeoutMs)).unref();
     })().catch((err: unknown) => {
       this.failed = true;
       throw isIdmintError(err) ? err : notReady('Kafka (pool consumer start)', err);
@@ -196,6 +219,7 @@ export class KafkaPoolConsumer {
 
   close(): Promise<void> {
     this.closing ??= (async () => {
+      clearInterval(this.watchdog);
       this.wake();
       await this.starting?.catch(() => undefined);
       await this.consumer.disconnect();
@@ -205,12 +229,26 @@ export class KafkaPoolConsumer {
     return this.closing;
   }
 
+  /** Marks a consumer that showed no sign of life for stallTimeoutMs as failed: its owner replaces it. */
+  private checkStalled(): void {
+    // A member without partitions fetches nothing: silence is expected there.
+    if (this.closing || this.failed || this.assigned === 0) return;
+    const silent = Date.now() - this.lastProgress;
+    if (silent < this.settings.stallTimeoutMs) return;
+    this.logger.warn({ topic: this.topic, silentMs: silent }, 'the Kafka pool consumer completed no fetch for too long (KafkaJS wedged); a new one takes over');
+    clearInterval(this.watchdog);
+    this.failed = true;
+    this.wake();
+  }
+
   private async onBatch({ batch, resolveOffset, heartbeat, isRunning, isStale }: EachBatchPayload): Promise<void> {
     const messages = batch.messages;
     let i = 0;
     while (i < messages.length) {
       while (this.blocks.length >= this.settings.bufferBlocks) {
         if (!isRunning() || isStale() || this.closing) return;
+        // Waiting for takers is no stall: nothing is fetched while the buffer is full.
+        this.lastProgress = Date.now();
         await this.waitForChange(1000);
         await heartbeat();
       }
