@@ -56,33 +56,11 @@ export async function startProxy(port: number, target: string): Promise<{ close(
 }
 
 /**
- * Ends `zk`'s session the way a server does after a partition: another client joins the session
- * and closes it. The original may win the session back first, so this retries until it expires.
- */
-export async function expireSession(zk: ZkClient, connect: string): Promise<void> {
-  const session = zk.session;
-  const expired = new Promise<boolean>((resolve) => zk.once('expired', () => resolve(true)));
-  // A busy machine (CI runs two integration files at once) can take many tries: the original
-  // reconnects and wins the session back whenever it is quicker than the thief's close.
-  for (const giveUpAt = Date.now() + 45_000; Date.now() < giveUpAt; ) {
-    try {
-      const thief = await ZkClient.connect({ connect, session, connectTimeoutMs: 2000 });
-      thief.close();
-    } catch {
-      // The session is already gone: only the original has yet to hear of it.
-    }
-    const timeout = new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 2500).unref());
-    if (await Promise.race([expired, timeout])) return;
-  }
-  throw new Error('the session did not expire');
-}
-
-/**
  * Ends the session of a client that reaches ZooKeeper through `proxy` (on `port`), without a race:
  * the proxy is cut so the client cannot reconnect, a second client joins the session and closes it
  * (until joining it fails: the session is gone), then the proxy opens again and the client hears
- * SESSION_EXPIRED. `expireSession` races the original's reconnect and can lose it for long on a
- * busy machine. Resolves with the reopened proxy, once the client emitted 'expired'.
+ * SESSION_EXPIRED. (Joining and closing the session while the client can reconnect races its
+ * reconnect, which a busy machine can lose for long.) Resolves with the reopened proxy, once the client emitted 'expired'.
  */
 export async function expireSessionBehindProxy(zk: ZkClient, proxy: { close(): Promise<void> }, port: number, target: string): Promise<{ close(): Promise<void> }> {
   const session = zk.session;

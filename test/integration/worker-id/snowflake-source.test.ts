@@ -7,7 +7,7 @@ import { LEAF_LAYOUT } from '../../../src/core/layout.js';
 import type { BizTag } from '../../../src/core/ports.js';
 import { createSnowflakeSource, type SnowflakeSource } from '../../../src/dispenser/sources/snowflake.js';
 import { type ZkClient, ZooKeeperWorkerIdProvider } from '../../../src/worker-id/index.js';
-import { capturingLogger, expireSession, steppedClock, tempDir, zkRoots } from './helpers.js';
+import { capturingLogger, expireSessionBehindProxy, startProxy, steppedClock, tempDir, zkRoots } from './helpers.js';
 import { env } from '../../support/env.js';
 import { until } from '../../support/poll.js';
 import { freePort } from '../../support/ports.js';
@@ -99,15 +99,22 @@ describe('SnowflakeSource over ZooKeeper worker ids', () => {
   it('keeps issuing through a ZooKeeper session expiry, with zero duplicates', async () => {
     const root = newRoot();
     const { logger, lines } = capturingLogger();
-    const source = await start(root, '10.8.0.1:8080', { dataDir: tempDir(), logger, retryEveryMs: 100 });
-    const zk = (source.lease as unknown as { zk: ZkClient }).zk;
-    const issuing = issueFor(source, 1500);
-    await expireSession(zk, env('ZK_CONNECT'));
-    await until('the session to be re-established', () => lines.some((l) => String(l.msg).includes('re-established')));
-    const ids = await issuing;
-    expect(lines.some((l) => String(l.msg).includes('session expired'))).toBe(true);
-    expectNoDuplicates(ids);
-    expect(ids.length).toBeGreaterThan(1000);
+    // Through a proxy the test cuts: the session is closed while the client cannot reconnect.
+    const port = await freePort();
+    let proxy = await startProxy(port, env('ZK_CONNECT'));
+    try {
+      const source = await start(root, '10.8.0.1:8080', { dataDir: tempDir(), logger, retryEveryMs: 100, connect: `127.0.0.1:${port}` });
+      const zk = (source.lease as unknown as { zk: ZkClient }).zk;
+      const issuing = issueFor(source, 1500);
+      proxy = await expireSessionBehindProxy(zk, proxy, port, env('ZK_CONNECT'));
+      await until('the session to be re-established', () => lines.some((l) => String(l.msg).includes('re-established')));
+      const ids = await issuing;
+      expect(lines.some((l) => String(l.msg).includes('session expired'))).toBe(true);
+      expectNoDuplicates(ids);
+      expect(ids.length).toBeGreaterThan(1000);
+    } finally {
+      await proxy.close();
+    }
   });
 });
 
