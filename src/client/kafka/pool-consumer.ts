@@ -129,6 +129,8 @@ export class KafkaPoolConsumer {
     };
     this.consumer.on(this.consumer.events.FETCH, alive);
     this.consumer.on(this.consumer.events.START_BATCH_PROCESS, alive);
+    // A rebalance starting: the join that follows fetches nothing for up to the rebalance timeout.
+    this.consumer.on(this.consumer.events.REBALANCING, alive);
     this.consumer.on(this.consumer.events.CRASH, (event) => {
       if (event.payload.restart) return;
       this.logger.warn({ topic: this.topic, err: event.payload.error }, 'the Kafka pool consumer crashed and KafkaJS will not restart it; a new one takes over');
