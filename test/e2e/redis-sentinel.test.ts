@@ -13,18 +13,19 @@ const admin = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/j
 const PASSWORD = 'sentinel-data-pw-1';
 const SENTINEL_PASSWORD = 'sentinel-own-pw-2';
 
-// Redis under Sentinel, secured as in production: the data nodes require a password (REDIS_URL's)
+// Redis under Sentinel, secured as in production: the data nodes take an ACL user (the default
+// user off) with a password (REDIS_URL's user and password)
 // and so do the sentinels (REDIS_SENTINEL_PASSWORD); data nodes, their replication and the
 // sentinels speak TLS only (REDIS_URL `rediss:`, IDMINT_REDIS_TLS_CA). idmint serve reaches the pools' Redis through
 // REDIS_SENTINELS, its master is SIGKILLed under load, the sentinels promote the replica, and the
 // pools serve again from it (the refill worker following), with every ID collected: zero duplicates.
-describe('Redis pools under a Sentinel set on TLS with passwords (REDIS_SENTINELS, REDIS_SENTINEL_PASSWORD, rediss:)', () => {
+describe('Redis pools under a Sentinel set on TLS, with an ACL user and passwords (REDIS_SENTINELS, REDIS_SENTINEL_PASSWORD, rediss://user:password@)', () => {
   let set: RedisSentinelSet;
   let server: SpawnedServer;
   let dataDir: string;
 
   beforeAll(async () => {
-    set = await startRedisSentinels('idmint-pools', 1, { password: PASSWORD, sentinelPassword: SENTINEL_PASSWORD, tls: true });
+    set = await startRedisSentinels('idmint-pools', 1, { user: 'idmint-app', password: PASSWORD, sentinelPassword: SENTINEL_PASSWORD, tls: true });
     dataDir = mkdtempSync(join(tmpdir(), 'idmint-sentinel-data-'));
     server = await spawnServer({ ...set.env, IDMINT_DATA_DIR: dataDir, IDMINT_ADMIN_TOKEN: TOKEN, IDMINT_REFILL_EVERY_MS: '1000', IDMINT_POOL_MIN_DEPTH: '2000' });
   }, 120_000);

@@ -83,6 +83,10 @@ export async function startKafkaCluster(size = 3, timings: KafkaClusterTimings =
           `ssl.keystore.location=${join(tls, 'server-bundle.pem')}`,
           'ssl.truststore.type=PEM',
           `ssl.truststore.location=${join(tls, 'ca.pem')}`,
+          // An authorizer, as in the secured profile: idmint is a super user, any other principal
+          // gets what an ACL grants; the controller listener is internal (ANONYMOUS on loopback).
+          'authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer',
+          'super.users=User:idmint;User:ANONYMOUS',
         ];
   const security: Pick<KafkaConfig, 'ssl' | 'sasl'> =
     password === undefined ? {} : { ssl: { ca: [readFileSync(join(tls, 'ca.pem'), 'utf8')] }, sasl: { mechanism: 'scram-sha-512', username: 'idmint', password } };

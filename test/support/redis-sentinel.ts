@@ -38,13 +38,14 @@ export interface RedisSentinelSet {
 }
 
 /**
- * `auth`: `password` on every data node (`requirepass`, `masterauth`, and the sentinels' `auth-pass`),
+ * `auth`: `password` on every data node (`requirepass`, `masterauth`, and the sentinels' `auth-pass`;
+ * with `user`, for that ACL user instead, the default user off: `masteruser`, `auth-user`),
  * `sentinelPassword` on the sentinels themselves (`requirepass`); `tls`: data nodes, their
  * replication and the sentinels on TLS only (a throwaway CA, test/support/tls.ts). `env` then
  * carries them as idmint takes them (REDIS_URL's password and `rediss:` scheme, REDIS_SENTINEL_PASSWORD,
  * IDMINT_REDIS_TLS_CA).
  */
-export async function startRedisSentinels(name = 'idmint-pools', replicas = 1, auth: { password?: string; sentinelPassword?: string; tls?: boolean } = {}): Promise<RedisSentinelSet> {
+export async function startRedisSentinels(name = 'idmint-pools', replicas = 1, auth: { password?: string; user?: string; sentinelPassword?: string; tls?: boolean } = {}): Promise<RedisSentinelSet> {
   const dir = mkdtempSync(join(tmpdir(), 'idmint-sentinel-'));
   const ca = auth.tls ? makeTls(join(dir, 'tls')) : undefined;
   /** A server's listening settings as [name, value] pairs: its port, or (tls) its TLS port and files only. */
@@ -54,9 +55,15 @@ export async function startRedisSentinels(name = 'idmint-pools', replicas = 1, a
       : [['port', '0'], ['tls-port', String(port)], ['tls-cert-file', join(dir, 'tls', 'server.pem')], ['tls-key-file', join(dir, 'tls', 'server.key')], ['tls-ca-cert-file', join(dir, 'tls', 'ca.pem')], ['tls-auth-clients', 'no'], ['tls-replication', 'yes']];
   const listen = (port: number): string[] => listening(port).flatMap(([k, v]) => [`--${k}`, v]);
   const clientTls = ca === undefined ? {} : { tls: { ca } };
-  const dataAuth = auth.password === undefined ? [] : ['--requirepass', auth.password, '--masterauth', auth.password];
+  // With `user`: an ACL user with the password, the default user off (replicas and sentinels log in as that user).
+  const dataAuth =
+    auth.password === undefined
+      ? []
+      : auth.user === undefined
+        ? ['--requirepass', auth.password, '--masterauth', auth.password]
+        : ['--user', 'default', 'off', '--user', auth.user, 'on', `>${auth.password}`, '~*', '&*', '+@all', '--masteruser', auth.user, '--masterauth', auth.password];
   const sentinelAuth = { ...(auth.sentinelPassword === undefined ? {} : { password: auth.sentinelPassword }), ...clientTls };
-  const dataClientAuth = { ...(auth.password === undefined ? {} : { password: auth.password }), ...clientTls };
+  const dataClientAuth = { ...(auth.password === undefined ? {} : { password: auth.password }), ...(auth.user === undefined ? {} : { username: auth.user }), ...clientTls };
   const procs = new Map<number, ChildProcess>();
   const start = (port: number, args: string[]): void => {
     const child = spawn('redis-server', args, { cwd: dir, stdio: 'ignore' });
@@ -81,6 +88,7 @@ export async function startRedisSentinels(name = 'idmint-pools', replicas = 1, a
         `sentinel failover-timeout ${name} 5000`,
         `sentinel parallel-syncs ${name} 1`,
         ...(auth.password === undefined ? [] : [`sentinel auth-pass ${name} ${auth.password}`]),
+        ...(auth.user === undefined ? [] : [`sentinel auth-user ${name} ${auth.user}`]),
         ...(auth.sentinelPassword === undefined ? [] : [`requirepass ${auth.sentinelPassword}`]),
         '',
       ].join('\n'),
@@ -125,7 +133,7 @@ export async function startRedisSentinels(name = 'idmint-pools', replicas = 1, a
     env: {
       REDIS_SENTINELS: sentinels,
       REDIS_SENTINEL_NAME: name,
-      ...(auth.password === undefined && ca === undefined ? {} : { REDIS_URL: `${ca === undefined ? 'redis' : 'rediss'}://${auth.password === undefined ? '' : `:${auth.password}@`}sentinel-master:6379` }),
+      ...(auth.password === undefined && ca === undefined ? {} : { REDIS_URL: `${ca === undefined ? 'redis' : 'rediss'}://${auth.password === undefined ? '' : `${auth.user ?? ''}:${auth.password}@`}sentinel-master:6379` }),
       ...(ca === undefined ? {} : { IDMINT_REDIS_TLS_CA: join(dir, 'tls', 'ca.pem') }),
       ...(auth.sentinelPassword === undefined ? {} : { REDIS_SENTINEL_PASSWORD: auth.sentinelPassword }),
     },
