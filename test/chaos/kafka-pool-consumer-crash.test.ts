@@ -16,6 +16,40 @@ import { expectDisjoint, type Range } from '../support/unique.js';
  * tag answers POOL_EMPTY for the life of the process. A one-node cluster whose only broker is
  * SIGKILLed crashes the consumer; its client is told never to restart.
  */
+/**
+ * A pool topic for `bizTag` on the cluster and an SDK pool transport reading it: `push` publishes
+ * segments of 400 IDs, `take` asks for 150 IDs and keeps what comes (a thrown idmint error is
+ * counted by code and taken as nothing).
+ */
+function poolOf(brokers: string, bizTag: string, transport: ReturnType<typeof kafkaPoolTransport>) {
+  const sink = new KafkaPoolSink({ kafka: createKafka({ brokers, clientId: `${bizTag}-refill`, logger: silentLogger }), partitions: 2, blockSize: 100 });
+  let next = 1;
+  const got: Range[] = [];
+  const codes = new Map<string, number>();
+  return {
+    got,
+    codes,
+    async push(segments: number): Promise<void> {
+      for (let i = 0; i < segments; i++, next += 400) await sink.push({ bizTag, shard: 0, start: next, end: next + 399 });
+    },
+    async take(): Promise<number> {
+      try {
+        const batch = await transport.fetchBlocks!(bizTag, 150);
+        for (const b of batch.blocks ?? []) got.push(b);
+        return batch.blocks?.length ?? 0;
+      } catch (err) {
+        if (!isIdmintError(err)) throw err;
+        codes.set(err.code, (codes.get(err.code) ?? 0) + 1);
+        return 0;
+      }
+    },
+    async close(): Promise<void> {
+      await transport.close();
+      await sink.close();
+    },
+  };
+}
+
 describe('Kafka pool consumer: a crash KafkaJS does not restart from', () => {
   let cluster: KafkaCluster;
   beforeAll(async () => {
@@ -26,31 +60,14 @@ describe('Kafka pool consumer: a crash KafkaJS does not restart from', () => {
   }, 120_000);
 
   it('is replaced by a new consumer that serves again, with no block served twice', async () => {
-    const bizTag = uniqueName('kcrash');
-    const sink = new KafkaPoolSink({ kafka: createKafka({ brokers: cluster.brokers, clientId: 'kcrash-refill', logger: silentLogger }), partitions: 2, blockSize: 100 });
-    let next = 1;
-    const push = async (segments: number): Promise<void> => {
-      for (let i = 0; i < segments; i++, next += 400) await sink.push({ bizTag, shard: 0, start: next, end: next + 399 });
-    };
-    await push(5);
     const kafka = createKafka({
       brokers: cluster.brokers,
       clientId: 'kcrash-sdk',
       logger: silentLogger,
       config: { retry: { retries: 1, initialRetryTime: 100, maxRetryTime: 500, restartOnFailure: async () => false } },
     });
-    const transport = kafkaPoolTransport({ kafka, takeTimeoutMs: 500, sessionTimeoutMs: 6000 });
-    const got: Range[] = [];
-    const take = async (): Promise<number> => {
-      try {
-        const batch = await transport.fetchBlocks!(bizTag, 150);
-        for (const b of batch.blocks ?? []) got.push(b);
-        return batch.blocks?.length ?? 0;
-      } catch (err) {
-        if (!isIdmintError(err)) throw err;
-        return 0;
-      }
-    };
+    const { got, push, take, close } = poolOf(cluster.brokers, uniqueName('kcrash'), kafkaPoolTransport({ kafka, takeTimeoutMs: 500, sessionTimeoutMs: 6000 }));
+    await push(5);
     try {
       await until('the first blocks', async () => (await take()) > 0, { timeoutMs: 60_000 });
       await cluster.kill(1);
@@ -64,36 +81,17 @@ describe('Kafka pool consumer: a crash KafkaJS does not restart from', () => {
       const before = got.length;
       await until('blocks again after the broker came back', async () => (await take()) > 0 && got.length > before, { timeoutMs: 120_000, intervalMs: 200 });
     } finally {
-      await transport.close();
-      await sink.close();
+      await close();
     }
     expectDisjoint(got, 'blocks served');
     expect(got.length).toBeGreaterThan(1);
   }, 600_000);
 
   it('a consumer that completes no fetch for stallTimeoutMs is replaced, and serving resumes after the hang', async () => {
-    const bizTag = uniqueName('kstall');
-    const sink = new KafkaPoolSink({ kafka: createKafka({ brokers: cluster.brokers, clientId: 'kstall-refill', logger: silentLogger }), partitions: 2, blockSize: 100 });
-    let next = 1;
-    const push = async (segments: number): Promise<void> => {
-      for (let i = 0; i < segments; i++, next += 400) await sink.push({ bizTag, shard: 0, start: next, end: next + 399 });
-    };
-    await push(5);
     const kafka = createKafka({ brokers: cluster.brokers, clientId: 'kstall-sdk', logger: silentLogger });
     const transport = kafkaPoolTransport({ kafka, takeTimeoutMs: 500, sessionTimeoutMs: 6000, stallTimeoutMs: 6000, joinTimeoutMs: 10_000 });
-    const got: Range[] = [];
-    const codes = new Map<string, number>();
-    const take = async (): Promise<number> => {
-      try {
-        const batch = await transport.fetchBlocks!(bizTag, 150);
-        for (const b of batch.blocks ?? []) got.push(b);
-        return batch.blocks?.length ?? 0;
-      } catch (err) {
-        if (!isIdmintError(err)) throw err;
-        codes.set(err.code, (codes.get(err.code) ?? 0) + 1);
-        return 0;
-      }
-    };
+    const { got, codes, push, take, close } = poolOf(cluster.brokers, uniqueName('kstall'), transport);
+    await push(5);
     try {
       await until('the first blocks', async () => (await take()) > 0, { timeoutMs: 60_000 });
       // The only broker hung: no fetch completes, the consumer is silent past stallTimeoutMs.
@@ -109,8 +107,7 @@ describe('Kafka pool consumer: a crash KafkaJS does not restart from', () => {
       await until('blocks again after the broker resumed', async () => (await take()) > 0 && got.length > before, { timeoutMs: 120_000, intervalMs: 200 });
     } finally {
       cluster.resume(1);
-      await transport.close();
-      await sink.close();
+      await close();
     }
     // NOT_READY: the stalled consumer was declared failed and replaced (a silent one answers POOL_EMPTY).
     expect(codes.get('NOT_READY') ?? 0, JSON.stringify(Object.fromEntries(codes))).toBeGreaterThan(0);

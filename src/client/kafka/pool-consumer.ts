@@ -196,7 +196,7 @@ export class KafkaPoolConsumer {
       }
       if (this.failed) {
         if (out.length > 0) break;
-        throw new IdmintError('NOT_READY', `the Kafka pool consumer of "${this.bizTag}" stopped after a crash`);
+        throw new IdmintError('NOT_READY', `the Kafka pool consumer of "${this.bizTag}" stopped (a crash KafkaJS does not restart, or no fetch for stallTimeoutMs)`);
       }
       // Something in hand, or nothing will come: answer now rather than wait for the rest.
       if (out.length > 0 || (this.assigned === 0 && !options.waitForPartition)) break;
