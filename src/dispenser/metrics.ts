@@ -26,6 +26,8 @@ export class DispenserMetrics {
   depthSource: (() => DepthReading[]) | undefined;
   /** IDs per source over the last ten minutes, for the status page. */
   readonly history = new IssueHistory();
+  // IDs issued since start, by tag and source (the dashboard's reports).
+  private readonly totals = new Map<string, Record<IdSourceName, number>>();
   // Counts not yet in the counters, by tag, then source.
   private readonly pending = new Map<string, Map<IdSourceName, { ids: number; requests: number }>>();
 
@@ -84,10 +86,19 @@ export class DispenserMetrics {
       for (const [source, counts] of bySource) {
         this.issued.inc({ biz_tag: bizTag, source }, counts.ids);
         this.requests.inc({ biz_tag: bizTag, source }, counts.requests);
+        let total = this.totals.get(bizTag);
+        if (!total) this.totals.set(bizTag, (total = { pool: 0, segment: 0, snowflake: 0 }));
+        total[source] += counts.ids;
       }
     }
     // Dropped, not zeroed: a tag that stops being asked for leaves nothing behind.
     this.pending.clear();
+  }
+
+  /** IDs issued by this process since it started, by tag and source. */
+  issuedTotals(): Record<string, Record<IdSourceName, number>> {
+    this.flushIssued();
+    return Object.fromEntries([...this.totals].map(([tag, counts]) => [tag, { ...counts }]));
   }
 
   recordError(err: unknown): void {

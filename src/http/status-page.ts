@@ -69,7 +69,7 @@ ${renderChart(data.history)}
 <h2>Tags (${data.tags.length})</h2>
 <table id="tags"><thead><tr><th>tag</th><th>mode</th><th>step</th><th>maxLimit</th><th>fallback</th><th>pool</th><th>buffered here</th>${data.redis ? '<th>in Redis</th>' : ''}<th>description</th></tr></thead>
 <tbody>${rows || '<tr><td colspan="9">no tags yet: idmint biz create &lt;bizTag&gt;</td></tr>'}</tbody></table>
-<p>Refreshes every 10 s. JSON: <a href="status.json">/status.json</a>. Metrics: <a href="metrics">/metrics</a>.</p>
+<p>Refreshes every 10 s. JSON: <a href="status.json">/status.json</a>. Metrics: <a href="metrics">/metrics</a>. Pools and refills over time: <a href="dashboard">/dashboard</a>.</p>
 </body></html>`;
 }
 

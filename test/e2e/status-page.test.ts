@@ -1,16 +1,15 @@
-import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
+import { launchChromium } from '../support/chromium.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawnServer, type SpawnedServer } from '../support/spawn.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const ARTIFACTS = `${ROOT}test/artifacts`;
 const TOKEN = 'status-page-token';
-const CHROMIUM_FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'];
 
 describe('the /status page of an embedded server (no Redis), in real headless Chromium', () => {
   let server: SpawnedServer;
@@ -19,7 +18,6 @@ describe('the /status page of an embedded server (no Redis), in real headless Ch
   const admin = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
 
   beforeAll(async () => {
-    const executablePath = execFileSync('bash', [`${ROOT}scripts/ensure-chromium.sh`], { encoding: 'utf8' }).trim();
     dataDir = mkdtempSync(join(tmpdir(), 'idmint-status-'));
     server = await spawnServer({ IDMINT_DATA_DIR: dataDir, IDMINT_ADMIN_TOKEN: TOKEN });
     await fetch(`${server.url}/v1/biz`, { method: 'POST', headers: admin, body: JSON.stringify({ bizTag: 'invoice', step: 100, maxLimit: 1_000_000, description: '<b>escaped</b>' }) });
@@ -28,7 +26,7 @@ describe('the /status page of an embedded server (no Redis), in real headless Ch
       await fetch(`${server.url}/v1/ids/invoice?count=50`);
       await fetch(`${server.url}/v1/ids/trace?count=10`);
     }
-    browser = await chromium.launch({ executablePath, headless: true, args: CHROMIUM_FLAGS });
+    browser = await launchChromium();
   });
 
   afterAll(async () => {

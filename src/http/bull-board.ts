@@ -7,7 +7,7 @@ import { browserAdminHook } from './auth.js';
 import { IdmintError } from '../core/errors.js';
 import { defaults } from '../core/options.js';
 
-export interface DashboardOptions {
+export interface BullBoardOptions {
   /** The queues shown: at least the refill queue (`RefillQueue.queue`). */
   queues: Queue[];
   /** Throws UNAUTHORIZED for a request without the admin token (src/http/auth.ts `makeAdminGuard`). */
@@ -23,26 +23,26 @@ export interface DashboardOptions {
 /** bull-board's stylesheet link to Google Fonts (its only asset from outside the server). */
 const EXTERNAL_FONTS = /<link[^>]*fonts\.googleapis\.com[^>]*>/g;
 
-export const DASHBOARD_DEFAULTS = defaults({ basePath: '/ui', readOnly: false, title: 'idmint refills' });
+export const BULL_BOARD_DEFAULTS = defaults({ basePath: '/ui', readOnly: false, title: 'idmint refills' });
 
 /**
  * bull-board over the refill queue at `/ui`: waiting, delayed (retries with backoff), failed
  * and completed refills, and the repeatable sweep. Every route, static assets included, needs
  * the admin token as a Bearer header or as the basic-auth password (browsers prompt for it).
  */
-export async function registerDashboard(app: FastifyInstance, options: DashboardOptions): Promise<void> {
-  const basePath = options.basePath ?? DASHBOARD_DEFAULTS.basePath;
+export async function registerBullBoard(app: FastifyInstance, options: BullBoardOptions): Promise<void> {
+  const basePath = options.basePath ?? BULL_BOARD_DEFAULTS.basePath;
   if (!/^\/[A-Za-z0-9/_-]*$/.test(basePath) || (basePath.length > 1 && basePath.endsWith('/'))) {
     throw new IdmintError('BAD_REQUEST', `dashboard basePath must look like /ui, got "${basePath}"`);
   }
   if (options.queues.length === 0) throw new IdmintError('BAD_REQUEST', 'the dashboard needs at least one queue');
-  const readOnlyMode = options.readOnly ?? DASHBOARD_DEFAULTS.readOnly;
+  const readOnlyMode = options.readOnly ?? BULL_BOARD_DEFAULTS.readOnly;
   const serverAdapter = new FastifyAdapter();
   serverAdapter.setBasePath(basePath);
   createBullBoard({
     queues: options.queues.map((q) => new BullMQAdapter(q, { readOnlyMode })),
     serverAdapter,
-    options: { uiConfig: { boardTitle: options.title ?? DASHBOARD_DEFAULTS.title } },
+    options: { uiConfig: { boardTitle: options.title ?? BULL_BOARD_DEFAULTS.title } },
   });
 
   await app.register(async (scope) => {
@@ -58,6 +58,6 @@ export async function registerDashboard(app: FastifyInstance, options: Dashboard
 }
 
 /** The same, in the shape `buildHttpServer({ extensions })` takes. */
-export function dashboardExtension(options: Omit<DashboardOptions, 'authorize'>) {
-  return (app: FastifyInstance, authorize: (request: FastifyRequest) => void) => registerDashboard(app, { ...options, authorize });
+export function bullBoardExtension(options: Omit<BullBoardOptions, 'authorize'>) {
+  return (app: FastifyInstance, authorize: (request: FastifyRequest) => void) => registerBullBoard(app, { ...options, authorize });
 }

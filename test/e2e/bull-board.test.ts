@@ -1,11 +1,11 @@
-import { execFileSync } from 'node:child_process';
 import { mkdirSync, statSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import Fastify, { type FastifyInstance } from 'fastify';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
+import { launchChromium } from '../support/chromium.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeAdminGuard } from '../../src/http/auth.js';
-import { registerDashboard } from '../../src/http/dashboard.js';
+import { registerBullBoard } from '../../src/http/bull-board.js';
 import { SWEEP_SCHEDULER_ID } from '../../src/refill/queue.js';
 import { startHarness, type Harness } from '../integration/refill/helpers.js';
 import { freshStore, type TestStore } from '../support/store.js';
@@ -19,7 +19,6 @@ const REDIS_URL = env('REDIS_URL');
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const ARTIFACTS = `${ROOT}test/artifacts`;
 const TOKEN = `tok-${uid()}-${uid()}`;
-const CHROMIUM_FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'];
 
 describe('refill dashboard at /ui in real headless Chromium', () => {
   let app: FastifyInstance;
@@ -31,7 +30,6 @@ describe('refill dashboard at /ui in real headless Chromium', () => {
   let browser: Browser;
 
   beforeAll(async () => {
-    const executablePath = execFileSync('bash', [`${ROOT}scripts/ensure-chromium.sh`], { encoding: 'utf8' }).trim();
     store = await freshStore();
     const tag = await store.store.createBiz({ bizTag: `ui-${uid()}`, step: 100 });
     harness = await startHarness({ redisUrl: REDIS_URL, store: store.store, queueName: `idmint-refill-ui-${uid()}` });
@@ -43,13 +41,13 @@ describe('refill dashboard at /ui in real headless Chromium', () => {
     await until('the malformed job to fail', async () => ((await h.queue.counts()).failed ?? 0) > 0);
 
     app = Fastify();
-    await registerDashboard(app, { queues: [harness.queue.queue], authorize: makeAdminGuard(TOKEN) });
+    await registerBullBoard(app, { queues: [harness.queue.queue], authorize: makeAdminGuard(TOKEN) });
     base = await app.listen({ host: '127.0.0.1', port: 0 });
     // The same queue as an operator off loopback sees it by default (IDMINT_UI_READONLY).
     readOnlyApp = Fastify();
-    await registerDashboard(readOnlyApp, { queues: [harness.queue.queue], authorize: makeAdminGuard(TOKEN), readOnly: true });
+    await registerBullBoard(readOnlyApp, { queues: [harness.queue.queue], authorize: makeAdminGuard(TOKEN), readOnly: true });
     readOnlyBase = await readOnlyApp.listen({ host: '127.0.0.1', port: 0 });
-    browser = await chromium.launch({ executablePath, headless: true, args: CHROMIUM_FLAGS });
+    browser = await launchChromium();
   });
 
   afterAll(async () => {

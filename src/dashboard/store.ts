@@ -1,0 +1,220 @@
+import type { Cluster, Redis } from 'ioredis';
+
+/** IDs issued per source, by one process or summed over the deployment's processes. */
+export interface IssuedCounts {
+  pool: number;
+  segment: number;
+  snowflake: number;
+}
+
+/** A pool's state at one moment: Redis pools from their meta, Kafka pool topics from their group's offsets. */
+export interface PoolPoint {
+  readonly bizTag: string;
+  readonly shard: number;
+  readonly kind: string;
+  /** IDs ready. */
+  readonly depth: number;
+  /** Depth the last refill aimed for; null before the first refill. */
+  readonly target: number | null;
+  /** IDs per second asked of the pool over the demand window. */
+  readonly rate: number;
+  /** Kafka pool topics: the topic, its consumer group and unconsumed blocks per partition (the group's lag). */
+  readonly kafka?: { topic: string; group: string; lagBlocks: number[]; blockIds: number };
+}
+
+/** One refill job's result, recorded by the refill worker that ran it. */
+export interface RefillEvent {
+  /** When the job finished, epoch ms. */
+  readonly at: number;
+  readonly bizTag: string;
+  readonly shard: number;
+  /** threshold, cron or manual. */
+  readonly reason: string;
+  readonly status: 'pushed' | 'skipped' | 'failed';
+  /** How long the job ran. */
+  readonly ms: number;
+  /** Segments taken and the IDs they held (pushed only). */
+  readonly segments: number;
+  readonly ids: number;
+  readonly target?: number;
+  readonly depthBefore?: number;
+  /** Why it was skipped or failed. */
+  readonly why?: string;
+  /** The process that ran it. */
+  readonly by: string;
+}
+
+/** What a process says about itself that does not change. */
+export interface ProcessIdentity {
+  readonly id: string;
+  readonly host: string;
+  readonly pid: number;
+  readonly roles: string[];
+  readonly version: string;
+  readonly startedAt: number;
+}
+
+/** What one process says about itself every sample interval. */
+export interface ProcessReport extends ProcessIdentity {
+  /** When this report was made, epoch ms. */
+  readonly at: number;
+  /** ready, degraded or not_ready (what its /readyz says). */
+  readonly status: string;
+  readonly checks: Record<string, { ok: boolean; message?: string }>;
+  /** IDs it issued since it started, by tag. */
+  readonly issued: Record<string, IssuedCounts>;
+  /** Kafka pool topics as its refill role sees them. */
+  readonly kafka?: PoolPoint[];
+}
+
+/** The deployment at one moment, written by one API process per interval. */
+export interface Sample {
+  readonly at: number;
+  readonly pools: PoolPoint[];
+  /** IDs issued since start, summed over the processes reporting (a restart resets its share). */
+  readonly issued: Record<string, IssuedCounts>;
+}
+
+/**
+ * Where the dashboard's history lives: in Redis when the deployment has it (every API process
+ * shows the same history, and it survives a restart), in memory otherwise. Bounded both ways.
+ */
+export interface DashboardStore {
+  /** True for the one caller per interval that should write the sample starting at `at`. */
+  claimSample(at: number, ttlMs: number): Promise<boolean>;
+  addSample(sample: Sample): Promise<void>;
+  samples(since: number): Promise<Sample[]>;
+  addRefill(event: RefillEvent): Promise<void>;
+  refills(since: number): Promise<RefillEvent[]>;
+  putReport(report: ProcessReport): Promise<void>;
+  reports(): Promise<ProcessReport[]>;
+  /** Forgets a report (a process silent too long). */
+  dropReport(id: string): Promise<void>;
+}
+
+export interface DashboardLimits {
+  /** Samples kept. */
+  readonly samples: number;
+  /** Refill events kept. */
+  readonly refills: number;
+}
+
+/** History in this process only: the embedded default, or a process without Redis. */
+export class MemoryDashboardStore implements DashboardStore {
+  private readonly sampleList: Sample[] = [];
+  private readonly refillList: RefillEvent[] = [];
+  private readonly reportMap = new Map<string, ProcessReport>();
+  private lastClaim = Number.NEGATIVE_INFINITY;
+
+  constructor(private readonly limits: DashboardLimits) {}
+
+  async claimSample(at: number, _ttlMs?: number): Promise<boolean> {
+    if (at <= this.lastClaim) return false;
+    this.lastClaim = at;
+    return true;
+  }
+
+  async addSample(sample: Sample): Promise<void> {
+    push(this.sampleList, sample, this.limits.samples);
+  }
+
+  async samples(since: number): Promise<Sample[]> {
+    return this.sampleList.filter((s) => s.at > since);
+  }
+
+  async addRefill(event: RefillEvent): Promise<void> {
+    push(this.refillList, event, this.limits.refills);
+  }
+
+  async refills(since: number): Promise<RefillEvent[]> {
+    return this.refillList.filter((e) => e.at > since);
+  }
+
+  async putReport(report: ProcessReport): Promise<void> {
+    this.reportMap.set(report.id, report);
+  }
+
+  async reports(): Promise<ProcessReport[]> {
+    return [...this.reportMap.values()];
+  }
+
+  async dropReport(id: string): Promise<void> {
+    this.reportMap.delete(id);
+  }
+}
+
+function push<T>(list: T[], item: T, limit: number): void {
+  list.push(item);
+  if (list.length > limit) list.splice(0, list.length - limit);
+}
+
+/**
+ * History in Redis, shared by every process of the deployment: two capped streams (samples and
+ * refill events, XADD MAXLEN) and one hash of process reports. Every command names one key, so a
+ * Redis Cluster serves it as it is.
+ */
+export class RedisDashboardStore implements DashboardStore {
+  private readonly keys: { samples: string; refills: string; reports: string; claim: string };
+
+  constructor(
+    private readonly redis: Redis | Cluster,
+    private readonly limits: DashboardLimits,
+    keyPrefix = '',
+  ) {
+    const base = `${keyPrefix}idmint:dashboard`;
+    this.keys = { samples: `${base}:samples`, refills: `${base}:refills`, reports: `${base}:reports`, claim: `${base}:claim` };
+  }
+
+  async claimSample(at: number, ttlMs: number): Promise<boolean> {
+    return (await this.redis.set(`${this.keys.claim}:${at}`, '1', 'PX', ttlMs, 'NX')) === 'OK';
+  }
+
+  async addSample(sample: Sample): Promise<void> {
+    await this.redis.xadd(this.keys.samples, 'MAXLEN', '~', this.limits.samples, '*', 'v', JSON.stringify(sample));
+  }
+
+  async samples(since: number): Promise<Sample[]> {
+    return this.range<Sample>(this.keys.samples, since);
+  }
+
+  async addRefill(event: RefillEvent): Promise<void> {
+    await this.redis.xadd(this.keys.refills, 'MAXLEN', '~', this.limits.refills, '*', 'v', JSON.stringify(event));
+  }
+
+  async refills(since: number): Promise<RefillEvent[]> {
+    return this.range<RefillEvent>(this.keys.refills, since);
+  }
+
+  async putReport(report: ProcessReport): Promise<void> {
+    await this.redis.hset(this.keys.reports, report.id, JSON.stringify(report));
+  }
+
+  async reports(): Promise<ProcessReport[]> {
+    return Object.values(await this.redis.hgetall(this.keys.reports)).flatMap((v) => parse<ProcessReport>(v));
+  }
+
+  async dropReport(id: string): Promise<void> {
+    await this.redis.hdel(this.keys.reports, id);
+  }
+
+  /**
+   * Entries made after `since`, parsed; unreadable ones skipped. Stream ids carry Redis's clock and
+   * `at` the writer's: the range starts a minute early and `at` decides.
+   */
+  private async range<T extends { at: number }>(key: string, since: number): Promise<T[]> {
+    const entries = await this.redis.xrange(key, String(Math.max(0, Math.floor(since) - CLOCK_SKEW_MS)), '+');
+    return entries.flatMap(([, fields]) => parse<T>(fields[1])).filter((e) => e.at > since);
+  }
+}
+
+/** How far a writer's clock may be from Redis's. */
+const CLOCK_SKEW_MS = 60_000;
+
+function parse<T>(text: string | undefined): T[] {
+  if (text === undefined) return [];
+  try {
+    return [JSON.parse(text) as T];
+  } catch {
+    return [];
+  }
+}
