@@ -1,15 +1,18 @@
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from '../core/logger.js';
 import type { Database } from '../store/db.js';
 import type { PgIdentity } from '../store/pg.js';
 import { migrate } from '../store/migrations.js';
-import type { Config } from './config.js';
+import { holdRegionRecord } from '../store/region-record.js';
+import { regionOf, type Config } from './config.js';
 import type { Closers } from './closers.js';
 import { postgresCredentialError } from './preflight.js';
 
 /**
  * The one place a process opens its database, so every role sees the same schema: Postgres at
- * DATABASE_URL in IDMINT_PG_SCHEMA, or the embedded PGlite under `dataDir`. Migrates before returning.
+ * DATABASE_URL in IDMINT_PG_SCHEMA, or the embedded PGlite under `dataDir`. Migrates, and holds the
+ * process to the region layout the database recorded, before returning.
  */
 export async function openDatabase(config: Config, logger: Logger, closers: Closers, dataDir?: string, hooks: { onFailover?: (from: PgIdentity, to: PgIdentity) => void } = {}): Promise<Database> {
   let db: Database;
@@ -29,5 +32,7 @@ export async function openDatabase(config: Config, logger: Logger, closers: Clos
   } catch (err) {
     throw config.DATABASE_URL ? postgresCredentialError(config.DATABASE_URL, err) : err;
   }
+  const region = await holdRegionRecord(db, regionOf(config), `${hostname()}:${process.pid}`);
+  if (region) logger.info({ region: region.region, regions: region.regions, stripe: region.stripe }, 'one region of several: segments from this region\'s stripes');
   return db;
 }

@@ -1,6 +1,6 @@
 import { Gauge, type Registry } from 'prom-client';
 import type { Logger } from '../core/logger.js';
-import type { BizStore, SegmentUsage } from '../core/ports.js';
+import { hasCounter, type BizStore, type SegmentUsage } from '../core/ports.js';
 import type { DispenserMetrics } from '../dispenser/metrics.js';
 
 /** Fewest milliseconds between two rate samples: shorter scrape intervals reuse the last rate. */
@@ -11,8 +11,9 @@ export const EXHAUSTION_SAMPLE_MS = 5000;
  * `idmint_tag_days_left`, and `idmint_tag_exhaustion_warning` = 1 when that is under
  * IDMINT_EXHAUSTION_WARN_DAYS (the alert rule fires on it; the log says it once an hour).
  * Computed at scrape time: remaining IDs from the segment counters, rate from the issued counter.
+ * In one of N regions (`regions`), the region holds one stripe in N of what remains.
  */
-export function watchExhaustion(options: { registry: Registry; metrics: DispenserMetrics; store: Pick<BizStore, 'listBiz'> & SegmentUsage; warnDays: number; logger: Logger }): void {
+export function watchExhaustion(options: { registry: Registry; metrics: DispenserMetrics; store: Pick<BizStore, 'listBiz'> & SegmentUsage; warnDays: number; logger: Logger; regions?: number }): void {
   const { store, metrics, warnDays } = options;
   const log = options.logger.child({ component: 'exhaustion' });
   let last: { at: number; totals: Map<string, number> } | undefined;
@@ -48,13 +49,13 @@ export function watchExhaustion(options: { registry: Registry; metrics: Dispense
     } else if (!last) {
       last = { at: now, totals };
     }
-    const limited = (await store.listBiz()).filter((t) => t.maxLimit !== null && (t.mode === 'segment' || t.mode === 'sharded'));
+    const limited = (await store.listBiz()).filter((t) => t.maxLimit !== null && hasCounter(t.mode));
     if (limited.length === 0) return;
     const used = await store.highestAllocated(limited.map((t) => t.bizTag));
     for (const tag of limited) {
       const rate = rates.get(tag.bizTag) ?? 0;
       if (rate <= 0) continue;
-      const days = Math.max(0, (tag.maxLimit as number) - (used.get(tag.bizTag) ?? 0)) / rate / 86_400;
+      const days = Math.max(0, (tag.maxLimit as number) - (used.get(tag.bizTag) ?? 0)) / (options.regions ?? 1) / rate / 86_400;
       daysLeft.set({ biz_tag: tag.bizTag }, days);
       warning.set({ biz_tag: tag.bizTag }, days < warnDays ? 1 : 0);
       if (days < warnDays && now - (warned.get(tag.bizTag) ?? 0) > 3_600_000) {

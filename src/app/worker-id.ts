@@ -10,11 +10,12 @@ import { FileWorkerIdProvider } from '../worker-id/file-provider.js';
 import { PostgresWorkerIdProvider } from '../worker-id/postgres-provider.js';
 import { RedisWorkerIdProvider } from '../worker-id/redis-provider.js';
 import { StaticWorkerIdProvider } from '../worker-id/static-provider.js';
-import type { Config } from './config.js';
+import { RegionalWorkerIdProvider } from '../worker-id/regional-provider.js';
+import { regionOf, type Config } from './config.js';
 
 export type WorkerIdConfig = Pick<
   Config,
-  'ZK_CONNECT' | 'IDMINT_WORKER_ID' | 'IDMINT_WORKER_ID_PROVIDER' | 'IDMINT_DATA_DIR' | 'IDMINT_ADVERTISE' | 'IDMINT_HOST' | 'IDMINT_PORT' | 'DATABASE_URL' | 'REDIS_URL' | 'REDIS_SENTINELS' | 'REDIS_CLUSTER_NODES' | 'IDMINT_POOL_KEY_PREFIX' | 'IDMINT_ZK_AUTH'
+  'ZK_CONNECT' | 'IDMINT_WORKER_ID' | 'IDMINT_WORKER_ID_PROVIDER' | 'IDMINT_DATA_DIR' | 'IDMINT_ADVERTISE' | 'IDMINT_HOST' | 'IDMINT_PORT' | 'DATABASE_URL' | 'REDIS_URL' | 'REDIS_SENTINELS' | 'REDIS_CLUSTER_NODES' | 'IDMINT_POOL_KEY_PREFIX' | 'IDMINT_ZK_AUTH' | 'IDMINT_REGIONS' | 'IDMINT_REGION' | 'IDMINT_REGION_STRIPE'
 >;
 
 export interface WorkerIdDeps {
@@ -32,9 +33,17 @@ export interface WorkerIdDeps {
  * takes ZooKeeper when ZK_CONNECT is set; else, with a shared Postgres, a fresh worker node per
  * start, as uid-generator does (several processes may share that database and a file on each
  * machine would give them all the same id); else (embedded, one process per data dir) the file.
- * The local clock mark lives in IDMINT_DATA_DIR whenever an id can be reused.
+ * The local clock mark lives in IDMINT_DATA_DIR whenever an id can be reused. In one region of
+ * several (IDMINT_REGIONS), that provider numbers the workers inside the region's part of the ids.
  */
 export async function workerIdProviderFromConfig(config: WorkerIdConfig, deps: WorkerIdDeps = {}): Promise<WorkerIdProvider> {
+  const inner = await localProvider(config, deps);
+  const region = regionOf(config);
+  return region ? new RegionalWorkerIdProvider(inner, region) : inner;
+}
+
+/** The provider inside the region (or the only one): it numbers this region's workers. */
+async function localProvider(config: WorkerIdConfig, deps: WorkerIdDeps): Promise<WorkerIdProvider> {
   const logger = deps.logger ?? silentLogger;
   const clock = deps.clock ?? systemClock;
   const dataDir = config.IDMINT_DATA_DIR;

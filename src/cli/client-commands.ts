@@ -2,7 +2,9 @@ import type { Command } from 'commander';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { BadRequestError, IdmintError } from '../core/errors.js';
 import { call, targetFrom } from './http-client.js';
-import { MAX_SHARDS } from '../core/ports.js';
+import { hasCounter, MAX_SHARDS } from '../core/ports.js';
+import type { RegionsReport } from '../regions/report.js';
+import { checkRegionPair } from '../regions/sync.js';
 
 const print = (value: unknown): void => void process.stdout.write(`${typeof value === 'string' ? value : JSON.stringify(value, null, 2)}\n`);
 
@@ -30,6 +32,21 @@ function withTarget(command: Command): Command {
   return command.option('--url <url>', 'server URL (default $IDMINT_URL or http://127.0.0.1:$IDMINT_PORT)').option('--token <token>', 'admin token (default $IDMINT_ADMIN_TOKEN)');
 }
 
+/** `--regions URL,URL`: the same change on an API server of each region (one admin token for all), else --url. */
+function withRegions(command: Command): Command {
+  return command.option('--regions <urls>', 'make the change on an API server of each region, comma-separated URLs (in place of --url)');
+}
+
+async function eachRegion(o: TargetFlags & { regions?: unknown }, change: (target: ReturnType<typeof targetFrom>) => Promise<unknown>): Promise<void> {
+  if (typeof o.regions !== 'string') return print(await change(targetFrom(o)));
+  const urls = o.regions.split(',').map((u) => u.trim()).filter(Boolean);
+  if (urls.length === 0) throw new BadRequestError('--regions needs at least one URL', 'regions');
+  for (const url of urls) {
+    const result = await change(targetFrom({ ...o, url }));
+    print(`${url}: ${result === undefined ? 'done' : JSON.stringify(result)}`);
+  }
+}
+
 /** `idmint biz ...`, `idmint get`, `idmint decode`: thin clients of a running server's HTTP API. */
 export function registerClientCommands(program: Command): void {
   const biz = program.command('biz').description('create, list, update and delete business tags on a running server');
@@ -52,22 +69,30 @@ export function registerClientCommands(program: Command): void {
   const pickTagFields = (o: Record<string, unknown>): Record<string, unknown> =>
     Object.fromEntries(
       Object.entries(o)
-        .filter(([k, v]) => v !== undefined && !['url', 'token'].includes(k))
+        .filter(([k, v]) => v !== undefined && !['url', 'token', 'regions'].includes(k))
         .map(([k, v]) => [k, k === 'maxLimit' && v === NO_LIMIT ? null : v]),
     );
 
-  withTarget(createFlags(biz.command('create <bizTag>').description('create a tag'))).action(async (bizTag: string, o: TargetFlags & Record<string, unknown>) => {
-    print(await call(targetFrom(o), 'POST', '/v1/biz', { bizTag, ...pickTagFields(o) }));
+  withRegions(withTarget(createFlags(biz.command('create <bizTag>').description('create a tag')))).action(async (bizTag: string, o: TargetFlags & Record<string, unknown>) => {
+    const body: Record<string, unknown> = { bizTag, ...pickTagFields(o) };
+    if (typeof o.regions === 'string') {
+      // Every region a region of one split, each its own number; a tag region 0 had before the split starts above its floor everywhere.
+      const reports = await Promise.all(o.regions.split(',').map((url) => url.trim()).filter(Boolean).map(async (url) => ({ url, report: await call<RegionsReport>(targetFrom({ ...o, url }), 'GET', '/v1/regions') })));
+      for (const [i, a] of reports.entries()) for (const b of reports.slice(i + 1)) checkRegionPair(a.report, b.report, { from: a.url, here: b.url });
+      const floor = Math.max(0, ...reports.map((r) => Number(r.report.floors[bizTag] ?? 0)));
+      if (floor > 0 && (body.mode === undefined || hasCounter(String(body.mode)))) body.startAfter = Math.max(Number(body.startAfter ?? 0), floor);
+    }
+    await eachRegion(o, (target) => call(target, 'POST', '/v1/biz', body));
   });
   withTarget(biz.command('list').description('list tags')).action(async (o: TargetFlags) => {
     const { tags } = await call<{ tags: Array<Record<string, unknown>> }>(targetFrom(o), 'GET', '/v1/biz');
     if (tags.length === 0) return print('no tags yet: create one with `idmint biz create <bizTag>`');
     for (const t of tags) print(`${String(t.bizTag).padEnd(24)} ${String(t.mode).padEnd(10)} step=${t.step} fallback=${t.fallback} pool=${t.pool}`);
   });
-  withTarget(tagFlags(biz.command('update <bizTag>').description('change a tag'))).action(async (bizTag: string, o: TargetFlags & Record<string, unknown>) => {
+  withRegions(withTarget(tagFlags(biz.command('update <bizTag>').description('change a tag')))).action(async (bizTag: string, o: TargetFlags & Record<string, unknown>) => {
     const patch = pickTagFields(o);
     if (Object.keys(patch).length === 0) throw new BadRequestError('nothing to change: pass at least one of --step, --max-limit, --shards, --fallback, --pool, --description, --start-after');
-    print(await call(targetFrom(o), 'PATCH', `/v1/biz/${encodeURIComponent(bizTag)}`, patch));
+    await eachRegion(o, (target) => call(target, 'PATCH', `/v1/biz/${encodeURIComponent(bizTag)}`, patch));
   });
   withTarget(biz.command('delete <bizTag>').description('delete a tag (its counter is kept, so IDs never repeat)')).action(async (bizTag: string, o: TargetFlags) => {
     await call(targetFrom(o), 'DELETE', `/v1/biz/${encodeURIComponent(bizTag)}`);

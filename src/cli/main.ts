@@ -5,6 +5,7 @@ import { packageVersion } from '../app/version.js';
 import { registerServeCommand } from './serve.js';
 import { registerKafkaCommands } from './kafka.js';
 import { registerImportCommands } from './import.js';
+import { registerRegionsCommands } from './regions.js';
 
 /**
  * The `idmint` command. Each subcommand lives in its own module under src/cli/ and registers
@@ -24,6 +25,7 @@ export function buildProgram(options: { exitOverride?: boolean; write?: (text: s
   registerClientCommands(program);
   registerKafkaCommands(program);
   registerImportCommands(program);
+  registerRegionsCommands(program);
   return program;
 }
 

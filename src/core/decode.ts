@@ -2,10 +2,13 @@ import { BadRequestError } from './errors.js';
 import { LEAF_LAYOUT, MIN_TIME_BASED_ID, UID_LAYOUT, type Layout } from './layout.js';
 import { SHARDED_LAYOUT } from './sharded.js';
 import type { BizTag } from './ports.js';
+import { regionalWorkerIds, regionOf, type RegionLayout } from './region.js';
 
 export interface DecodeLayouts {
   snowflake: Layout;
   uid: Layout;
+  /** One region of several: each decoded ID also says its region (from its stripe, or its worker id's high bits). */
+  region?: Pick<RegionLayout, 'regions' | 'stripe'>;
 }
 
 /**
@@ -21,6 +24,16 @@ export function makeDecoder(layouts: DecodeLayouts = { snowflake: LEAF_LAYOUT, u
   };
 
   function byMode(id: bigint, mode: BizTag['mode']): Record<string, unknown> {
+    const fields = fieldsOf(id, mode);
+    const region = layouts.region;
+    if (!region) return fields;
+    if (fields.type === 'segment') return { ...fields, region: regionOf(Number(id), region) };
+    const layout = fields.type === 'snowflake' ? layouts.snowflake : fields.type === 'uid' ? layouts.uid : undefined;
+    if (!layout || typeof fields.worker !== 'number') return fields;
+    return { ...fields, region: regionalWorkerIds({ regions: region.regions, region: 0 }, layout.maxWorkerId).regionOf(fields.worker) };
+  }
+
+  function fieldsOf(id: bigint, mode: BizTag['mode']): Record<string, unknown> {
     switch (mode) {
       case 'sharded':
         return { type: 'sharded', ...SHARDED_LAYOUT.decode(id) };

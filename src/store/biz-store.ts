@@ -14,6 +14,7 @@ import {
 } from '../core/ports.js';
 import { silentLogger, type Logger } from '../core/logger.js';
 import type { Database, SqlClient } from './db.js';
+import { assertRegionRoom } from './region-record.js';
 import { assertCoherent, validateBizInput, validateBizPatch, validateBizTag, validateShard, validateStep } from './validate.js';
 import { defaults, OptionsError, resolveOptions } from '../core/options.js';
 import type { IdFormat } from '../core/format/format.js';
@@ -51,22 +52,36 @@ const BIZ_COLUMNS = 'biz_tag, mode, step, max_limit, shards, fallback, pool, for
  * One statement, so atomic without an explicit transaction: take the next range (cut short at the
  * tag's limit, never past it) and record it in the ledger. `step` keeps the size actually taken,
  * which gives the start on both Postgres 15 and 18 (no OLD in RETURNING before 18).
+ *
+ * Two forms. The plain counter, `(max, max + step]`, for rows without a region (`regions IS NULL`):
+ * a row that has one (its database became a region, even while this process ran) answers no row,
+ * and the store takes the regional form from then on. The regional form is core/region.ts inline:
+ * the segment starts in this region's first stripe at or after max + 1 (`k`) and ends at that
+ * stripe's end at the latest. Both compute from the row's max_id in the UPDATE itself, so a
+ * concurrent allocation re-reads the row it waited for.
  */
-const ALLOCATE_SQL = `
+const allocateSql = (regional: boolean): string => {
+  const k = '(s.max_id / s.stripe + (((s.region - (s.max_id / s.stripe) % s.regions) % s.regions + s.regions) % s.regions))';
+  const start = regional ? `(CASE WHEN ${k} = s.max_id / s.stripe THEN s.max_id + 1 ELSE ${k} * s.stripe + 1 END)` : '(s.max_id + 1)';
+  const end = regional ? `LEAST(${start} + $2 - 1, (${k} + 1) * s.stripe, lim.lim)` : 'LEAST(s.max_id + $2, lim.lim)';
+  return `
 WITH lim AS (
   SELECT COALESCE(max_limit, ${MAX_SEGMENT_ID}) AS lim FROM idmint_biz WHERE biz_tag = $1 AND deleted_at IS NULL
 ), seg AS (
   UPDATE idmint_segment s
-     SET max_id = LEAST(s.max_id + $2, lim.lim),
-         step = LEAST(s.max_id + $2, lim.lim) - s.max_id,
+     SET max_id = ${end},
+         step = ${end} - ${start} + 1,
          updated_at = now()
     FROM lim
-   WHERE s.biz_tag = $1 AND s.shard = $3 AND s.max_id < lim.lim
+   WHERE s.biz_tag = $1 AND s.shard = $3 AND s.regions IS ${regional ? 'NOT ' : ''}NULL AND ${start} <= lim.lim
   RETURNING s.max_id - s.step + 1 AS start_id, s.max_id AS end_id
 )
 INSERT INTO idmint_ledger (biz_tag, shard, start_id, end_id, allocated_by)
 SELECT $1, $3, start_id, end_id, $4 FROM seg
 RETURNING start_id, end_id`;
+};
+const ALLOCATE_PLAIN = allocateSql(false);
+const ALLOCATE_REGIONAL = allocateSql(true);
 
 /** Business tags and segment allocation over Postgres or PGlite (the same SQL on both). */
 export class PostgresBizStore implements BizStore, SegmentUsage {
@@ -74,6 +89,8 @@ export class PostgresBizStore implements BizStore, SegmentUsage {
   private readonly db: Database;
   private readonly log: Logger;
   private closed = false;
+  /** Whether this database's counters are a region's (learnt at the first allocation that finds so). */
+  private regional = false;
 
   constructor(db: Database, options: PostgresBizStoreOptions = {}) {
     this.options = resolveOptions(POSTGRES_BIZ_STORE_DEFAULTS, { owner: options.owner, closeDatabase: options.closeDatabase }, (o) => {
@@ -109,6 +126,7 @@ export class PostgresBizStore implements BizStore, SegmentUsage {
         }
         throw new IdmintError('BIZ_TAG_EXISTS', `biz tag "${v.bizTag}" already exists`, { details: { bizTag: v.bizTag } });
       }
+      await assertRegionRoom(tx, { bizTag: v.bizTag, mode: v.mode, maxLimit: v.maxLimit });
       await ensureSegments(tx, v.bizTag, v.shards);
       if (v.startAfter > 0) await raiseCounters(tx, v.bizTag, v.startAfter);
       return toBizTag(row);
@@ -159,6 +177,7 @@ export class PostgresBizStore implements BizStore, SegmentUsage {
       }
       // Checked on the updated row, inside the transaction: an incoherent change rolls back.
       assertCoherent({ mode: row.mode, shards: row.shards, maxLimit: row.max_limit === null ? null : Number(row.max_limit), fallback: row.fallback, startAfter: p.startAfter });
+      if (p.maxLimit !== undefined) await assertRegionRoom(tx, { bizTag, mode: row.mode, maxLimit: row.max_limit === null ? null : Number(row.max_limit) });
       await ensureSegments(tx, bizTag, row.shards);
       const countersRaised = p.startAfter ? await raiseCounters(tx, bizTag, p.startAfter) : false;
       return { ...toBizTag(row), countersRaised };
@@ -183,7 +202,15 @@ export class PostgresBizStore implements BizStore, SegmentUsage {
     const shard = validateShard(options.shard ?? 0);
     const by = options.by ?? this.options.owner;
     if (typeof by !== 'string') throw new BadRequestError('by must be a string', 'by');
-    const { rows } = await this.db.query<{ start_id: bigint; end_id: bigint }>(ALLOCATE_SQL, [bizTag, step, shard, by]);
+    const params = [bizTag, step, shard, by];
+    const regional = this.regional;
+    let { rows } = await this.db.query<{ start_id: bigint; end_id: bigint }>(regional ? ALLOCATE_REGIONAL : ALLOCATE_PLAIN, params);
+    // (Whether this call's query was the plain one: another call may have switched the store meanwhile.)
+    if (!rows[0] && !regional && (await this.counterHasRegion(bizTag, shard))) {
+      // The database is (or just became) a region: its counters take the regional form from now on.
+      this.regional = true;
+      ({ rows } = await this.db.query<{ start_id: bigint; end_id: bigint }>(ALLOCATE_REGIONAL, params));
+    }
     const row = rows[0];
     if (!row) throw await this.whyNoSegment(bizTag, shard);
     return { bizTag, shard, start: Number(row.start_id), end: Number(row.end_id) };
@@ -225,6 +252,11 @@ export class PostgresBizStore implements BizStore, SegmentUsage {
     if (this.options.closeDatabase) await this.db.close();
   }
 
+  private async counterHasRegion(bizTag: string, shard: number): Promise<boolean> {
+    const { rows } = await this.db.query('SELECT 1 FROM idmint_segment WHERE biz_tag = $1 AND shard = $2 AND regions IS NOT NULL', [bizTag, shard]);
+    return rows.length > 0;
+  }
+
   /** Only on the failure path: tells an unknown tag from a bad shard from an exhausted one. */
   private async whyNoSegment(bizTag: string, shard: number): Promise<IdmintError> {
     const { rows } = await this.db.query<{ max_limit: bigint | null; shards: number; max_id: bigint | null }>(
@@ -256,8 +288,10 @@ async function raiseCounters(tx: SqlClient, bizTag: string, startAfter: number):
 async function ensureSegments(tx: SqlClient, bizTag: string, shards: number): Promise<void> {
   await tx.query(
     // A shard added later starts at the tag's floor (the highest startAfter applied), as the others did.
-    `INSERT INTO idmint_segment (biz_tag, shard, max_id)
-     SELECT $1, g, COALESCE((SELECT start_after FROM idmint_biz WHERE biz_tag = $1), 0) FROM generate_series(0, $2::integer - 1) AS g
+    // ... and carries the region's layout, if the database is a region.
+    `INSERT INTO idmint_segment (biz_tag, shard, max_id, regions, region, stripe)
+     SELECT $1, g, COALESCE((SELECT start_after FROM idmint_biz WHERE biz_tag = $1), 0), r.regions, r.region, r.stripe
+       FROM generate_series(0, $2::integer - 1) AS g LEFT JOIN idmint_region r ON true
      ON CONFLICT (biz_tag, shard) DO NOTHING`,
     [bizTag, shards],
   );

@@ -119,6 +119,39 @@ ALTER TABLE idmint_tag_token ADD COLUMN revoked_at timestamptz;
 ALTER TABLE idmint_biz ADD COLUMN start_after bigint NOT NULL DEFAULT 0;
 `,
   },
+  {
+    version: 7,
+    name: 'regions',
+    sql: `
+-- One row when this database is one region of several (src/core/region.ts): recorded at the first
+-- start with IDMINT_REGIONS, checked at every start after. No row: one region, the plain counter.
+CREATE TABLE idmint_region (
+  one         boolean PRIMARY KEY DEFAULT true CHECK (one),
+  regions     integer NOT NULL CHECK (regions BETWEEN 2 AND 64),
+  region      integer NOT NULL CHECK (region >= 0 AND region < regions),
+  stripe      bigint NOT NULL CHECK (stripe >= 1 AND stripe * regions <= 9007199254740991),
+  recorded_at timestamptz NOT NULL DEFAULT now(),
+  recorded_by text NOT NULL DEFAULT '',
+  -- Set on region 0 of a deployment that was one region before (idmint regions apply): when the
+  -- floors below were taken.
+  floors_at   timestamptz NULL
+);
+
+-- Region 0 of a former single region: each tag's counter when it became region 0. Every other
+-- region starts the tag above it (its IDs up to there were handed out from every stripe).
+CREATE TABLE idmint_region_floor (
+  biz_tag text PRIMARY KEY,
+  floor   bigint NOT NULL CHECK (floor >= 0)
+);
+
+-- Each counter carries its region's layout (NULL: one region), copied from idmint_region: the
+-- allocation reads it from the row it updates, so a layout recorded while processes run (regions
+-- apply) reaches every allocation that has not yet taken the row, and costs a plain counter nothing.
+ALTER TABLE idmint_segment ADD COLUMN regions integer NULL;
+ALTER TABLE idmint_segment ADD COLUMN region integer NULL;
+ALTER TABLE idmint_segment ADD COLUMN stripe bigint NULL;
+`,
+  },
 ]);
 
 /** First key of the two-key advisory lock; the second is the schema, so schemas migrate independently. */

@@ -1,6 +1,6 @@
 import { BadRequestError } from '../core/errors.js';
 import { ID_FORMATS, type IdFormat } from '../core/format/format.js';
-import { BIZ_TAG_PATTERN, type BizMode, type BizTagInput, type BizTagPatch, type FallbackPolicy, MAX_SEGMENT_ID, MAX_SHARDS, MAX_STEP, type PoolKind } from '../core/ports.js';
+import { BIZ_TAG_PATTERN, type BizMode, type BizTagInput, type BizTagPatch, type FallbackPolicy, hasCounter, MAX_SEGMENT_ID, MAX_SHARDS, MAX_STEP, type PoolKind } from '../core/ports.js';
 import { defaults } from '../core/options.js';
 
 export const BIZ_MODES = Object.freeze(['segment', 'snowflake', 'uid', 'sharded'] as const satisfies readonly BizMode[]);
@@ -61,7 +61,7 @@ export function validateBizInput(input: BizTagInput): ValidBizInput {
  * and a tag with a hard limit cannot fall back to Snowflake IDs, which lie above any limit.
  */
 export function assertCoherent(tag: Pick<ValidBizInput, 'mode' | 'shards' | 'maxLimit' | 'fallback'> & { startAfter?: number | undefined }): void {
-  if (tag.startAfter && tag.mode !== 'segment' && tag.mode !== 'sharded') {
+  if (tag.startAfter && !hasCounter(tag.mode)) {
     throw new BadRequestError(`startAfter applies to segment and sharded tags; a ${tag.mode} tag has no counter`, 'startAfter');
   }
   if (tag.startAfter && tag.maxLimit !== null && tag.startAfter >= tag.maxLimit) {

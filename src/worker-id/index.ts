@@ -14,3 +14,4 @@ export { StaticWorkerIdProvider, type StaticWorkerIdProviderOptions } from './st
 export { ZooKeeperWorkerIdProvider, ZOOKEEPER_WORKER_ID_DEFAULTS, type ZooKeeperWorkerIdProviderOptions, type ZooKeeperWorkerIdLease, type ZkEndpoint } from './zookeeper-provider.js';
 export { PostgresWorkerIdProvider, POSTGRES_WORKER_ID_DEFAULTS, type PostgresWorkerIdProviderOptions } from './postgres-provider.js';
 export { RedisWorkerIdProvider, REDIS_WORKER_ID_DEFAULTS, type RedisWorkerIdProviderOptions } from './redis-provider.js';
+export { RegionalWorkerIdProvider } from './regional-provider.js';
