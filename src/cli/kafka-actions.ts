@@ -3,7 +3,7 @@ import { kafkaFor } from '../app/kafka-client.js';
 import { createLogger } from '../app/log.js';
 import { IdmintError } from '../core/errors.js';
 import { createKafkaClient } from '../client/kafka/rpc-client.js';
-import { initTopics, poolTopic, underReplicated } from '../kafka/topics.js';
+import { initTopics, kafkaNames, underReplicated } from '../kafka/topics.js';
 
 /** The Kafka commands' work, loaded only when one runs: the rest of the CLI never loads KafkaJS. */
 
@@ -47,9 +47,11 @@ export async function kafkaInit(o: { partitions?: number; poolTags?: string[]; p
       ...(o.poolTags ? { poolTags: o.poolTags } : {}),
       poolPartitions: o.poolPartitions ?? config.IDMINT_KAFKA_POOL_PARTITIONS,
       replicationFactor: config.IDMINT_KAFKA_REPLICATION_FACTOR,
+      namespace: config.IDMINT_KAFKA_NAMESPACE,
     }));
     print(created.length === 0 ? 'all topics already exist' : `created ${created.join(', ')}`);
-    const topics = [config.IDMINT_KAFKA_REQUEST_TOPIC, ...(o.poolTags ?? []).map((tag) => poolTopic(tag))];
+    const names = kafkaNames(config.IDMINT_KAFKA_NAMESPACE);
+    const topics = [config.IDMINT_KAFKA_REQUEST_TOPIC, ...(o.poolTags ?? []).map((tag) => names.poolTopic(tag))];
     for (const f of await underReplicated(admin, topics, config.IDMINT_KAFKA_REPLICATION_FACTOR)) {
       print(`warning: "${f.topic}" has ${f.replicas} replica(s), fewer than ${f.wanted}: raise it with kafka-reassign-partitions`);
     }

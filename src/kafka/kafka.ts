@@ -2,6 +2,7 @@ import { Kafka, logLevel } from 'kafkajs';
 import type { Admin, AdminConfig, Consumer, ConsumerConfig, KafkaConfig, LogEntry, logCreator, Producer, ProducerConfig } from 'kafkajs';
 import type { Logger } from '../core/logger.js';
 import { silentLogger } from '../core/logger.js';
+import { installFetchGuard } from './fetch-guard.js';
 
 /**
  * Kafka client construction shared by the responder, the client and the pool topics:
@@ -25,11 +26,13 @@ export function parseBrokers(brokers: string[] | string): string[] {
 
 /**
  * What KafkaJS reports at ERROR or WARN but retries by itself on a normal start or rebalance: a
- * group coordinator still loading or moving (a fresh or restarted broker), a leader election, the
- * note that a configured `retries` "may invalidate EoS guarantees" (idmint never relies on
- * exactly-once: a lost reply is a gap). Logged at debug; a real failure surfaces as the caller's error.
+ * group coordinator still loading or moving (a fresh or restarted broker), a leader election, a
+ * topic just created that a broker's metadata does not hold yet ("does not host this
+ * topic-partition": CI's first start on a fresh broker logged it once), the note that a configured
+ * `retries` "may invalidate EoS guarantees" (idmint never relies on exactly-once: a lost reply is
+ * a gap). Logged at debug; a real failure surfaces as the caller's error.
  */
-const EXPECTED = /coordinator (is )?not available|coordinator is loading|not the correct coordinator|leadership election|no leader for this topic-partition|invalidate EoS guarantees|group is rebalancing|not aware of this member/i;
+const EXPECTED = /coordinator (is )?not available|coordinator is loading|not the correct coordinator|leadership election|no leader for this topic-partition|does not host this topic-partition|invalidate EoS guarantees|group is rebalancing|not aware of this member/i;
 
 export function isExpectedKafkaCondition(message: string, error: unknown): boolean {
   return EXPECTED.test(message) || (typeof error === 'string' && EXPECTED.test(error));
@@ -89,6 +92,7 @@ class IdmintKafka extends Kafka {
   }
 
   override consumer(config: ConsumerConfig): Consumer {
+    installFetchGuard();
     return super.consumer({ metadataMaxAge: METADATA_MAX_AGE_MS, ...config });
   }
 }

@@ -8,6 +8,7 @@ import type { Logger } from '../core/logger.js';
 import { silentLogger } from '../core/logger.js';
 import { decodeRequest, encodeBlocksReply, encodeErrorReply, encodeIdsReply } from './messages.js';
 import { responderMetrics } from './metrics.js';
+import { installFetchGuard } from './fetch-guard.js';
 import type { ResponderMetrics } from './metrics.js';
 import { TopicProducer } from './producer.js';
 import { REQUEST_TOPIC, RESPONDER_GROUP, assertTopicsExist } from './topics.js';
@@ -141,6 +142,7 @@ class KafkaResponder implements Responder {
     await this.admin.connect();
     await assertTopicsExist(this.admin, [requestTopic]);
     await this.producer.connect();
+    installFetchGuard();
     const consumer = this.options.kafka.consumer({
       groupId,
       allowAutoTopicCreation: false,

@@ -30,18 +30,54 @@ export const DEFAULT_POOL_PARTITIONS = 16;
 export const POOL_TOPIC_CONFIGS: Readonly<Record<string, string>> = Object.freeze({ 'retention.ms': String(86_400_000), 'segment.ms': String(3_600_000) });
 
 /**
- * `idmint.ids.<tag>` for shard 0, `idmint.ids.<tag>.S<n>` for others: tags are lower-case,
- * so the upper-case `S` can never collide with another tag's topic.
+ * A namespace (IDMINT_KAFKA_NAMESPACE, the SDK's `namespace`): one deployment's topics and groups
+ * on a Kafka cluster it shares with another, e.g. a second region. `eu` gives `idmint.eu.requests`,
+ * `idmint.eu.responders`, `idmint.eu.ids.<tag>` and `idmint.eu.pool.<tag>`. Names the default
+ * namespace uses as their second part are refused, so no namespaced name equals a default one, and
+ * `replies` is refused so a pool topic is never a name a client may ask replies on.
  */
-export function poolTopic(bizTag: string, shard = 0): string {
-  checkTag(bizTag);
-  return shard === 0 ? `${POOL_TOPIC_PREFIX}${bizTag}` : `${POOL_TOPIC_PREFIX}${bizTag}.S${shard}`;
+export const KAFKA_NAMESPACE_PATTERN = /^[a-z0-9][a-z0-9-]{0,47}$/;
+const RESERVED_NAMESPACES = new Set(['ids', 'pool', 'replies', 'requests', 'responders']);
+
+/** Throws BAD_REQUEST for a namespace that is not one (see KAFKA_NAMESPACE_PATTERN). */
+export function checkNamespace(namespace: string): void {
+  if (!KAFKA_NAMESPACE_PATTERN.test(namespace)) throw new BadRequestError(`Kafka namespace "${namespace}": lower-case letters, digits and -, at most 48, starting with a letter or digit`, 'namespace');
+  if (RESERVED_NAMESPACES.has(namespace)) throw new BadRequestError(`Kafka namespace "${namespace}" is a name idmint's own topics use; choose another`, 'namespace');
 }
 
-/** Exactly one consumer group per tag (the pool-topic contract); shards other than 0 get their own. */
+/** The topics and groups of one namespace (none: the default `idmint.*` names). */
+export interface KafkaNames {
+  readonly requestTopic: string;
+  readonly responderGroup: string;
+  /** A tag's pool topic: `<prefix><tag>` for shard 0, `<prefix><tag>.S<n>` for others. */
+  poolTopic(bizTag: string, shard?: number): string;
+  /** A tag's one consumer group (the pool-topic contract); shards other than 0 get their own. */
+  poolGroup(bizTag: string, shard?: number): string;
+}
+
+export function kafkaNames(namespace?: string): KafkaNames {
+  if (namespace !== undefined) checkNamespace(namespace);
+  const base = namespace === undefined ? 'idmint.' : `idmint.${namespace}.`;
+  const topicPrefix = `${base}ids.`;
+  const groupPrefix = `${base}pool.`;
+  // Tags are lower-case, so the upper-case `S` can never collide with another tag's topic.
+  const named = (prefix: string) => (bizTag: string, shard = 0): string => {
+    checkTag(bizTag);
+    return shard === 0 ? `${prefix}${bizTag}` : `${prefix}${bizTag}.S${shard}`;
+  };
+  return Object.freeze({ requestTopic: `${base}requests`, responderGroup: `${base}responders`, poolTopic: named(topicPrefix), poolGroup: named(groupPrefix) });
+}
+
+const DEFAULT_NAMES = kafkaNames();
+
+/** The default namespace's pool topic: `idmint.ids.<tag>` for shard 0, `idmint.ids.<tag>.S<n>` for others. */
+export function poolTopic(bizTag: string, shard = 0): string {
+  return DEFAULT_NAMES.poolTopic(bizTag, shard);
+}
+
+/** The default namespace's pool group: `idmint.pool.<tag>`, `idmint.pool.<tag>.S<n>`. */
 export function poolGroup(bizTag: string, shard = 0): string {
-  checkTag(bizTag);
-  return shard === 0 ? `${POOL_GROUP_PREFIX}${bizTag}` : `${POOL_GROUP_PREFIX}${bizTag}.S${shard}`;
+  return DEFAULT_NAMES.poolGroup(bizTag, shard);
 }
 
 export interface TopicSpec {
@@ -218,6 +254,8 @@ export interface InitTopicsOptions {
   requestRetentionMs?: number;
   /** Tags whose pool topics to create. */
   poolTags?: readonly string[];
+  /** Namespace of the pool topics (config IDMINT_KAFKA_NAMESPACE). Default none: `idmint.ids.<tag>`. */
+  namespace?: string | undefined;
   /** Partitions per pool topic (config IDMINT_KAFKA_POOL_PARTITIONS). */
   poolPartitions?: number;
   /** Replication factor (config IDMINT_KAFKA_REPLICATION_FACTOR). Default min(3, brokers). */
@@ -233,6 +271,7 @@ export async function initTopics(admin: Admin, options: InitTopicsOptions): Prom
       ...(options.requestRetentionMs === undefined ? {} : { configs: { 'retention.ms': String(options.requestRetentionMs) } }),
     },
   ];
-  for (const tag of options.poolTags ?? []) specs.push({ topic: poolTopic(tag), numPartitions: options.poolPartitions ?? DEFAULT_POOL_PARTITIONS, configs: { ...POOL_TOPIC_CONFIGS } });
+  const names = kafkaNames(options.namespace);
+  for (const tag of options.poolTags ?? []) specs.push({ topic: names.poolTopic(tag), numPartitions: options.poolPartitions ?? DEFAULT_POOL_PARTITIONS, configs: { ...POOL_TOPIC_CONFIGS } });
   return ensureTopics(admin, specs, options.replicationFactor);
 }

@@ -6,7 +6,8 @@ import { decodePoolBlock } from '../../kafka/messages.js';
 import { verifyPoolBlock } from '../../kafka/block-signature.js';
 import type { Block } from '../../core/block.js';
 import { waitForGroupJoin } from '../../kafka/group.js';
-import { poolGroup, poolTopic } from '../../kafka/topics.js';
+import { installFetchGuard } from '../../kafka/fetch-guard.js';
+import { kafkaNames } from '../../kafka/topics.js';
 import { checkInteger, resolveOptions } from '../../core/options.js';
 
 /**
@@ -55,6 +56,8 @@ export interface KafkaPoolConsumerOptions extends Partial<KafkaPoolConsumerSetti
    * served, and whoever can write the pool topic decides what this consumer hands out.
    */
   blockKey?: string | undefined;
+  /** The servers' IDMINT_KAFKA_NAMESPACE: the pool topic is `idmint.<namespace>.ids.<tag>`. Default none: `idmint.ids.<tag>`. */
+  namespace?: string | undefined;
   logger?: Logger;
 }
 
@@ -98,7 +101,7 @@ export class KafkaPoolConsumer {
   failed = false;
 
   constructor(options: KafkaPoolConsumerOptions) {
-    const { kafka: _kafka, bizTag: _bizTag, shard: _shard, logger: _logger, blockKey, ...rest } = options;
+    const { kafka: _kafka, bizTag: _bizTag, shard: _shard, logger: _logger, blockKey, namespace, ...rest } = options;
     this.settings = resolveOptions<KafkaPoolConsumerSettings>(KAFKA_POOL_CONSUMER_DEFAULTS, rest, (o) => {
       for (const key of Object.keys(KAFKA_POOL_CONSUMER_DEFAULTS) as (keyof KafkaPoolConsumerSettings)[]) checkInteger('Kafka pool consumer', o, key, 1);
     });
@@ -106,9 +109,11 @@ export class KafkaPoolConsumer {
     this.blockKey = blockKey;
     this.bizTag = options.bizTag;
     this.shard = options.shard ?? 0;
-    this.topic = poolTopic(options.bizTag, this.shard);
-    this.groupId = poolGroup(options.bizTag, this.shard);
+    const names = kafkaNames(namespace);
+    this.topic = names.poolTopic(options.bizTag, this.shard);
+    this.groupId = names.poolGroup(options.bizTag, this.shard);
     this.logger = (options.logger ?? silentLogger).child({ component: 'kafka-pool-consumer', bizTag: options.bizTag });
+    installFetchGuard(); // options.kafka may be the caller's own KafkaJS instance
     this.consumer = options.kafka.consumer({
       groupId: this.groupId,
       allowAutoTopicCreation: false,

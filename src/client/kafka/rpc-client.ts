@@ -8,8 +8,9 @@ import type { Logger } from '../../core/logger.js';
 import { silentLogger } from '../../core/logger.js';
 import { createKafka } from '../../kafka/kafka.js';
 import { decodeReply, encodeRequest } from '../../kafka/messages.js';
-import { REQUEST_TOPIC, assertTopicsExist, ensureTopics } from '../../kafka/topics.js';
+import { REQUEST_TOPIC, assertTopicsExist, ensureTopics, kafkaNames } from '../../kafka/topics.js';
 import { waitForGroupJoin } from '../../kafka/group.js';
+import { installFetchGuard } from '../../kafka/fetch-guard.js';
 import { ALL_REPLICAS } from '../../kafka/producer.js';
 import { isUnknownTopic } from '../../kafka/errors.js';
 import { checkInteger, OptionsError, resolveOptions } from '../../core/options.js';
@@ -50,6 +51,8 @@ export interface KafkaClientOptions extends Partial<KafkaClientSettings> {
   logger?: Logger;
   /** Replication factor of the reply topic. Default min(3, brokers in the cluster). */
   replicationFactor?: number;
+  /** The servers' IDMINT_KAFKA_NAMESPACE: requests go to `idmint.<namespace>.requests` unless `requestTopic` says otherwise. */
+  namespace?: string;
 }
 
 /** Attempts at joining the reply topic's group right after creating it (a new topic's partitions may not be served yet). */
@@ -89,8 +92,9 @@ export class IdmintKafkaClient {
   private closing: Promise<void> | undefined;
 
   constructor(options: KafkaClientOptions) {
-    const { kafka: _kafka, brokers: _brokers, logger: _logger, replicationFactor, ...rest } = options;
-    const s = resolveOptions<KafkaClientSettings>(KAFKA_CLIENT_DEFAULTS, rest, (o) => {
+    const { kafka: _kafka, brokers: _brokers, logger: _logger, replicationFactor, namespace, ...rest } = options;
+    const defaults = namespace === undefined ? KAFKA_CLIENT_DEFAULTS : { ...KAFKA_CLIENT_DEFAULTS, requestTopic: kafkaNames(namespace).requestTopic };
+    const s = resolveOptions<KafkaClientSettings>(defaults, rest, (o) => {
       for (const key of ['timeoutMs', 'replyRetentionMs', 'joinTimeoutMs'] as const) checkInteger('Kafka client', o, key, 1);
       checkInteger('Kafka client', o, 'retries', 0);
     });
@@ -113,6 +117,7 @@ export class IdmintKafkaClient {
     // The group has one member and commits nothing: short sessions cost nothing, and a consumer
     // that crashed and restarted (a broker lost) rejoins in seconds instead of waiting out its old
     // member's session (KafkaJS: 30 s).
+    installFetchGuard(); // this.kafka may be the caller's own KafkaJS instance
     return this.kafka.consumer({
       groupId: this.groupId,
       allowAutoTopicCreation: false,

@@ -2,6 +2,7 @@ import type { Kafka } from 'kafkajs';
 import { IdmintError, isIdmintError } from '../../core/errors.js';
 import type { Logger } from '../../core/logger.js';
 import { KafkaPoolConsumer } from './pool-consumer.js';
+import { checkNamespace } from '../../kafka/topics.js';
 import type { KafkaPoolConsumerSettings } from './pool-consumer.js';
 import type { IdmintKafkaClient } from './rpc-client.js';
 import type { IdTransport, TransportBatch } from '../transport.js';
@@ -38,6 +39,8 @@ export interface KafkaPoolTransportOptions extends Partial<KafkaPoolConsumerSett
   kafka: Kafka;
   /** The refill's IDMINT_POOL_BLOCK_KEY: blocks not signed with it are never handed out. */
   blockKey?: string | undefined;
+  /** The servers' IDMINT_KAFKA_NAMESPACE: pool topics `idmint.<namespace>.ids.<tag>`. Default none. */
+  namespace?: string | undefined;
   /**
    * Serves the tag when its pool topic cannot: this instance owns no partition (more instances
    * than partitions), the topic stays dry past the take timeout, or Kafka cannot be reached. Usually `kafkaTransport` or
@@ -53,14 +56,15 @@ export interface KafkaPoolTransportOptions extends Partial<KafkaPoolConsumerSett
  * the transport. Shard 0 only; without a fallback, a topic that stays dry answers POOL_EMPTY.
  */
 export function kafkaPoolTransport(options: KafkaPoolTransportOptions): IdTransport {
-  const { kafka, logger, fallback, blockKey, ...settings } = options;
+  const { kafka, logger, fallback, blockKey, namespace, ...settings } = options;
+  if (namespace !== undefined) checkNamespace(namespace);
   const consumers = new Map<string, KafkaPoolConsumer>();
   let closed = false;
   const fetchBlocks = async (bizTag: string, count: number): Promise<TransportBatch> => {
     if (closed) throw new IdmintError('NOT_READY', 'the Kafka pool transport is closed', { retriable: false });
     let consumer = consumers.get(bizTag);
     if (!consumer) {
-      consumer = new KafkaPoolConsumer({ kafka, bizTag, logger, blockKey, ...settings });
+      consumer = new KafkaPoolConsumer({ kafka, bizTag, logger, blockKey, namespace, ...settings });
       consumers.set(bizTag, consumer);
     }
     let blocks: Block[];

@@ -9,13 +9,14 @@ import { kafkaPoolMetrics } from '../../kafka/metrics.js';
 import type { KafkaPoolMetrics } from '../../kafka/metrics.js';
 import { TopicProducer } from '../../kafka/producer.js';
 import { isCoordinatorMoving, isUnknownTopic } from '../../kafka/errors.js';
-import { DEFAULT_POOL_PARTITIONS, ensureTopics, existingTopics, logUnderReplicated, POOL_TOPIC_CONFIGS, poolGroup, poolTopic, underReplicated } from '../../kafka/topics.js';
+import { DEFAULT_POOL_PARTITIONS, ensureTopics, existingTopics, kafkaNames, type KafkaNames, logUnderReplicated, POOL_TOPIC_CONFIGS, underReplicated } from '../../kafka/topics.js';
 import { checkInteger, resolveOptions } from '../../core/options.js';
 import { IdmintError } from '../../core/errors.js';
 
 /**
  * Kafka pool topics: a refill publishes a fresh segment as blocks `{start,end}` to
- * `idmint.ids.<tag>`; SDK consumers (KafkaPoolConsumer) take them through group `idmint.pool.<tag>`.
+ * `idmint.ids.<tag>`; SDK consumers (KafkaPoolConsumer) take them through group `idmint.pool.<tag>`
+ * (`idmint.<namespace>.ids.<tag>` and `idmint.<namespace>.pool.<tag>` in a namespace).
  *
  * How they scale with consumers: a topic has `partitions` partitions (16 by default, raised on an
  * existing topic that has fewer), each owned by one consumer of the group, so up to that many SDK
@@ -42,6 +43,8 @@ export interface KafkaPoolSinkOptions extends Partial<KafkaPoolSinkSettings> {
   blockKey?: string | undefined;
   /** Replication factor of the pool topics it creates (IDMINT_KAFKA_REPLICATION_FACTOR). Default min(3, brokers). */
   replicationFactor?: number | undefined;
+  /** The deployment's Kafka namespace (IDMINT_KAFKA_NAMESPACE). Default none: `idmint.ids.<tag>`. */
+  namespace?: string | undefined;
   logger?: Logger;
   registry?: Registry;
 }
@@ -57,6 +60,8 @@ export interface PoolTopicState {
 export class KafkaPoolSink implements PoolSink {
   readonly kind = 'kafka' as const;
   readonly settings: Readonly<KafkaPoolSinkSettings>;
+  /** Its pool topics' and groups' names. */
+  readonly names: KafkaNames;
   private readonly logger: Logger;
   private readonly metrics: KafkaPoolMetrics;
   private admin: Admin;
@@ -84,6 +89,7 @@ export class KafkaPoolSink implements PoolSink {
     this.kafka = options.kafka;
     this.blockKey = options.blockKey;
     this.replicationFactor = options.replicationFactor;
+    this.names = kafkaNames(options.namespace);
     this.admin = options.kafka.admin();
     // Idempotent, one send per topic at a time, a fresh producer after a failed send (see
     // TopicProducer's appendOnce): a block is never appended twice (two consumers would share its
@@ -99,7 +105,7 @@ export class KafkaPoolSink implements PoolSink {
 
   /** Publishes the segment as blocks. One send: a failed push publishes nothing usable twice, since a retry takes a new segment. */
   async push(segment: Segment): Promise<void> {
-    const topic = poolTopic(segment.bizTag, segment.shard);
+    const topic = this.names.poolTopic(segment.bizTag, segment.shard);
     await this.ensureTopic(topic);
     const per = this.blockIdsFor(segment.end - segment.start + 1);
     const state = await this.state(segment.bizTag, segment.shard);
@@ -140,11 +146,11 @@ export class KafkaPoolSink implements PoolSink {
 
   /** The topic's offsets in blocks, or null when it does not exist yet. */
   async state(bizTag: string, shard: number): Promise<PoolTopicState | null> {
-    const topic = poolTopic(bizTag, shard);
+    const topic = this.names.poolTopic(bizTag, shard);
     const offsets = await this.withAdmin(async (admin) => {
       // A topic this sink made or found is not listed again (a listing fails whole while any partition in the cluster has no leader).
       if (!this.ready.has(topic) && !(await existingTopics(admin, [topic])).has(topic)) return null;
-      return Promise.all([admin.fetchTopicOffsets(topic), committedOffsets(admin, poolGroup(bizTag, shard), topic)]);
+      return Promise.all([admin.fetchTopicOffsets(topic), committedOffsets(admin, this.names.poolGroup(bizTag, shard), topic)]);
     });
     if (!offsets) return null;
     const [ends, committed] = offsets;
@@ -163,10 +169,10 @@ export class KafkaPoolSink implements PoolSink {
   /** Deletes the tag's pool topics (every shard) and its consumer groups; unconsumed IDs are dropped, never reused. */
   async remove(bizTag: string): Promise<void> {
     await this.connect();
-    const base = poolTopic(bizTag);
+    const base = this.names.poolTopic(bizTag);
     const topics = (await this.admin.listTopics()).filter((t) => t === base || t.startsWith(`${base}.S`));
     if (topics.length > 0) await this.admin.deleteTopics({ topics });
-    const groups = [poolGroup(bizTag), ...topics.filter((t) => t !== base).map((t) => `${poolGroup(bizTag)}${t.slice(base.length)}`)];
+    const groups = [this.names.poolGroup(bizTag), ...topics.filter((t) => t !== base).map((t) => `${this.names.poolGroup(bizTag)}${t.slice(base.length)}`)];
     await this.admin.deleteGroups(groups).catch((err: unknown) => this.logger.debug({ err, groups }, 'pool groups not deleted (none, or still active)'));
     for (const t of topics) this.ready.delete(t);
     this.metrics.depth.remove({ biz_tag: bizTag });

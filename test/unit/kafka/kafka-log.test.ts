@@ -61,6 +61,7 @@ describe("KafkaJS's retried start-up conditions", () => {
     ['Response OffsetFetch(key: 9, version: 2)', 'This is not the correct coordinator for this group'],
     ['Response JoinGroup(key: 11, version: 5)', 'The coordinator is loading and hence can\'t process requests'],
     ['Response Metadata(key: 3, version: 6)', 'There is no leader for this topic-partition as we are in the middle of a leadership election'],
+    ['Response Metadata(key: 3, version: 6)', 'This server does not host this topic-partition'],
     ['Producer configured with retries greater than 0 may invalidate EoS guarantees', undefined],
   ])('%s (%s) is logged at debug', (message, error) => {
     expect(isExpectedKafkaCondition(message, error)).toBe(true);
