@@ -1,9 +1,10 @@
 import { defineConfig } from 'vitest/config';
 
-// Four projects: unit (pure, fast), integration (real servers), e2e (spawned processes, and the
-// fuzzers in test/fuzz, which drive real servers), and chaos (the long proofs: the fault harness
-// under load and the ledger at the size of a long run). `npm test` runs the first three;
-// `npm run test:chaos` the last, as its own CI step. Integration, e2e and chaos share one global
+// Five projects: unit (pure, fast), integration (real servers), e2e (spawned processes, and the
+// fuzzers in test/fuzz, which drive real servers), chaos (the long proofs: the fault harness
+// under load and the ledger at the size of a long run) and chaos-ha (the harness's short run on
+// replicated servers). `npm test` runs the first three; `npm run test:chaos` and
+// `npm run test:chaos-ha` the others, each as its own CI step. Integration, e2e and chaos share one global
 // setup that uses the servers the environment names, or starts them with scripts/infra.sh.
 const servers: { environment: 'node'; globalSetup: string[] } = { environment: 'node', globalSetup: ['test/support/global-setup.ts'] };
 
@@ -51,6 +52,17 @@ export default defineConfig({
           include: ['test/chaos/**/*.test.ts'],
           testTimeout: 600_000,
           hookTimeout: 180_000,
+          fileParallelism: false,
+        },
+      },
+      {
+        // The short chaos run on replicated servers (it starts its own: the shared ones are not used).
+        test: {
+          name: 'chaos-ha',
+          environment: 'node',
+          sequence: { groupOrder: 4 },
+          include: ['test/chaos-ha/**/*.test.ts'],
+          testTimeout: 900_000,
           fileParallelism: false,
         },
       },

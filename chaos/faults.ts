@@ -2,7 +2,7 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { REQUEST_TOPIC } from '../src/kafka/topics.js';
-import type { Topology, RoleName, TopologyKind } from './topology.js';
+import { ROLES, type Topology, type RoleName, type TopologyKind } from './topology.js';
 
 /**
  * The faults, each a function that injects it and returns once the topology is whole again.
@@ -221,6 +221,18 @@ export const FAULTS: readonly Fault[] = [
     },
   },
 ];
+
+/** With several regions: one region's every process SIGKILLed at once (the region dies), then started again. */
+export const REGION_KILL: Fault = {
+  kind: 'region-kill',
+  what: "SIGKILL every process of one region at once (the others serve on), start them again 2 s later",
+  async inject(t) {
+    await Promise.all(ROLES.map((r) => t.killRole(r)));
+    await sleep(2000);
+    await t.startRole('api-1');
+    await Promise.all(ROLES.filter((r) => r !== 'api-1').map((r) => t.startRole(r)));
+  },
+};
 
 /** A small seeded generator (mulberry32): the same seed gives the same schedule. */
 export function seeded(seed: number): () => number {

@@ -58,6 +58,8 @@ export class Load {
     private readonly ledger: Ledger,
     private readonly apiUrls: string[],
     private readonly kafka: Kafka,
+    /** The region's Kafka namespace (IDMINT_KAFKA_NAMESPACE; default none, idmint's names). */
+    private readonly namespace?: string,
   ) {}
 
   private url(): string {
@@ -130,10 +132,10 @@ export class Load {
   }
 
   async start(): Promise<string[]> {
-    this.kafkaClient = createKafkaClient({ kafka: this.kafka, clientId: 'idmint-chaos', timeoutMs: CLIENT_TIMEOUT_MS });
+    this.kafkaClient = createKafkaClient({ kafka: this.kafka, clientId: 'idmint-chaos', timeoutMs: CLIENT_TIMEOUT_MS, ...(this.namespace ? { namespace: this.namespace } : {}) });
     await this.kafkaClient.start();
     this.sdk = createIdmintClient({ urls: this.apiUrls, timeoutMs: CLIENT_TIMEOUT_MS });
-    this.poolSdk = createIdmintClient({ transport: kafkaPoolTransport({ kafka: this.kafka, takeTimeoutMs: 2000 }), timeoutMs: CLIENT_TIMEOUT_MS, batchSize: 100 });
+    this.poolSdk = createIdmintClient({ transport: kafkaPoolTransport({ kafka: this.kafka, takeTimeoutMs: 2000, namespace: this.namespace }), timeoutMs: CLIENT_TIMEOUT_MS, batchSize: 100 });
     const drivers = this.drivers();
     for (const d of drivers) {
       for (let i = 0; i < d.concurrency; i++) {

@@ -6,11 +6,15 @@ export interface FaultRecord {
   startSecond: number;
   seconds: number;
   result: string;
+  /** With several regions: the region whose roles took the fault (the servers are shared). */
+  region?: number;
 }
 
 export interface ChaosSummary {
   seed: number;
   topology: 'single' | 'ha';
+  /** Regions side by side (1: one). */
+  regions?: number;
   seconds: number;
   total: number;
   faults: FaultRecord[];
@@ -52,7 +56,7 @@ export function reportMarkdown(s: ChaosSummary, ledger: Ledger, command: string)
   return [
     '# Chaos run report',
     '',
-    `\`${command}\` — ${s.topology === 'ha' ? 'every server replicated: three Kafka brokers, a ZooKeeper ensemble of three, Redis with two replicas under three Sentinels, Postgres as three nodes under Patroni (asynchronous replication, the segment fence in ZooKeeper); ' : ''}seed ${s.seed}, ${(s.seconds / 60).toFixed(1)} minutes, ${s.faults.length} faults, ${rate(s.total)} IDs (${rate(s.total / s.seconds)} IDs/s on average).`,
+    `\`${command}\` — ${(s.regions ?? 1) > 1 ? `${s.regions} regions side by side on the same servers (each its own schema, key prefix, queue and Kafka namespace: request topic, pool topics and groups; one ledger, so a repeat across regions counts); ` : ''}${s.topology === 'ha' ? 'every server replicated: three Kafka brokers, a ZooKeeper ensemble of three, Redis with two replicas under three Sentinels, Postgres as three nodes under Patroni (asynchronous replication, the segment fence in ZooKeeper); ' : ''}seed ${s.seed}, ${(s.seconds / 60).toFixed(1)} minutes, ${s.faults.length} faults, ${rate(s.total)} IDs (${rate(s.total / s.seconds)} IDs/s on average).`,
     '',
     `**Duplicates: ${s.duplicates.length}**${s.duplicates.length ? `\n\n${s.duplicates.map((d) => `- ${d}`).join('\n')}` : ''}`,
     '',
@@ -70,7 +74,7 @@ export function reportMarkdown(s: ChaosSummary, ledger: Ledger, command: string)
     '',
     '## Faults',
     '',
-    table(['#', 'at s', 'lasted s', 'kind', 'what', 'result'], s.faults.map((f, i) => [i + 1, f.startSecond, f.seconds.toFixed(1), f.kind, f.what, f.result])),
+    table(['#', 'at s', 'lasted s', 'kind', 'what', 'result'], s.faults.map((f, i) => [i + 1, f.startSecond, f.seconds.toFixed(1), f.region === undefined ? f.kind : `${f.kind} (region ${f.region})`, f.what, f.result])),
     '',
     '## Phases (from each fault to the next)',
     '',

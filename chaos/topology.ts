@@ -33,16 +33,33 @@ export interface Role {
 }
 
 export class Topology {
-  readonly servers = new Map<ServerName, PrivateServer>();
+  readonly servers: Map<ServerName, PrivateServer>;
   readonly roles = new Map<RoleName, Role>();
   readonly env: Record<string, string> = {};
+  /** The servers' variables and tuning, without a region's own (what `beside` starts from). */
+  private serverEnv: Record<string, string> = {};
+  /** False for a region started `beside` another: the servers are the other's to stop. */
+  private readonly ownsServers: boolean;
   /** The replicated servers of an `ha` topology. */
   pgHa: PgHa | undefined;
   kafkaCluster: KafkaCluster | undefined;
   zkEnsemble: ZkEnsemble | undefined;
   sentinels: RedisSentinelSet | undefined;
 
-  static async start(log: (line: string) => void, kind: TopologyKind = 'single'): Promise<Topology> {
+  private constructor(shared?: Topology) {
+    this.servers = shared ? shared.servers : new Map();
+    this.ownsServers = !shared;
+    if (shared) {
+      this.pgHa = shared.pgHa;
+      this.kafkaCluster = shared.kafkaCluster;
+      this.zkEnsemble = shared.zkEnsemble;
+      this.sentinels = shared.sentinels;
+      Object.assign(this.serverEnv, shared.serverEnv);
+    }
+  }
+
+  /** `env`: a region's own variables (IDMINT_REGION, its schema, key prefix, queue, Kafka namespace). */
+  static async start(log: (line: string) => void, kind: TopologyKind = 'single', env: Record<string, string> = {}): Promise<Topology> {
     const t = new Topology();
     try {
       if (kind === 'ha') {
@@ -75,16 +92,35 @@ export class Topology {
         IDMINT_KAFKA_PARTITIONS: '4',
         LOG_LEVEL: 'warn',
       });
-      for (const name of ROLES) t.roles.set(name, { name, port: await freePort(), dataDir: mkdtempSync(join(tmpdir(), `idmint-chaos-${name}-`)), server: undefined });
-      // The API first: it migrates the schema the others use.
-      await t.startRole('api-1');
-      await Promise.all(ROLES.filter((r) => r !== 'api-1').map((r) => t.startRole(r)));
-      log(`roles up: ${ROLES.map((r) => `${r} :${t.roles.get(r)!.port}`).join(', ')}`);
+      Object.assign(t.serverEnv, t.env);
+      Object.assign(t.env, env);
+      await t.startRoles(log);
       return t;
     } catch (err) {
       await t.close();
       throw err;
     }
+  }
+
+  /** Another region's six roles on `first`'s servers, with its own `env`. */
+  static async beside(first: Topology, log: (line: string) => void, env: Record<string, string>): Promise<Topology> {
+    const t = new Topology(first);
+    Object.assign(t.env, t.serverEnv, env);
+    try {
+      await t.startRoles(log);
+      return t;
+    } catch (err) {
+      await t.close();
+      throw err;
+    }
+  }
+
+  private async startRoles(log: (line: string) => void): Promise<void> {
+    for (const name of ROLES) this.roles.set(name, { name, port: await freePort(), dataDir: mkdtempSync(join(tmpdir(), `idmint-chaos-${name}-`)), server: undefined });
+    // The API first: it migrates the schema the others use.
+    await this.startRole('api-1');
+    await Promise.all(ROLES.filter((r) => r !== 'api-1').map((r) => this.startRole(r)));
+    log(`roles up${this.env.IDMINT_REGION === undefined ? '' : ` in region ${this.env.IDMINT_REGION}`}: ${ROLES.map((r) => `${r} :${this.roles.get(r)!.port}`).join(', ')}`);
   }
 
   server(name: ServerName): PrivateServer {
@@ -133,9 +169,10 @@ export class Topology {
 
   async close(): Promise<void> {
     await Promise.all([...this.roles.values()].map((r) => r.server?.stop('SIGTERM').catch(() => undefined)));
+    for (const r of this.roles.values()) rmSync(r.dataDir, { recursive: true, force: true });
+    if (!this.ownsServers) return;
     await this.pgHa?.close();
     await Promise.all([this.kafkaCluster?.close(), this.zkEnsemble?.close(), this.sentinels?.close()].map((p) => p?.catch(() => undefined)));
     await Promise.all([...this.servers.values()].map((s) => s.close().catch(() => undefined)));
-    for (const r of this.roles.values()) rmSync(r.dataDir, { recursive: true, force: true });
   }
 }

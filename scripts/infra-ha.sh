@@ -145,7 +145,17 @@ EOF
 }
 
 cluster_id() { # one id for the three nodes, made once
-  [[ -f "$DIR/cluster-id" ]] || head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=\n' >"$DIR/cluster-id"
+  # URL-safe base64 of 16 random bytes, like Kafka's own ids. Like Kafka's Uuid.randomUuid, an id
+  # starting with '-' is drawn again: StorageTool's argument parser takes "-t -x..." for an option
+  # (one start in 64 failed with "argument --cluster-id/-t: expected one argument").
+  local id
+  if [[ ! -f "$DIR/cluster-id" ]]; then
+    id="-"
+    while [[ "$id" == -* ]]; do
+      id="$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=\n')"
+    done
+    printf '%s' "$id" >"$DIR/cluster-id"
+  fi
   cat "$DIR/cluster-id"
 }
 

@@ -429,6 +429,13 @@ stop_server() { # stop_server <server> [crash]
   log "$s ${mode:-stopped}${mode:+ed}"
 }
 
+# Whether something accepts connections on a server's host:port (its first one, for a list).
+port_taken() {
+  local hp; hp="$(url_of "$1")"
+  hp="${hp#*://}"; hp="${hp#*@}"; hp="${hp%%/*}"; hp="${hp%%,*}"
+  timeout 1 bash -c "exec 3<>/dev/tcp/${hp%:*}/${hp##*:}" 2>/dev/null
+}
+
 # A probe that never dies, for status and decisions (probe_kafka dies without node_modules).
 probe_quiet() { ( "probe_$1" "$(url_of "$1")" ) 2>/dev/null; }
 
@@ -440,6 +447,12 @@ ensure_started() { # start <server> unless something answers for it already; no 
   if own_pid "$s" >/dev/null; then return; fi
   if probe_quiet "$s"; then
     log "$s: reusing the server already answering at $(url_of "$s")"
+    return
+  fi
+  # Its port taken but no answer in time: a busy server (a machine under load answers a probe
+  # late), or one starting. A second on that port could only fail; wait for the first instead.
+  if port_taken "$s"; then
+    log "$s: $(url_of "$s") is taken but did not answer yet; waiting for that server rather than starting another"
     return
   fi
   rm -f "$PIDS/$s.pid"

@@ -4,12 +4,24 @@ import { fenceStore, raiseCountersToFences, type SegmentFence } from '../fence/f
 import type { PostgresBizStore } from '../store/biz-store.js';
 import type { PgIdentity } from '../store/pg.js';
 import type { Closers } from './closers.js';
-import type { Config } from './config.js';
+import { regionOf, type Config } from './config.js';
 
 /** Whether this process fences its segments: Postgres (which can fail over) and ZooKeeper to hold the marks. */
 export function fenceWanted(config: Pick<Config, 'IDMINT_SEGMENT_FENCE' | 'ZK_CONNECT' | 'DATABASE_URL'>): boolean {
   if (config.IDMINT_SEGMENT_FENCE === 'off' || !config.DATABASE_URL) return false;
   return config.ZK_CONNECT !== undefined;
+}
+
+/**
+ * Where this deployment's marks live in ZooKeeper: `/idmint/fence` by default; a deployment in its
+ * own Postgres schema, or a region other than 0, gets its own path, since deployments and regions
+ * may share a ZooKeeper and their counters are not each other's. Region 0 keeps the path it had
+ * as a single region, so its marks survive `idmint regions apply`.
+ */
+export function fenceRoot(config: Pick<Config, 'IDMINT_PG_SCHEMA' | 'IDMINT_REGIONS' | 'IDMINT_REGION' | 'IDMINT_REGION_STRIPE'>): string {
+  const base = config.IDMINT_PG_SCHEMA ? `/idmint/schemas/${config.IDMINT_PG_SCHEMA}` : '/idmint';
+  const region = regionOf(config)?.region ?? 0;
+  return region > 0 ? `${base}/regions/${region}/fence` : `${base}/fence`;
 }
 
 export interface FencedStore {
@@ -27,7 +39,7 @@ export interface FencedStore {
 export async function openFencedStore(config: Config, store: PostgresBizStore, deps: { metrics: DispenserMetrics; logger: Logger; closers: Closers }): Promise<FencedStore> {
   const { ZookeeperFence } = await import('../fence/zookeeper-fence.js');
   const log = deps.logger.child({ component: 'segment-fence' });
-  const fence = new ZookeeperFence({ connect: config.ZK_CONNECT!, ...(config.IDMINT_ZK_AUTH ? { auth: config.IDMINT_ZK_AUTH } : {}), logger: deps.logger });
+  const fence = new ZookeeperFence({ connect: config.ZK_CONNECT!, root: fenceRoot(config), ...(config.IDMINT_ZK_AUTH ? { auth: config.IDMINT_ZK_AUTH } : {}), logger: deps.logger });
   deps.closers.add('segment fence', () => fence.close());
   const fenced = fenceStore(store, fence, { logger: deps.logger, onRewind: (bizTag) => deps.metrics.rewinds.inc({ biz_tag: bizTag }) });
   const onFailover = (from: PgIdentity, to: PgIdentity): void => {
@@ -40,6 +52,6 @@ export async function openFencedStore(config: Config, store: PostgresBizStore, d
       (err: unknown) => log.warn({ err: (err as Error).message }, 'checking the tags against their fences after a failover failed; each allocation still checks its own'),
     );
   };
-  log.info({ connect: config.ZK_CONNECT }, 'segments are fenced in ZooKeeper: a Postgres failover that loses commits cannot repeat them');
+  log.info({ connect: config.ZK_CONNECT, root: fenceRoot(config) }, 'segments are fenced in ZooKeeper: a Postgres failover that loses commits cannot repeat them');
   return { store: fenced, onFailover, fence };
 }

@@ -5,8 +5,13 @@ import { ConfigResourceTypes } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKafkaClient, type IdmintKafkaClient } from '../../src/client/kafka/rpc-client.js';
 import { createKafka } from '../../src/kafka/kafka.js';
-import { ensureTopics, REQUEST_TOPIC, underReplicated } from '../../src/kafka/topics.js';
+import { ensureTopics, poolTopic, REQUEST_TOPIC, underReplicated } from '../../src/kafka/topics.js';
+import { IdmintClient } from '../../src/client/client.js';
+import { kafkaPoolTransport } from '../../src/client/kafka/transports.js';
+import { encodePoolBlock } from '../../src/kafka/messages.js';
+import { KafkaPoolSink } from '../../src/pool/kafka/sink.js';
 import { startKafkaCluster, type KafkaCluster } from '../support/kafka-cluster.js';
+import { sdkPoolAcls } from '../support/kafka.js';
 import { sleep, until, untilValue } from '../support/poll.js';
 import { spawnServer, untilReady, type SpawnedServer } from '../support/spawn.js';
 import { freshStore, type TestStore } from '../support/store.js';
@@ -158,4 +163,53 @@ describe('Kafka request/reply on three brokers, a broker lost under load', () =>
     expect(ids.length).toBeGreaterThan(5000);
     expectNoDuplicates(ids, 'IDs over Kafka request/reply through broker faults');
   }, 400_000);
+
+  it("an SDK principal with only the ACLs docs/client.md lists takes pool blocks through the pool topic leader's SIGKILL, and cannot write a block", async () => {
+    await cluster.untilInSync();
+    const kafka = createKafka({ brokers: cluster.brokers, clientId: 'krepl-refill', config: cluster.security });
+    const admin = kafka.admin();
+    await admin.connect();
+    await admin.createAcls({ acl: sdkPoolAcls('idmint-client') });
+    const bizTag = 'kreplacl';
+    // The refill's side (idmint, a super user): a replicated pool topic.
+    const sink = new KafkaPoolSink({ kafka, partitions: 2, replicationFactor: 3 });
+    const client = (id: string) => createKafka({ brokers: cluster.brokers, clientId: id, config: cluster.clientSecurity });
+    const sdk = new IdmintClient({ transport: kafkaPoolTransport({ kafka: client('krepl-sdk'), takeTimeoutMs: 15_000 }), timeoutMs: 120_000 });
+    const forger = client('krepl-forger').producer();
+    const ids: bigint[] = [];
+    let next = 1;
+    const push = async (n: number) => {
+      for (let i = 0; i < n; i++, next += 1000) await sink.push({ bizTag, shard: 0, start: next, end: next + 999 });
+    };
+    try {
+      await push(4);
+      ids.push(...(await sdk.nextMany(bizTag, 500)));
+      const leader = await cluster.leaderOf(poolTopic(bizTag), 0);
+      await cluster.kill(leader);
+      // Refilled while the leader is down (a push may fail once while leadership moves; the refill would retry with a new segment).
+      await until('a push after the leader died', async () => push(2).then(() => true, () => false), { timeoutMs: 60_000 });
+      while (ids.length < 4000) ids.push(...(await sdk.nextMany(bizTag, 250)));
+      await cluster.start(leader);
+      await cluster.untilInSync();
+      await forger.connect();
+      const forged = await forger
+        .send({ topic: poolTopic(bizTag), messages: [{ value: encodePoolBlock(bizTag, 1, 5) }] })
+        .then(() => 'accepted', (err: { type?: string; message: string }) => err.type ?? err.message);
+      expect(forged).toBe('TOPIC_AUTHORIZATION_FAILED');
+      // Nor may it read what it was not granted (the request topic).
+      const nosy = client('krepl-nosy').admin();
+      await nosy.connect();
+      const refused = await nosy.fetchTopicOffsets(REQUEST_TOPIC).then(() => 'read', (err: { type?: string; message: string }) => err.type ?? err.message);
+      await nosy.disconnect();
+      expect(refused).not.toBe('read');
+    } finally {
+      await forger.disconnect().catch(() => undefined);
+      await sdk.close();
+      await sink.remove(bizTag).catch(() => undefined);
+      await sink.close();
+      await admin.disconnect();
+    }
+    expect(ids.length).toBeGreaterThanOrEqual(4000);
+    expectNoDuplicates(ids.map(String), 'pool IDs taken by the SDK principal');
+  }, 300_000);
 });

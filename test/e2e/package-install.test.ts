@@ -54,7 +54,7 @@ describe('the installable package', () => {
     for (const dir of [packDir, ...dirs]) rmSync(dir, { recursive: true, force: true });
   });
 
-  it('ships the build, the CLI and the Lua scripts, and no tests, benchmarks or CI files', async () => {
+  it('ships the build, the CLI, the Lua scripts and the dashboard assets, and no tests, benchmarks or CI files', async () => {
     const { stdout } = await run('tar', ['-tzf', tarball]);
     const files = stdout.split('\n');
     expect(files).toContain('package/dist/src/client/index.js');
@@ -62,6 +62,8 @@ describe('the installable package', () => {
     expect(files).toContain('package/bin/idmint.js');
     expect(files).toContain('package/LICENSE');
     expect(files.some((f) => f.endsWith('.lua'))).toBe(true);
+    // The dashboard's page script and stylesheet, read beside the sources as the Lua scripts are.
+    expect(files).toEqual(expect.arrayContaining(['package/src/dashboard/assets/app.js', 'package/src/dashboard/assets/app.css']));
     expect(files.filter((f) => /^package\/(test|bench|\.ci|scripts)\//.test(f))).toEqual([]);
   });
 

@@ -77,7 +77,8 @@ async function fourFreePorts(): Promise<number> {
 function script(blocks: Block[], dir: string, port: number): string {
   const lines = [
     'set -euo pipefail',
-    'trap \'kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true\' EXIT',
+    // On a failure, the background processes' logs say why (npm run dev writes dev.log).
+    'trap \'rc=$?; if [ $rc -ne 0 ]; then for f in server.log dev.log; do [ -f $f ] && { echo "--- $f, last 30 lines" >&2; tail -n 30 $f >&2; }; done; fi; kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true\' EXIT',
     'started() { for _ in $(seq 600); do curl -sf "http://127.0.0.1:$IDMINT_PORT/readyz" >/dev/null && return 0; sleep 0.1; done; echo "server did not get ready" >&2; cat server.log >&2; return 1; }',
   ];
   blocks.forEach((block, i) => {

@@ -8,17 +8,17 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/app/config.js';
 import { kafkaFor } from '../../src/app/kafka-client.js';
 import { silentLogger } from '../../src/core/logger.js';
-import { AclOperationTypes, AclPermissionTypes, AclResourceTypes, ResourcePatternTypes } from 'kafkajs';
 import { createKafkaClient } from '../../src/client/kafka/rpc-client.js';
 import { IdmintClient } from '../../src/client/client.js';
 import { kafkaPoolTransport } from '../../src/client/kafka/transports.js';
 import { encodePoolBlock } from '../../src/kafka/messages.js';
-import { POOL_GROUP_PREFIX, POOL_TOPIC_PREFIX, poolTopic } from '../../src/kafka/topics.js';
+import { poolTopic } from '../../src/kafka/topics.js';
 import { KafkaPoolSink } from '../../src/pool/kafka/sink.js';
 import { runUntilExit, spawnServer, untilReady, type SpawnedServer } from '../support/spawn.js';
 import { until } from '../support/poll.js';
 import { startSecureInfra, type SecureInfra } from '../support/secure-servers.js';
 import { expectNoDuplicates } from '../support/unique.js';
+import { sdkPoolAcls } from '../support/kafka.js';
 
 /**
  * Secured connections, end to end: idmint against Kafka (SASL_SSL, SCRAM-SHA-512), Redis (TLS,
@@ -94,12 +94,7 @@ describe('secured connections', () => {
     const sink = new KafkaPoolSink({ kafka: admin, partitions: 2 });
     const bizTag = 'aclpool';
     const client = loadConfig({ ...infra.env, IDMINT_KAFKA_SASL_USERNAME: 'idmint-client' });
-    // What docs/client.md grants an SDK principal: read the pool topics and their groups, nothing else.
-    const grants = [
-      { resourceType: AclResourceTypes.TOPIC, resourceName: POOL_TOPIC_PREFIX, operation: AclOperationTypes.READ },
-      { resourceType: AclResourceTypes.TOPIC, resourceName: POOL_TOPIC_PREFIX, operation: AclOperationTypes.DESCRIBE },
-      { resourceType: AclResourceTypes.GROUP, resourceName: POOL_GROUP_PREFIX, operation: AclOperationTypes.READ },
-    ].map((g) => ({ ...g, resourcePatternType: ResourcePatternTypes.PREFIXED, principal: 'User:idmint-client', host: '*', permissionType: AclPermissionTypes.ALLOW }));
+    const grants = sdkPoolAcls('idmint-client');
     const kafkaAdmin = admin.admin();
     await kafkaAdmin.connect();
     const sdk = new IdmintClient({ transport: kafkaPoolTransport({ kafka: kafkaFor(client, 'acl-sdk', silentLogger), takeTimeoutMs: 10_000 }), timeoutMs: 60_000 });

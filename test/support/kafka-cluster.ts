@@ -35,6 +35,8 @@ export interface KafkaCluster {
   readonly env: Readonly<Record<string, string>>;
   /** KafkaJS's ssl and sasl settings for a client of it (empty when not secure). */
   readonly security: Pick<KafkaConfig, 'ssl' | 'sasl'>;
+  /** With `securePassword`: a second SCRAM user, `idmint-client`, who is no super user (an SDK's principal: it gets what an ACL grants). */
+  readonly clientSecurity: Pick<KafkaConfig, 'ssl' | 'sasl'>;
   pause(nodeId: number): void;
   resume(nodeId: number): void;
   close(): Promise<void>;
@@ -43,9 +45,16 @@ export interface KafkaCluster {
 const run = promisify(execFile);
 const LIB = fileURLToPath(new URL('../../.infra/lib', import.meta.url));
 
-/** A Kafka cluster id: 16 random bytes in URL-safe base64, as `kafka-storage random-uuid` prints. */
+/**
+ * A Kafka cluster id: 16 random bytes in URL-safe base64, as `kafka-storage random-uuid` prints.
+ * Like Kafka's Uuid.randomUuid, one starting with '-' is drawn again: StorageTool's parser reads
+ * `-t -x...` as an option (one start in 64 failed with "--cluster-id/-t: expected one argument").
+ */
 function clusterId(): string {
-  return randomBytes(16).toString('base64url');
+  for (;;) {
+    const id = randomBytes(16).toString('base64url');
+    if (!id.startsWith('-')) return id;
+  }
 }
 
 /** Failure detection: how soon a silent broker is fenced, and a follower that stopped fetching leaves the ISR. */
@@ -90,6 +99,9 @@ export async function startKafkaCluster(size = 3, timings: KafkaClusterTimings =
         ];
   const security: Pick<KafkaConfig, 'ssl' | 'sasl'> =
     password === undefined ? {} : { ssl: { ca: [readFileSync(join(tls, 'ca.pem'), 'utf8')] }, sasl: { mechanism: 'scram-sha-512', username: 'idmint', password } };
+  const clientPassword = `${password}-client`;
+  const clientSecurity: Pick<KafkaConfig, 'ssl' | 'sasl'> =
+    password === undefined ? {} : { ssl: { ca: [readFileSync(join(tls, 'ca.pem'), 'utf8')] }, sasl: { mechanism: 'scram-sha-512', username: 'idmint-client', password: clientPassword } };
   const clusterEnv: Record<string, string> =
     password === undefined ? {} : { IDMINT_KAFKA_TLS_CA: join(tls, 'ca.pem'), IDMINT_KAFKA_SASL_MECHANISM: 'scram-sha-512', IDMINT_KAFKA_SASL_USERNAME: 'idmint', IDMINT_KAFKA_SASL_PASSWORD: password };
   const replicas = Math.min(3, size);
@@ -135,7 +147,7 @@ export async function startKafkaCluster(size = 3, timings: KafkaClusterTimings =
   }
   const id = clusterId();
   await Promise.all(
-    nodeIds.map((n) => run('java', ['-Xmx128m', '-XX:TieredStopAtLevel=1', `-Dlog4j.configuration=file:${log4j}`, '-cp', `${LIB}/*`, 'kafka.tools.StorageTool', 'format', '-t', id, '-c', conf(n), ...(password === undefined ? [] : ['--add-scram', `SCRAM-SHA-512=[name=idmint,password=${password}]`])])),
+    nodeIds.map((n) => run('java', ['-Xmx128m', '-XX:TieredStopAtLevel=1', `-Dlog4j.configuration=file:${log4j}`, '-cp', `${LIB}/*`, 'kafka.tools.StorageTool', 'format', '-t', id, '-c', conf(n), ...(password === undefined ? [] : ['--add-scram', `SCRAM-SHA-512=[name=idmint,password=${password}]`, '--add-scram', `SCRAM-SHA-512=[name=idmint-client,password=${clientPassword}]`])])),
   );
 
   const procs = new Map<number, ChildProcess>();
@@ -161,6 +173,7 @@ export async function startKafkaCluster(size = 3, timings: KafkaClusterTimings =
     nodeIds,
     env: clusterEnv,
     security,
+    clientSecurity,
     async leaderOf(topic, partition = 0) {
       return untilValue(`the leader of ${topic}/${partition}`, async () => {
         const meta = await admin.fetchTopicMetadata({ topics: [topic] }).catch(() => undefined);
@@ -215,8 +228,17 @@ export async function startKafkaCluster(size = 3, timings: KafkaClusterTimings =
     for (const n of nodeIds) startNode(n);
     await until(`${size} Kafka brokers up`, async () => (await live()).length === size, { timeoutMs: 120_000, detail: () => `logs in ${join(dir, 'kafka.log')}` });
   } catch (err) {
+    // close() deletes the directory and its log: keep the log's last lines in the error (a start
+    // that never came up in a chaos run left nothing to read).
+    const log = (() => {
+      try {
+        return readFileSync(join(dir, 'kafka.log'), 'utf8').split('\n').slice(-40).join('\n');
+      } catch {
+        return '(no kafka.log)';
+      }
+    })();
     await cluster.close();
-    throw err;
+    throw new Error(`${(err as Error).message}\nlast lines of kafka.log:\n${log}`, { cause: err });
   }
   return cluster;
 }

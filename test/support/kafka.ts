@@ -1,7 +1,7 @@
-import type { Kafka } from 'kafkajs';
+import { AclOperationTypes, AclPermissionTypes, AclResourceTypes, ResourcePatternTypes, type Kafka } from 'kafkajs';
 import { silentLogger } from '../../src/core/logger.js';
 import { createKafka } from '../../src/kafka/kafka.js';
-import { ensureTopics } from '../../src/kafka/topics.js';
+import { ensureTopics, POOL_GROUP_PREFIX, POOL_TOPIC_PREFIX } from '../../src/kafka/topics.js';
 import { env } from './env.js';
 import { uniqueName } from './names.js';
 
@@ -51,4 +51,13 @@ export function kafkaPoolTags(store: () => { createBiz(input: { bizTag: string; 
       return bizTag;
     },
   };
+}
+
+/** What docs/client.md grants an SDK's principal: read the pool topics and their groups, nothing else. */
+export function sdkPoolAcls(principal: string) {
+  return [
+    { resourceType: AclResourceTypes.TOPIC, resourceName: POOL_TOPIC_PREFIX, operation: AclOperationTypes.READ },
+    { resourceType: AclResourceTypes.TOPIC, resourceName: POOL_TOPIC_PREFIX, operation: AclOperationTypes.DESCRIBE },
+    { resourceType: AclResourceTypes.GROUP, resourceName: POOL_GROUP_PREFIX, operation: AclOperationTypes.READ },
+  ].map((g) => ({ ...g, resourcePatternType: ResourcePatternTypes.PREFIXED, principal: `User:${principal}`, host: '*', permissionType: AclPermissionTypes.ALLOW }));
 }

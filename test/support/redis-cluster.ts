@@ -34,8 +34,9 @@ export interface RedisClusterSet {
   close(): Promise<void>;
 }
 
-async function askNode<T>(port: number, password: string | undefined, ca: string | undefined, fn: (client: Redis) => Promise<T>): Promise<T | undefined> {
-  const client = new Redis({ port, host: '127.0.0.1', ...(password === undefined ? {} : { password }), ...(ca === undefined ? {} : { tls: { ca } }), lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0, connectTimeout: 1000, commandTimeout: 1000 });
+async function askNode<T>(port: number, login: { password?: string | undefined; user?: string | undefined }, ca: string | undefined, fn: (client: Redis) => Promise<T>): Promise<T | undefined> {
+  const { password, user } = login;
+  const client = new Redis({ port, host: '127.0.0.1', ...(password === undefined ? {} : { password }), ...(user === undefined ? {} : { username: user }), ...(ca === undefined ? {} : { tls: { ca } }), lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0, connectTimeout: 1000, commandTimeout: 1000 });
   client.on('error', () => undefined);
   try {
     await client.connect();
@@ -48,15 +49,22 @@ async function askNode<T>(port: number, password: string | undefined, ca: string
 }
 
 /**
- * `password`: every node requires it (`requirepass`, and `masterauth` for its replica links).
+ * `password`: every node requires it (`requirepass`, and `masterauth` for its replica links);
+ * with `user`, that ACL user with the password instead, the default user off (`masteruser`).
  * `tls`: clients, replication and the cluster bus on TLS only (a throwaway CA,
  * test/support/tls.ts); `env` then names the CA (IDMINT_REDIS_TLS_CA) for a `rediss:` REDIS_URL.
  */
-export async function startRedisCluster(options: { password?: string; tls?: boolean } = {}): Promise<RedisClusterSet> {
-  const auth = options.password === undefined ? [] : ['--requirepass', options.password, '--masterauth', options.password];
+export async function startRedisCluster(options: { password?: string; user?: string; tls?: boolean } = {}): Promise<RedisClusterSet> {
+  const { password, user } = options;
+  const auth =
+    password === undefined
+      ? []
+      : user === undefined
+        ? ['--requirepass', password, '--masterauth', password]
+        : ['--user', 'default', 'off', '--user', user, 'on', `>${password}`, '~*', '&*', '+@all', '--masteruser', user, '--masterauth', password];
   const dir = mkdtempSync(join(tmpdir(), 'idmint-rcluster-'));
   const ca = options.tls ? makeTls(join(dir, 'tls')) : undefined;
-  const ask = <T>(port: number, fn: (client: Redis) => Promise<T>): Promise<T | undefined> => askNode(port, options.password, ca, fn);
+  const ask = <T>(port: number, fn: (client: Redis) => Promise<T>): Promise<T | undefined> => askNode(port, { password, user }, ca, fn);
   const tlsFile = (name: string): string => join(dir, 'tls', name);
   const listen = (port: number): string[] =>
     ca === undefined
@@ -139,7 +147,7 @@ export async function startRedisCluster(options: { password?: string; tls?: bool
   };
   try {
     await untilValue('the cluster nodes answering', async () => (await Promise.all(ports.map((p) => ask(p, (c) => c.ping())))).every((r) => r === 'PONG'), (ok) => ok, { timeoutMs: 30_000, intervalMs: 100 });
-    await run('redis-cli', [...(options.password === undefined ? [] : ['--no-auth-warning', '-a', options.password]), ...(ca === undefined ? [] : ['--tls', '--cacert', tlsFile('ca.pem')]), '--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '1', '--cluster-yes'], { timeout: 60_000 });
+    await run('redis-cli', [...(user === undefined ? [] : ['--user', user]), ...(password === undefined ? [] : ['--no-auth-warning', '-a', password]), ...(ca === undefined ? [] : ['--tls', '--cacert', tlsFile('ca.pem')]), '--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '1', '--cluster-yes'], { timeout: 60_000 });
     await set.untilHealthy();
   } catch (err) {
     await set.close();

@@ -18,10 +18,14 @@ export interface RedisSentinelSet {
   readonly env: Readonly<Record<string, string>>;
   /** The port of the master the sentinels name now. */
   masterPort(): Promise<number>;
-  /** SIGKILLs the current master; resolves once the sentinels name another. */
+  /**
+   * SIGKILLs the current master once a replica is promotable (the sentinels learn replicas from the
+   * master's INFO, every 10 s: a master killed before that is never replaced); resolves once the
+   * sentinels name another.
+   */
   killMaster(): Promise<{ from: number; to: number }>;
   /**
-   * SIGSTOPs the current master; resolves once the sentinels name another. The old master is still
+   * SIGSTOPs the current master once a replica is promotable; resolves once the sentinels name another. The old master is still
    * a master holding its data: `resume` brings it back stale, until the sentinels demote it.
    */
   pauseMaster(): Promise<{ from: number; to: number; resume(): void }>;
@@ -139,6 +143,7 @@ export async function startRedisSentinels(name = 'idmint-pools', replicas = 1, a
     },
     masterPort,
     async killMaster() {
+      await set.untilPromotable();
       const from = await masterPort();
       const proc = procs.get(from);
       proc?.kill('SIGKILL');
@@ -146,6 +151,7 @@ export async function startRedisSentinels(name = 'idmint-pools', replicas = 1, a
       return { from, to: await promoted(from) };
     },
     async pauseMaster() {
+      await set.untilPromotable();
       const from = await masterPort();
       const proc = procs.get(from);
       proc?.kill('SIGSTOP');
