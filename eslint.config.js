@@ -17,6 +17,11 @@ export default tseslint.config(
     rules: { 'no-console': 'error' },
   },
   {
+    // The dashboard's page script runs in the browser.
+    files: ['src/dashboard/assets/**/*.js'],
+    languageOptions: { sourceType: 'script', globals: { document: 'readonly', fetch: 'readonly', setTimeout: 'readonly' } },
+  },
+  {
     files: ['bin/**/*.js', 'scripts/**/*.js', 'scripts/**/*.mjs', 'bench/**/*.mjs', 'test/**/*.mjs', '.ci/**/*.mjs'],
     languageOptions: { globals: { process: 'readonly', console: 'readonly', URL: 'readonly' } },
   },

@@ -2,8 +2,9 @@ import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { z } from 'zod';
 import { splitPostgresUrl } from '../store/pg-hosts.js';
-import { IdmintError } from '../core/errors.js';
-import { REQUEST_TOPIC, RESPONDER_GROUP } from '../kafka/topics.js';
+import { IdmintError, type BadRequestError } from '../core/errors.js';
+import { DEFAULT_STRIPE, regionLayout, type RegionLayout } from '../core/region.js';
+import { checkNamespace, kafkaNames } from '../kafka/topics.js';
 
 /**
  * The one config of every process and role: environment variables, validated once with zod,
@@ -122,6 +123,12 @@ export const envSchema = z.object({
   IDMINT_ADMIN_TOKEN: secret.optional(),
   /** bull-board at /ui without its retry, clean, promote and remove buttons (its API refuses them). Default true unless IDMINT_HOST is loopback. */
   IDMINT_UI_READONLY: z.enum(['true', 'false'], { error: 'true or false' }).optional(),
+  /** The dashboard at /dashboard: how often every process reports and one API process samples the pools, milliseconds. Default 10000. */
+  IDMINT_DASHBOARD_SAMPLE_MS: int(100, 600_000).default(10_000),
+  /** How much history the dashboard keeps and draws (in Redis when the deployment has it, else in memory), milliseconds. Default one hour. */
+  IDMINT_DASHBOARD_HISTORY_MS: int(60_000, 86_400_000).default(3_600_000),
+  /** A Grafana dashboard's address, linked from /dashboard. */
+  IDMINT_GRAFANA_URL: optionalUrl(['http:', 'https:']),
   /** pino level. Default `info`. */
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** A request's headers and body must arrive within this, milliseconds. Default 10000. */
@@ -166,6 +173,12 @@ export const envSchema = z.object({
   IDMINT_APP_ID: int(0, 255).default(0),
   /** When set, `GET /v1/ids` requires `gatePass=<this>` (Tinyid's token). */
   IDMINT_GATE_PASS: z.string().regex(/^[\x21-\x7e]+$/, 'printable characters without spaces').optional(),
+  /** How many regions the ID space is split for (README "Several regions"); recorded in the region's Postgres at the first start, fixed after. Unset or 1: one region. */
+  IDMINT_REGIONS: int(1, 64).optional(),
+  /** This deployment's region, 0 … IDMINT_REGIONS − 1. */
+  IDMINT_REGION: int(0, 63).optional(),
+  /** IDs per stripe of a segment tag's number line; regions take turns stripe by stripe. Default 1,000,000. */
+  IDMINT_REGION_STRIPE: int(1, 140_737_488_355_327).optional(),
   /** Static worker id (skips ZooKeeper and the file). */
   IDMINT_WORKER_ID: int(0, 4_194_303).optional(),
   /** Secret key of the obfuscated ID formats (at least 16 characters); the same on every process. Never logged. */
@@ -216,10 +229,26 @@ export const envSchema = z.object({
   IDMINT_KAFKA_CREATE_TOPICS: z.enum(['true', 'false'], { error: 'true or false' }).default('true'),
   /** retention.ms of a request topic created at start or by `idmint kafka init`. Default 3600000 (requests are answered in seconds). */
   IDMINT_KAFKA_REQUEST_RETENTION_MS: int(60_000, 31_536_000_000).default(3_600_000),
-  /** Request topic. Default `idmint.requests`. */
-  IDMINT_KAFKA_REQUEST_TOPIC: kafkaName.default(REQUEST_TOPIC),
-  /** Responder consumer group. Default `idmint.responders`. */
-  IDMINT_KAFKA_RESPONDER_GROUP: kafkaName.default(RESPONDER_GROUP),
+  /**
+   * This deployment's names on a Kafka cluster it shares with another (a second region, a staging
+   * copy): `eu` gives `idmint.eu.requests`, `idmint.eu.responders`, pool topics `idmint.eu.ids.<tag>`
+   * and groups `idmint.eu.pool.<tag>`; SDKs take the same `namespace`. Default none: `idmint.*`.
+   */
+  IDMINT_KAFKA_NAMESPACE: z
+    .string()
+    .trim()
+    .superRefine((v, ctx) => {
+      try {
+        checkNamespace(v);
+      } catch (err) {
+        ctx.addIssue({ code: 'custom', message: (err as Error).message });
+      }
+    })
+    .optional(),
+  /** Request topic. Default `idmint.requests` (`idmint.<namespace>.requests` with IDMINT_KAFKA_NAMESPACE). */
+  IDMINT_KAFKA_REQUEST_TOPIC: kafkaName.optional(),
+  /** Responder consumer group. Default `idmint.responders` (`idmint.<namespace>.responders` with IDMINT_KAFKA_NAMESPACE). */
+  IDMINT_KAFKA_RESPONDER_GROUP: kafkaName.optional(),
   /** Responder group session timeout, ms: how soon a crashed responder's partitions move. Default 30000 (broker minimum 6000). */
   IDMINT_KAFKA_SESSION_TIMEOUT_MS: int(1000, 3_600_000).default(30_000),
 
@@ -243,14 +272,21 @@ export const envSchema = z.object({
   IDMINT_ZK_AUTH: z.string().regex(/^[^:\s]+:[\x21-\x7e]+$/, 'user:password').optional(),
 });
 
-export type Config = Readonly<z.infer<typeof envSchema>>;
+/** The settings; the request topic and responder group always named (their defaults follow IDMINT_KAFKA_NAMESPACE). */
+export type Config = Readonly<z.infer<typeof envSchema> & { IDMINT_KAFKA_REQUEST_TOPIC: string; IDMINT_KAFKA_RESPONDER_GROUP: string }>;
 
 /**
  * Parses the environment. A bad value throws one IdmintError whose message names each
  * variable at fault and what it expects; entry points print it as one line and exit 1.
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  const config = parseEnv(envSchema, env);
+  const parsed = parseEnv(envSchema, env);
+  const names = kafkaNames(parsed.IDMINT_KAFKA_NAMESPACE);
+  const config: Config = Object.freeze({
+    ...parsed,
+    IDMINT_KAFKA_REQUEST_TOPIC: parsed.IDMINT_KAFKA_REQUEST_TOPIC ?? names.requestTopic,
+    IDMINT_KAFKA_RESPONDER_GROUP: parsed.IDMINT_KAFKA_RESPONDER_GROUP ?? names.responderGroup,
+  });
   if (config.IDMINT_POOL_MIN_DEPTH > config.IDMINT_POOL_MAX_DEPTH) {
     throw new IdmintError('BAD_REQUEST', 'invalid configuration: IDMINT_POOL_MIN_DEPTH must not exceed IDMINT_POOL_MAX_DEPTH');
   }
@@ -259,6 +295,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   if (config.IDMINT_PROCESSES > 1 && !config.DATABASE_URL) {
     throw new IdmintError('BAD_REQUEST', 'invalid configuration: IDMINT_PROCESSES > 1 needs DATABASE_URL (the embedded database has one owner; run one process, or use Postgres)');
+  }
+  if (config.IDMINT_PROCESSES > 1 && config.IDMINT_WORKER_ID !== undefined && config.IDMINT_PROCESS_INDEX === undefined) {
+    // Every forked process would inherit the one id: two Snowflake generators with one worker id repeat IDs.
+    throw new IdmintError('BAD_REQUEST', 'invalid configuration: IDMINT_WORKER_ID gives one worker id, and IDMINT_PROCESSES > 1 would give it to every process (their Snowflake IDs would repeat); unset IDMINT_WORKER_ID (each process then registers its own) or run one process per worker id');
   }
   if ((config.REDIS_SENTINELS === undefined) !== (config.REDIS_SENTINEL_NAME === undefined)) {
     throw new IdmintError('BAD_REQUEST', 'invalid configuration: REDIS_SENTINELS and REDIS_SENTINEL_NAME go together (the sentinels, and the name of the master they watch)');
@@ -269,11 +309,28 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (config.REDIS_CLUSTER_NODES !== undefined && config.REDIS_URL !== undefined && !['', '/', '/0'].includes(new URL(config.REDIS_URL).pathname)) {
     throw new IdmintError('BAD_REQUEST', 'invalid configuration: a Redis Cluster has database 0 only; leave the database out of REDIS_URL (it gives only the scheme, user and password with REDIS_CLUSTER_NODES)');
   }
+  regionOf(config);
   const sasl = [config.IDMINT_KAFKA_SASL_MECHANISM, config.IDMINT_KAFKA_SASL_USERNAME, config.IDMINT_KAFKA_SASL_PASSWORD];
   if (sasl.some((v) => v !== undefined) && !sasl.every((v) => v !== undefined)) {
     throw new IdmintError('BAD_REQUEST', 'invalid configuration: IDMINT_KAFKA_SASL_MECHANISM, IDMINT_KAFKA_SASL_USERNAME and IDMINT_KAFKA_SASL_PASSWORD go together');
   }
   return config;
+}
+
+/** The region layout the settings name, or undefined for one region (IDMINT_REGIONS unset or 1). */
+export function regionOf(config: Pick<Config, 'IDMINT_REGIONS' | 'IDMINT_REGION' | 'IDMINT_REGION_STRIPE'>): RegionLayout | undefined {
+  const { IDMINT_REGIONS: regions, IDMINT_REGION: region, IDMINT_REGION_STRIPE: stripe } = config;
+  if (regions === undefined || regions === 1) {
+    if ((region ?? 0) !== 0 || stripe !== undefined) throw new IdmintError('BAD_REQUEST', 'invalid configuration: IDMINT_REGION and IDMINT_REGION_STRIPE need IDMINT_REGIONS (how many regions the ID space is split for, 2 to 64)');
+    return undefined;
+  }
+  if (region === undefined) throw new IdmintError('BAD_REQUEST', `invalid configuration: IDMINT_REGIONS=${regions} needs IDMINT_REGION (this deployment's number, 0 to ${regions - 1})`);
+  try {
+    return regionLayout(regions, region, stripe ?? DEFAULT_STRIPE);
+  } catch (err) {
+    const name = { regions: 'IDMINT_REGIONS', region: 'IDMINT_REGION', stripe: 'IDMINT_REGION_STRIPE' }[(err as BadRequestError).field ?? 'region'];
+    throw new IdmintError('BAD_REQUEST', `invalid configuration: ${name}: ${(err as Error).message}`);
+  }
 }
 
 /**

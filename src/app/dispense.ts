@@ -13,8 +13,9 @@ import type { SnowflakeSource } from '../dispenser/sources/snowflake.js';
 import { UidSource } from '../dispenser/sources/uid.js';
 import type { Database } from '../store/db.js';
 import { PostgresWorkerIdProvider } from '../worker-id/postgres-provider.js';
+import { RegionalWorkerIdProvider } from '../worker-id/regional-provider.js';
 import type { Closers } from './closers.js';
-import type { Config } from './config.js';
+import { regionOf, type Config } from './config.js';
 import type { RedisPools } from './pools.js';
 import { fileClock } from './test-clock.js';
 import { createSnowflakeSourceFromConfig } from './worker-id.js';
@@ -50,7 +51,10 @@ export async function buildDispenser(
   closers.add('snowflake', () => snowflake.close());
   const segment = segmentSource(store, { logger });
   closers.add('segment rung', () => segment.close());
-  const uid = new UidSource({ provider: new PostgresWorkerIdProvider({ db, host: hostname(), port: `${config.IDMINT_PORT}-${process.pid}`, logger }), logger });
+  // uid-generator's worker node per start, in this region's part of the worker ids when there are several.
+  const uidNodes = new PostgresWorkerIdProvider({ db, host: hostname(), port: `${config.IDMINT_PORT}-${process.pid}`, logger });
+  const region = regionOf(config);
+  const uid = new UidSource({ provider: region ? new RegionalWorkerIdProvider(uidNodes, region) : uidNodes, logger });
   closers.add('uid', () => uid.close());
   const dispenser = new Dispenser({
     store,

@@ -69,6 +69,7 @@ export function openKafkaPoolSink(config: Config, deps: { logger: Logger; regist
     partitions: config.IDMINT_KAFKA_POOL_PARTITIONS,
     replicationFactor: config.IDMINT_KAFKA_REPLICATION_FACTOR,
     blockKey: config.IDMINT_POOL_BLOCK_KEY,
+    namespace: config.IDMINT_KAFKA_NAMESPACE,
     logger: deps.logger,
     ...(deps.registry ? { registry: deps.registry } : {}),
   });

@@ -27,11 +27,14 @@ export function runProcess(name: string, start: ProcessStart, overrides: Record<
     const logger = createLogger({ level: config.LOG_LEVEL, name });
     // The handlers go in before the start: a server answers /readyz before its start has finished
     // (the first tag is looked up, the roles log their lines), and a Ctrl-C in that window found
-    // SIGINT's default action (killed, exit 130). A signal during the start stops the process once
-    // it has started.
-    const starting = start({ config, logger });
-    stopOnSignals(logger, async () => (await starting).close());
-    await starting;
+    // SIGINT's default action (killed, exit 130). Before the start is even called: its first
+    // synchronous lines may already say "listening" (a CI run caught a signal sent between that
+    // line and the handlers). A signal during the start stops the process once it has started; it
+    // is handled on the event loop, after `run.starting` is set below.
+    const run: { starting?: Promise<Started> } = {};
+    stopOnSignals(logger, async () => (await run.starting!).close());
+    run.starting = start({ config, logger });
+    await run.starting;
   })().catch((err: unknown) => {
     process.stderr.write(`${name}: ${startFailure(err)}\n`);
     process.exit(1);

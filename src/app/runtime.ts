@@ -8,7 +8,7 @@ import { DispenserMetrics, instrumentStore } from '../dispenser/metrics.js';
 import { assertAdminExposureSafe } from '../http/auth.js';
 import { PostgresBizStore } from '../store/biz-store.js';
 import { Closers } from './closers.js';
-import type { Config } from './config.js';
+import { regionOf, type Config } from './config.js';
 import { usesRedis } from './connections.js';
 import { lockDataDir } from './data-lock.js';
 import { openDatabase } from './database.js';
@@ -21,6 +21,10 @@ import { prepareDataDir } from './data-dir.js';
 import { checkCredentials } from './preflight.js';
 import { fenceWanted, openFencedStore } from './fence.js';
 import type { PgIdentity } from '../store/pg.js';
+import { openDashboardHistory } from './dashboard.js';
+import { kafkaPoolPoints } from '../dashboard/pools.js';
+import type { PoolPoint } from '../dashboard/store.js';
+import { DEFAULT_REDIS_POOL } from '../core/pool-kind.js';
 
 export type Role = 'api' | 'refill' | 'responder';
 
@@ -87,15 +91,18 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     const pools = usesRedis(config) ? await import('./pools.js') : undefined;
     const redis = pools?.openRedisPools(config, { logger, registry, closers });
     const parts = serving ? await buildDispenser(config, { db, store, redis, metrics, registry, logger, closers }) : undefined;
-    if (parts) watchExhaustion({ registry, metrics, store, warnDays: config.IDMINT_EXHAUSTION_WARN_DAYS, logger });
+    if (parts) watchExhaustion({ registry, metrics, store, warnDays: config.IDMINT_EXHAUSTION_WARN_DAYS, logger, regions: regionOf(config)?.regions ?? 1 });
     if (options.seedDemoTag !== false && !config.DATABASE_URL) await seedDemoTag(store, log);
 
     // Roles that wait on a server start in the background, retried until they can: the API must not wait.
+    const history = openDashboardHistory(config, redis);
+    let kafkaPools: (() => Promise<PoolPoint[]>) | undefined;
     let refillState: () => 'running' | 'starting' | 'off' = () => 'off';
     if (roles.has('refill') && redis && pools) {
       const kafkaSink = pools.openKafkaPoolSink(config, { logger, registry, closers });
+      if (kafkaSink) kafkaPools = () => kafkaPoolPoints({ store, sink: kafkaSink, meta: redis.statsMeta, autoKind: DEFAULT_REDIS_POOL });
       const { startRefillRole } = await import('./roles/refill.js');
-      const refill = startInBackground('the refill worker', () => startRefillRole({ config, store, redis, kafkaSink, logger, registry }), {
+      const refill = startInBackground('the refill worker', () => startRefillRole({ config, store, redis, kafkaSink, refillLog: history.store, logger, registry }), {
         logger: log,
         onStarted: (role) => {
           log.info({ queue: config.IDMINT_REFILL_QUEUE, sweepEveryMs: config.IDMINT_REFILL_EVERY_MS }, 'refill worker ready');
@@ -124,7 +131,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       }
     }
 
-    const app = await buildApiServer({ config, db, store, parts, redis, refillState, responderState, registry, metrics, logger, api: roles.has('api') });
+    const app = await buildApiServer({ config, db, store, parts, redis, refillState, responderState, registry, metrics, logger, api: roles.has('api'), roles: [...roles], dashboard: { history, kafkaPools } });
     closers.add('http', () => app.close());
     const url = await listen(app, config.IDMINT_HOST, config.IDMINT_PORT);
     return { app, dispenser: parts?.dispenser, store, registry, url, roles, close: () => closers.closeAll() };

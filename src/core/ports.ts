@@ -11,6 +11,9 @@ export const BIZ_TAG_PATTERN = /^[a-z0-9][a-z0-9._-]{0,63}$/;
 /** Largest segment ID: segment IDs live in [1, 2^53-1], Snowflake IDs in [2^53, 2^63) (invariant 4). */
 export const MAX_SEGMENT_ID = Number.MAX_SAFE_INTEGER;
 
+/** Whether a tag of this mode takes segments from a counter (segment, sharded), as opposed to a clock (snowflake, uid). */
+export const hasCounter = (mode: string): boolean => mode === 'segment' || mode === 'sharded';
+
 /** Most shards a tag may have (the `shards` column's CHECK says the same). */
 export const MAX_SHARDS = 64;
 

@@ -13,10 +13,15 @@ import type { PgDatabase } from '../../store/pg.js';
 import type { Database } from '../../store/db.js';
 import { PostgresTagTokenStore } from '../../store/tag-tokens.js';
 import { groupMetrics } from '../cluster/metrics.js';
-import { connectionLimits, type Config } from '../config.js';
+import { connectionLimits, regionOf, type Config } from '../config.js';
 import type { RedisPools } from '../pools.js';
 import { packageVersion } from '../version.js';
 import { DEFAULT_REDIS_POOL } from '../../core/pool-kind.js';
+import { dashboardPage, dashboardReporter, runDashboardReporter, type DashboardHistory } from '../dashboard.js';
+import { fromPoolStats } from '../../dashboard/pools.js';
+import type { PoolPoint } from '../../dashboard/store.js';
+import { regionsReport, regionsRoute } from '../../regions/report.js';
+import { KEY_FINGERPRINT_SETTING } from '../formats.js';
 
 export interface ApiRoleOptions {
   config: Config;
@@ -32,6 +37,10 @@ export interface ApiRoleOptions {
   responderState: () => 'running' | 'starting' | 'off';
   registry: Registry;
   metrics: DispenserMetrics;
+  /** The process's roles, as its dashboard report names them. */
+  roles: readonly string[];
+  /** The dashboard's history; the Kafka pool topics when this process's refill role fills them. */
+  dashboard: { history: DashboardHistory; kafkaPools?: (() => Promise<PoolPoint[]>) | undefined };
   logger: Logger;
 }
 
@@ -49,18 +58,32 @@ export async function buildApiServer(options: ApiRoleOptions): Promise<FastifyIn
   });
   exportReadiness(options.registry, readiness);
   const metricsSource = config.IDMINT_PROCESS_INDEX !== undefined && process.send ? groupMetrics(options.registry) : options.registry;
+  const region = regionOf(config);
+  const reporterParts = { config, history: options.dashboard.history, roles: options.roles, readiness, metrics: options.metrics, kafkaPools: options.dashboard.kafkaPools, logger: options.logger };
   if (!options.api || !parts) {
-    return buildOpsServer({ registry: metricsSource, readiness, host: config.IDMINT_HOST, limits: connectionLimits(config), logger: options.logger });
+    const ops = await buildOpsServer({ registry: metricsSource, readiness, host: config.IDMINT_HOST, limits: connectionLimits(config), logger: options.logger });
+    // Its health and Kafka pool topics still reach the dashboard, through the shared history.
+    runDashboardReporter(ops, dashboardReporter({ ...reporterParts, sampler: false }));
+    return ops;
   }
   const { snowflake } = parts;
   // The BullMQ dashboard and refill stats only where Redis pools are: nothing else loads them.
-  const [dashboard, refillStats] = redis ? await Promise.all([import('../../http/dashboard.js'), import('../../refill/stats.js')]) : [];
-  return buildHttpServer({
+  const [bullBoardModule, refillStats] = redis ? await Promise.all([import('../../http/bull-board.js'), import('../../refill/stats.js')]) : [];
+  const stats = redis && refillStats
+    ? () => refillStats.collectRefillStats({ store, sinks: { 'redis-list': redis.list, 'redis-counter': redis.counter }, meta: redis.statsMeta, queue: redis.queue, autoKind: DEFAULT_REDIS_POOL })
+    : undefined;
+  // The dashboard samples every Redis pool, or without Redis this process's buffers.
+  const pools = stats
+    ? async () => fromPoolStats((await stats()).pools)
+    : async () => (options.metrics.depthSource?.() ?? []).map((d) => ({ bizTag: d.bizTag, shard: d.shard, kind: 'buffer', depth: d.depth, target: null, rate: 0 }));
+  const reporter = dashboardReporter({ ...reporterParts, pools, sampler: true });
+  const bullBoard = redis !== undefined;
+  const app = await buildHttpServer({
     dispenser: parts.dispenser,
     store,
     registry: options.registry,
     ...(metricsSource !== options.registry ? { metricsSource } : {}),
-    decode: makeDecoder({ snowflake: snowflake.layout, uid: UID_LAYOUT }),
+    decode: makeDecoder({ snowflake: snowflake.layout, uid: UID_LAYOUT, ...(region ? { region } : {}) }),
     decodeSnowflake: (id) => snowflake.decode(id),
     nextSnowflakeId: () => snowflake.nextId(),
     host: config.IDMINT_HOST,
@@ -72,19 +95,27 @@ export async function buildApiServer(options: ApiRoleOptions): Promise<FastifyIn
     tokens: new PostgresTagTokenStore(db),
     rateLimits: { perClient: config.IDMINT_RATE_LIMIT_CLIENT, perTag: config.IDMINT_RATE_LIMIT_TAG, windowMs: config.IDMINT_RATE_LIMIT_WINDOW_MS },
     status: { depths: () => options.metrics.depthSource?.() ?? [], history: () => options.metrics.history.snapshot() },
-    ...(redis && dashboard && refillStats
+    extensions: [
+      regionsRoute(() => regionsReport(db, KEY_FINGERPRINT_SETTING)),
+      dashboardPage({ config, history: options.dashboard.history, reporter, store, bullBoard }),
+      // Read-only by default off loopback: the board's buttons retry, clean and remove jobs.
+      ...(redis && bullBoardModule ? [bullBoardModule.bullBoardExtension({ queues: [redis.queue.queue], readOnly: uiReadOnly(config) })] : []),
+    ],
+    ...(redis && stats
       ? {
-          stats: async () => ({
-            ...(await refillStats.collectRefillStats({ store, sinks: { 'redis-list': redis.list, 'redis-counter': redis.counter }, meta: redis.statsMeta, queue: redis.queue, autoKind: DEFAULT_REDIS_POOL })),
-            refillRole: options.refillState(),
-          }),
-          // Read-only by default off loopback: the board's buttons retry, clean and remove jobs.
-          extensions: [dashboard.dashboardExtension({ queues: [redis.queue.queue], readOnly: config.IDMINT_UI_READONLY === undefined ? !isLoopback(config.IDMINT_HOST) : config.IDMINT_UI_READONLY === 'true' })],
+          stats: async () => ({ ...(await stats()), refillRole: options.refillState() }),
           onTagChange: (bizTag: string) => primePools(redis, store, bizTag, options.logger),
         }
       : {}),
     logger: options.logger,
   });
+  runDashboardReporter(app, reporter);
+  return app;
+}
+
+/** bull-board's buttons retry, clean and remove jobs: off by default where others can reach it. */
+function uiReadOnly(config: Config): boolean {
+  return config.IDMINT_UI_READONLY === undefined ? !isLoopback(config.IDMINT_HOST) : config.IDMINT_UI_READONLY === 'true';
 }
 
 /** Asks for a refill of a created or changed tag's pools, so its first requests find IDs. */

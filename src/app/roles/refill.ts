@@ -9,6 +9,9 @@ import type { RedisPools } from '../pools.js';
 import { DEFAULT_REDIS_POOL } from '../../core/pool-kind.js';
 import type { KafkaPoolSink } from '../../pool/kafka/sink.js';
 import { KafkaPoolWatch } from '../../pool/kafka/watch.js';
+import { recordingRefills } from '../../dashboard/refill-log.js';
+import type { DashboardStore } from '../../dashboard/store.js';
+import { PROCESS_ID } from '../dashboard.js';
 
 export interface RefillRoleOptions {
   config: Config;
@@ -16,6 +19,8 @@ export interface RefillRoleOptions {
   redis: RedisPools;
   /** The Kafka pool-topic sink, when the process has Kafka. */
   kafkaSink?: KafkaPoolSink | undefined;
+  /** Where each refill's result goes for the dashboard's timeline. */
+  refillLog?: DashboardStore | undefined;
   logger: Logger;
   registry?: Registry;
 }
@@ -31,7 +36,7 @@ export interface RefillRole {
 export async function startRefillRole(options: RefillRoleOptions): Promise<RefillRole> {
   const { config, store, redis, logger, registry } = options;
   const sinks: Partial<Record<SinkKind, PoolSink>> = { 'redis-list': redis.list, 'redis-counter': redis.counter, ...(options.kafkaSink ? { kafka: options.kafkaSink } : {}) };
-  const processor = createRefillProcessor({
+  const filling = createRefillProcessor({
     store,
     sinks,
     autoKind: DEFAULT_REDIS_POOL,
@@ -45,6 +50,7 @@ export async function startRefillRole(options: RefillRoleOptions): Promise<Refil
     logger,
     ...(registry ? { registry } : {}),
   });
+  const processor = options.refillLog ? recordingRefills(filling, options.refillLog, PROCESS_ID, logger) : filling;
   const worker = new RefillWorker({
     // The pools' patient client: BullMQ duplicates it for its blocking reads and never closes it.
     connection: redis.connection.patient,

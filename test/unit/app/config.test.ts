@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../../../src/app/config.js';
+import { loadConfig, regionOf } from '../../../src/app/config.js';
 import { redisTarget, refillPrefix, usesRedis } from '../../../src/app/connections.js';
 import { IdmintError } from '../../../src/core/errors.js';
 
@@ -74,6 +74,32 @@ describe('IDMINT_PROCESSES and secured connections', () => {
     expect(loadConfig({ ...pg, IDMINT_PROCESSES: 'auto' }).IDMINT_PROCESSES).toBeGreaterThanOrEqual(1);
     expect(() => loadConfig({ ...pg, IDMINT_PROCESSES: '0' })).toThrow(/IDMINT_PROCESSES: expected a number from 1 to 256, or auto/);
     expect(() => loadConfig({ ...pg, IDMINT_PROCESSES: 'many' })).toThrow(/IDMINT_PROCESSES/);
+  });
+
+  it('names a region only with both IDMINT_REGIONS and IDMINT_REGION; unset or one region is today\'s behaviour', () => {
+    expect(regionOf(loadConfig({}))).toBeUndefined();
+    expect(regionOf(loadConfig({ IDMINT_REGIONS: '1' }))).toBeUndefined();
+    expect(regionOf(loadConfig({ IDMINT_REGIONS: '3', IDMINT_REGION: '2' }))).toEqual({ regions: 3, region: 2, stripe: 1_000_000 });
+    expect(regionOf(loadConfig({ IDMINT_REGIONS: '2', IDMINT_REGION: '0', IDMINT_REGION_STRIPE: '4096' }))).toEqual({ regions: 2, region: 0, stripe: 4096 });
+    expect(() => loadConfig({ IDMINT_REGIONS: '2' })).toThrow(/IDMINT_REGIONS=2 needs IDMINT_REGION \(this deployment's number, 0 to 1\)/);
+    expect(() => loadConfig({ IDMINT_REGION: '1' })).toThrow(/IDMINT_REGION and IDMINT_REGION_STRIPE need IDMINT_REGIONS/);
+    expect(() => loadConfig({ IDMINT_REGIONS: '2', IDMINT_REGION: '2' })).toThrow(/IDMINT_REGION: region must be an integer from 0 to 1, got 2/);
+    expect(() => loadConfig({ IDMINT_REGIONS: '65', IDMINT_REGION: '0' })).toThrow(/IDMINT_REGIONS: expected an integer from 1 to 64/);
+    expect(() => loadConfig({ IDMINT_REGIONS: '2', IDMINT_REGION: '0', IDMINT_REGION_STRIPE: '0' })).toThrow(/IDMINT_REGION_STRIPE: expected an integer from 1 to 140737488355327/);
+  });
+
+  it('names Kafka topics and groups in IDMINT_KAFKA_NAMESPACE; an explicit request topic or group still wins', () => {
+    expect(loadConfig({})).toMatchObject({ IDMINT_KAFKA_REQUEST_TOPIC: 'idmint.requests', IDMINT_KAFKA_RESPONDER_GROUP: 'idmint.responders' });
+    expect(loadConfig({ IDMINT_KAFKA_NAMESPACE: 'eu-1' })).toMatchObject({ IDMINT_KAFKA_REQUEST_TOPIC: 'idmint.eu-1.requests', IDMINT_KAFKA_RESPONDER_GROUP: 'idmint.eu-1.responders' });
+    expect(loadConfig({ IDMINT_KAFKA_NAMESPACE: 'eu', IDMINT_KAFKA_REQUEST_TOPIC: 'mine' })).toMatchObject({ IDMINT_KAFKA_REQUEST_TOPIC: 'mine', IDMINT_KAFKA_RESPONDER_GROUP: 'idmint.eu.responders' });
+    expect(() => loadConfig({ IDMINT_KAFKA_NAMESPACE: 'EU' })).toThrow(/IDMINT_KAFKA_NAMESPACE: expected Kafka namespace "EU": lower-case letters/);
+    expect(() => loadConfig({ IDMINT_KAFKA_NAMESPACE: 'replies' })).toThrow(/IDMINT_KAFKA_NAMESPACE: .*a name idmint's own topics use/);
+  });
+
+  it('refuses one static worker id for several processes (their Snowflake IDs would repeat)', () => {
+    const env = { DATABASE_URL: 'postgres://u@127.0.0.1/db', IDMINT_WORKER_ID: '7' };
+    expect(() => loadConfig({ ...env, IDMINT_PROCESSES: '2' })).toThrow(/IDMINT_PROCESSES > 1 would give it to every process/);
+    expect(loadConfig({ ...env, IDMINT_PROCESSES: '1' }).IDMINT_WORKER_ID).toBe(7);
   });
 
   it('keeps the embedded database single-process', () => {
