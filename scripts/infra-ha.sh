@@ -18,6 +18,7 @@
 #   IDMINT_INFRA_HA_PORT   base port (default 29000): ZooKeeper clients +1..3 (peers +11..13,
 #                          elections +21..23), Kafka brokers +31..33 (controllers +41..43),
 #                          Redis +51..53, Sentinels +61..63, Redis Cluster nodes +71..76
+#                          (their cluster bus +81..86)
 #   IDMINT_INFRA_LIB       the Kafka and ZooKeeper jars (default .infra/lib, fetched by infra.sh)
 # Failure detection is shortened for trials (a Kafka broker fenced after 6 s, Sentinel's
 # down-after 2 s, the Redis Cluster's node timeout 2 s, ZooKeeper tickTime 1 s); production keeps
@@ -41,6 +42,9 @@ kafka_port() { echo $((BASE + 30 + $1)); }
 redis_port() { echo $((BASE + 50 + $1)); }
 sentinel_port() { echo $((BASE + 60 + $1)); }
 rcluster_port() { echo $((BASE + 70 + $1)); }
+# The Cluster's bus: Redis's default (port + 10000) lands in the ephemeral range (32768+), where an
+# outgoing connection can hold it ("bind: Address already in use" failed a start so).
+rcluster_bus_port() { echo $((BASE + 80 + $1)); }
 RC=(1 2 3 4 5 6)
 joined() { local f="$1" out="" i; for i in "${N[@]}"; do out+="${out:+,}$HOST:$("$f" "$i")"; done; echo "$out"; }
 
@@ -189,7 +193,7 @@ start_rcluster() { # start_rcluster <n>: a node keeps its identity and role in n
   local d="$DIR/rcluster-$n"
   mkdir -p "$d"
   redis-server --bind "$HOST" --port "$port" --save '' --appendonly no --dir "$d" --daemonize yes \
-    --cluster-enabled yes --cluster-config-file "$d/nodes.conf" --cluster-node-timeout 2000 \
+    --cluster-enabled yes --cluster-port "$(rcluster_bus_port "$n")" --cluster-config-file "$d/nodes.conf" --cluster-node-timeout 2000 \
     --pidfile "$(pidfile "rcluster-$n")" --logfile "$DIR/logs/rcluster-$n.log" >/dev/null
 }
 

@@ -72,9 +72,12 @@ export async function startRedisCluster(options: { password?: string; user?: str
       : ['--port', '0', '--tls-port', String(port), '--tls-cluster', 'yes', '--tls-replication', 'yes', '--tls-cert-file', tlsFile('server.pem'), '--tls-key-file', tlsFile('server.key'), '--tls-ca-cert-file', tlsFile('ca.pem'), '--tls-auth-clients', 'no'];
   const procs = new Map<number, ChildProcess>();
   const ports = await Promise.all(Array.from({ length: 6 }, () => freePort()));
-  for (const port of ports) {
+  // Each node's cluster bus on a port of its own choosing: Redis's default, port + 10000, is a port
+  // nobody reserved (an outgoing connection may hold it, and the node then exits at start).
+  const busPorts = await Promise.all(ports.map(() => freePort()));
+  for (const [i, port] of ports.entries()) {
     const args = [...listen(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, '--dbfilename', `n${port}.rdb`];
-    args.push(...auth, '--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${port}.conf`, '--cluster-node-timeout', '1000');
+    args.push(...auth, '--cluster-enabled', 'yes', '--cluster-port', String(busPorts[i]), '--cluster-config-file', `nodes-${port}.conf`, '--cluster-node-timeout', '1000');
     procs.set(port, spawn('redis-server', args, { cwd: dir, stdio: 'ignore' }));
   }
   const live = (): number[] => [...procs.keys()];
