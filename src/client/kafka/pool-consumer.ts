@@ -61,6 +61,17 @@ export interface KafkaPoolConsumerOptions extends Partial<KafkaPoolConsumerSetti
   logger?: Logger;
 }
 
+/** KafkaJS's errors after which a member must rejoin its group (its isRebalancing, and an unknown member). */
+const REJOIN_TYPES = new Set(['REBALANCE_IN_PROGRESS', 'NOT_COORDINATOR_FOR_GROUP', 'ILLEGAL_GENERATION', 'UNKNOWN_MEMBER_ID']);
+
+/** The rebalance error in `err` (itself, or the cause KafkaJS wrapped after its retries), else undefined. */
+export function rebalanceError(err: unknown): Error | undefined {
+  for (let e = err as { type?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 4; e = e.cause as typeof e, depth++) {
+    if (typeof e.type === 'string' && REJOIN_TYPES.has(e.type)) return e as unknown as Error;
+  }
+  return undefined;
+}
+
 /** Block starts remembered per partition to drop a copy of a block (see seenBefore). */
 const REMEMBERED_BLOCKS = 1024;
 
@@ -89,6 +100,12 @@ export class KafkaPoolConsumer {
   private waiters: Array<() => void> = [];
   private starting: Promise<void> | undefined;
   private closing: Promise<void> | undefined;
+  /**
+   * Set when a commit or heartbeat of this member met a rebalance (the coordinator moved, the
+   * member was evicted): every batch in hand returns at once, so KafkaJS's fetchers end and it
+   * rejoins. Cleared when the rebalance starts, and by the join.
+   */
+  private rejoining = false;
   /** When the consumer last showed it is alive: a fetch completed, a join, a batch, a wait for room. */
   private lastProgress = Date.now();
   private watchdog: NodeJS.Timeout | undefined;
@@ -126,6 +143,7 @@ export class KafkaPoolConsumer {
       const assigned = event.payload.memberAssignment[this.topic]?.length ?? 0;
       if (assigned === 0 && this.assigned !== 0) this.logger.info({ topic: this.topic }, 'no partition of the pool topic for this instance (more consumers than partitions); its fallback serves');
       this.assigned = assigned;
+      this.rejoining = false;
       this.lastProgress = Date.now();
       this.wake();
     });
@@ -135,7 +153,12 @@ export class KafkaPoolConsumer {
     this.consumer.on(this.consumer.events.FETCH, alive);
     this.consumer.on(this.consumer.events.START_BATCH_PROCESS, alive);
     // A rebalance starting: the join that follows fetches nothing for up to the rebalance timeout.
-    this.consumer.on(this.consumer.events.REBALANCING, alive);
+    // KafkaJS emits it once every fetcher has ended, so the batches that were told to end are done
+    // (a join that then fails is retried by fetching again: batches run, and end again if need be).
+    this.consumer.on(this.consumer.events.REBALANCING, () => {
+      this.rejoining = false;
+      alive();
+    });
     this.consumer.on(this.consumer.events.CRASH, (event) => {
       if (event.payload.restart) return;
       this.logger.warn({ topic: this.topic, err: event.payload.error }, 'the Kafka pool consumer crashed and KafkaJS will not restart it; a new one takes over');
@@ -253,20 +276,20 @@ export class KafkaPoolConsumer {
     let i = 0;
     while (i < messages.length) {
       while (this.blocks.length >= this.settings.bufferBlocks) {
-        if (!isRunning() || isStale() || this.closing) return;
+        if (!isRunning() || isStale() || this.closing || this.rejoining) return;
         // Waiting for takers is no stall: nothing is fetched while the buffer is full.
         this.lastProgress = Date.now();
         await this.waitForChange(1000);
-        await heartbeat();
+        await this.groupCall(heartbeat);
       }
-      if (!isRunning() || isStale() || this.closing) return;
+      if (!isRunning() || isStale() || this.closing || this.rejoining) return;
       // As many as fit, committed with one request before any of them is handed out.
       const room = this.settings.bufferBlocks - this.blocks.length;
       const taken = messages.slice(i, i + room);
       i += taken.length;
       const last = taken[taken.length - 1]!;
       // Commit before hand-out: if this throws (rebalance, fenced member), none of these blocks is served here.
-      await this.consumer.commitOffsets([{ topic: batch.topic, partition: batch.partition, offset: (BigInt(last.offset) + 1n).toString() }]);
+      await this.groupCall(() => this.consumer.commitOffsets([{ topic: batch.topic, partition: batch.partition, offset: (BigInt(last.offset) + 1n).toString() }]));
       // KafkaJS's commitOffsets returns without committing, and without an error, once the
       // consumer stopped running (a stop, a crash it restarts from): those blocks may be uncommitted.
       if (!isRunning() || this.closing) return;
@@ -276,6 +299,26 @@ export class KafkaPoolConsumer {
         if (block) this.blocks.push(block);
       }
       this.wake();
+    }
+  }
+
+  /**
+   * A commit or heartbeat; a rebalance error it meets (also as the cause of KafkaJS's "retries
+   * exceeded") is thrown bare and ends every batch in hand. KafkaJS rejoins — finding the group's
+   * coordinator anew — only when such an error reaches its fetch loop bare, and only once every
+   * fetcher has ended: its commits keep the coordinator they cached and retry NOT_COORDINATOR there,
+   * and batches waiting for room kept the fetchers alive, so a member whose coordinator had moved
+   * (a hung broker) took 25–45 s to serve again, or the watchdog's 45 s.
+   */
+  private async groupCall(call: () => Promise<void>): Promise<void> {
+    try {
+      await call();
+    } catch (err) {
+      const bare = rebalanceError(err);
+      if (!bare) throw err;
+      this.rejoining = true;
+      this.wake();
+      throw bare;
     }
   }
 
