@@ -10,10 +10,6 @@ import { isLeaderNotAvailable, isUnknownTopic } from './errors.js';
  * (auto.create.topics.enable=false): every topic idmint uses is made here.
  */
 
-export const REQUEST_TOPIC = 'idmint.requests';
-export const RESPONDER_GROUP = 'idmint.responders';
-export const POOL_TOPIC_PREFIX = 'idmint.ids.';
-export const POOL_GROUP_PREFIX = 'idmint.pool.';
 export const INIT_COMMAND = 'idmint kafka init';
 
 function checkTag(bizTag: string): void {
@@ -49,6 +45,9 @@ export function checkNamespace(namespace: string): void {
 export interface KafkaNames {
   readonly requestTopic: string;
   readonly responderGroup: string;
+  /** What every pool topic's name starts with (an ACL prefix), and every pool group's. */
+  readonly poolTopicPrefix: string;
+  readonly poolGroupPrefix: string;
   /** A tag's pool topic: `<prefix><tag>` for shard 0, `<prefix><tag>.S<n>` for others. */
   poolTopic(bizTag: string, shard?: number): string;
   /** A tag's one consumer group (the pool-topic contract); shards other than 0 get their own. */
@@ -65,10 +64,22 @@ export function kafkaNames(namespace?: string): KafkaNames {
     checkTag(bizTag);
     return shard === 0 ? `${prefix}${bizTag}` : `${prefix}${bizTag}.S${shard}`;
   };
-  return Object.freeze({ requestTopic: `${base}requests`, responderGroup: `${base}responders`, poolTopic: named(topicPrefix), poolGroup: named(groupPrefix) });
+  return Object.freeze({
+    requestTopic: `${base}requests`,
+    responderGroup: `${base}responders`,
+    poolTopicPrefix: topicPrefix,
+    poolGroupPrefix: groupPrefix,
+    poolTopic: named(topicPrefix),
+    poolGroup: named(groupPrefix),
+  });
 }
 
+/** The default namespace's names, and its constants taken from them (one source for both). */
 const DEFAULT_NAMES = kafkaNames();
+export const REQUEST_TOPIC = DEFAULT_NAMES.requestTopic;
+export const RESPONDER_GROUP = DEFAULT_NAMES.responderGroup;
+export const POOL_TOPIC_PREFIX = DEFAULT_NAMES.poolTopicPrefix;
+export const POOL_GROUP_PREFIX = DEFAULT_NAMES.poolGroupPrefix;
 
 /** The default namespace's pool topic: `idmint.ids.<tag>` for shard 0, `idmint.ids.<tag>.S<n>` for others. */
 export function poolTopic(bizTag: string, shard = 0): string {

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { isReplyTopicAllowed } from '../../../src/kafka/messages.js';
-import { kafkaNames, poolGroup, poolTopic } from '../../../src/kafka/topics.js';
+import { kafkaNames, POOL_GROUP_PREFIX, POOL_TOPIC_PREFIX, poolGroup, poolTopic, REQUEST_TOPIC, RESPONDER_GROUP } from '../../../src/kafka/topics.js';
 
 const namespace = fc.stringMatching(/^[a-z0-9][a-z0-9-]{0,47}$/).filter((n) => !['ids', 'pool', 'replies', 'requests', 'responders'].includes(n));
 const tag = fc.stringMatching(/^[a-z0-9][a-z0-9._-]{0,63}$/);
@@ -15,6 +15,7 @@ describe('Kafka names in a namespace (IDMINT_KAFKA_NAMESPACE)', () => {
     expect(names.poolTopic('order')).toBe(poolTopic('order'));
     expect(names.poolGroup('order', 2)).toBe(poolGroup('order', 2));
     expect(names.poolTopic('order', 2)).toBe('idmint.ids.order.S2');
+    expect([REQUEST_TOPIC, RESPONDER_GROUP, POOL_TOPIC_PREFIX, POOL_GROUP_PREFIX]).toEqual(['idmint.requests', 'idmint.responders', 'idmint.ids.', 'idmint.pool.']);
   });
 
   it('in a namespace: every name carries it', () => {
@@ -26,6 +27,7 @@ describe('Kafka names in a namespace (IDMINT_KAFKA_NAMESPACE)', () => {
       'idmint.eu.pool.order',
       'idmint.eu.ids.order.S3',
     ]);
+    expect([names.poolTopicPrefix, names.poolGroupPrefix]).toEqual(['idmint.eu.ids.', 'idmint.eu.pool.']);
   });
 
   it('refuses a namespace that is not one, or that idmint names use', () => {
