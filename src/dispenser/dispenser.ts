@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { BadRequestError, IdmintError, UnknownBizTagError, isIdmintError } from '../core/errors.js';
 import type { BizStore, BizTag, BlocksResult, Clock, DispenseResult, IdService, IdSource, IdSourceName, PoolKind, TakeContext } from '../core/ports.js';
-import { BIZ_TAG_PATTERN } from '../core/ports.js';
+import { BIZ_TAG_PATTERN, systemClock } from '../core/ports.js';
 import type { DispenserMetrics } from './metrics.js';
 import { silentLogger, type Logger } from '../core/logger.js';
 import { checkInteger, OptionsError, resolveOptions } from '../core/options.js';
@@ -104,6 +104,7 @@ export class Dispenser implements IdService {
   private readonly options: Readonly<DispenserOptions & typeof DISPENSER_DEFAULTS>;
   private readonly logger: Logger;
   private readonly tags: TagCache;
+  private readonly clock: Clock;
   private inFlight = 0;
   private readonly plugins: readonly DispenserPlugin[];
   private readonly poolOutage: Episode;
@@ -119,7 +120,15 @@ export class Dispenser implements IdService {
     this.options = merged;
     this.plugins = merged.plugins ?? [];
     this.logger = (options.logger ?? silentLogger).child({ component: 'dispenser' });
-    this.tags = new TagCache({ store: merged.store, ttlMs: merged.tagCacheMs, ...(merged.clock ? { clock: merged.clock } : {}), logger: options.logger ?? silentLogger });
+    this.clock = merged.clock ?? systemClock;
+    this.tags = new TagCache({
+      store: merged.store,
+      ttlMs: merged.tagCacheMs,
+      clock: this.clock,
+      logger: options.logger ?? silentLogger,
+      // Narrowed elsewhere (a startAfter or a lower maxLimit on another process): what is buffered here may lie outside.
+      onRangeNarrowed: (bizTag) => void this.dropBuffered(bizTag).catch((err: unknown) => this.logger.warn({ err, bizTag }, 'dropping IDs below a raised floor failed; they are still never handed out')),
+    });
     this.poolOutage = new Episode(this.logger, 'pool unavailable; serving by fallback');
     this.segmentOutage = new Episode(this.logger, 'Postgres cannot serve segments either; serving Snowflake IDs');
   }
@@ -208,7 +217,8 @@ export class Dispenser implements IdService {
    */
   async preloadTags(): Promise<number> {
     const since = this.tags.changeCount;
-    return this.tags.preload(await this.options.store.listBiz(), since);
+    const at = this.clock.now();
+    return this.tags.preload(await this.options.store.listBiz(), since, at);
   }
 
   /** Names held in the tag caches (known tags and remembered misses), for tests and metrics. */
@@ -228,9 +238,14 @@ export class Dispenser implements IdService {
     return this.options.formats?.codecFor(tag);
   }
 
-  /** Drops cached settings so the next request reloads them (after an admin change in this process). */
+  /** Drops cached settings so the next request reloads them (a change here, or pushed from elsewhere). */
   invalidate(bizTag: string): void {
     this.tags.invalidate(bizTag);
+  }
+
+  /** Drops every tag's cached settings (the change feed was lost or is back: a change may have been missed). */
+  invalidateAll(): void {
+    this.tags.invalidateAll();
   }
 
   /**
@@ -239,6 +254,10 @@ export class Dispenser implements IdService {
    */
   async forget(bizTag: string): Promise<void> {
     this.invalidate(bizTag);
+    await this.dropBuffered(bizTag);
+  }
+
+  private async dropBuffered(bizTag: string): Promise<void> {
     const { pools, segment, snowflake, uid, sharded } = this.options;
     const sources = new Set([...Object.values(pools), segment, snowflake, uid, sharded].filter((s): s is IdSource => s !== undefined));
     for (const source of sources) await source.forget?.(bizTag);
@@ -291,16 +310,23 @@ export class Dispenser implements IdService {
   private async segmentMode(tag: BizTag, count: number, context: TakeContext): Promise<DispenseResult> {
     const pool = this.options.pools[this.poolKindFor(tag)];
     if (!pool) throw new IdmintError('NOT_READY', `no pool is configured for "${tag.bizTag}"`);
-    // A lowered max_limit leaves IDs above it in buffers and pools: drop them (gaps), never hand them out.
+    // A lowered max_limit, or a floor raised elsewhere, leaves IDs outside the tag's range in
+    // buffers and pools: drop them (gaps), never hand them out.
+    const floor = tag.startAfter ?? 0;
+    const ceiling = tag.maxLimit;
     const take = async (n: number): Promise<string[]> => {
       const taken = await pool.take(tag, n, context);
-      return tag.maxLimit === null ? taken : taken.filter((id) => Number(id) <= (tag.maxLimit as number));
+      return ceiling === null && floor === 0 ? taken : taken.filter((id) => Number(id) > floor && (ceiling === null || Number(id) <= ceiling));
     };
     const { items: ids, error: poolError } = await this.fromPool(tag, count, take, (taken) => taken.length);
     if (ids.length >= count) return { bizTag: tag.bizTag, ids, source: pool.name };
 
     const missing = count - ids.length;
-    const { source, value: rest } = await this.fallBack(tag, poolError, (fallback) => fallback.take(tag, missing, context));
+    const { source, value: rest } = await this.fallBack(tag, poolError, async (fallback) => {
+      const taken = await fallback.take(tag, missing, context);
+      // The segment rung buffers too: the same range rule (Snowflake IDs lie above every limit's tag: no such fallback).
+      return fallback === this.options.segment && (ceiling !== null || floor > 0) ? taken.filter((id) => Number(id) > floor && (ceiling === null || Number(id) <= ceiling)) : taken;
+    });
     if (rest.length < missing) throw new IdmintError('POOL_EMPTY', `fallback ${source} for "${tag.bizTag}" returned ${rest.length} of ${missing} IDs`);
     // Report the fallback whenever it served any part of the batch, so callers see degraded service.
     return { bizTag: tag.bizTag, ids: ids.length === 0 ? rest : ids.concat(rest), source };
@@ -390,7 +416,7 @@ export class Dispenser implements IdService {
       source.takeBlocks ? source.takeBlocks(tag, n, context) : source.take(tag, n, context).then(blocksOf);
     const take = async (n: number): Promise<Block[]> => {
       const taken = await takeBlocks(pool, n);
-      return tag.maxLimit === null ? taken : clip(taken, tag.maxLimit);
+      return tag.maxLimit === null && !tag.startAfter ? taken : clip(taken, tag.startAfter ?? 0, tag.maxLimit ?? Number.MAX_SAFE_INTEGER);
     };
     const { items, error: poolError } = await this.fromPool(tag, count, take, blocksSize);
     let blocks = items;
@@ -438,12 +464,12 @@ function asRequested(request: DispenseRequest, result: DispenseResult | BlocksRe
   return { bizTag: result.bizTag, blocks: blocksOf(result.ids), source: result.source };
 }
 
-/** The blocks cut at a lowered max_limit: what lies above it stays unissued (a gap). */
-function clip(blocks: Block[], maxLimit: number): Block[] {
+/** The blocks cut to (floor, maxLimit]: what lies outside stays unissued (a gap). */
+function clip(blocks: Block[], floor: number, maxLimit: number): Block[] {
   const out: Block[] = [];
   for (const b of blocks) {
-    if (b.start > maxLimit) continue;
-    out.push(b.end > maxLimit ? { start: b.start, end: maxLimit } : b);
+    if (b.start > maxLimit || b.end <= floor) continue;
+    out.push(b.start > floor && b.end <= maxLimit ? b : { start: Math.max(b.start, floor + 1), end: Math.min(b.end, maxLimit) });
   }
   return out;
 }

@@ -1,16 +1,18 @@
 import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { IdmintError } from '../core/errors.js';
-import { BIZ_TAG_PATTERN, type TagTokenInfo, type TagTokenStore } from '../core/ports.js';
+import { BIZ_TAG_PATTERN, systemClock, type Clock, type TagAccess, type TagTokenInfo, type TagTokenStore } from '../core/ports.js';
+import { BoundedCache } from '../core/bounded-cache.js';
+import { parseBizTag } from './params.js';
 
 /** A tag's access as checked: open, or closed to all but these hashes. */
 interface Access {
   readonly closed: boolean;
   readonly hashes: ReadonlySet<string>;
 }
-import { parseBizTag } from './params.js';
 
-const CACHE_MS = 1000;
+/** How long a tag's token hashes are trusted while Postgres answers (README "Tag tokens"). */
+export const TOKEN_CACHE_MS = 1000;
 const MAX_CACHED = 10_000;
 
 /** Where a caller puts a tag token: `?token=` (Tinyid's) or the `X-Idmint-Token` header. */
@@ -22,36 +24,44 @@ export function presentedToken(request: FastifyRequest): string | undefined {
 }
 
 /**
- * Checks tag tokens on the routes that hand out IDs. A tag's token hashes are trusted for a
- * second; older ones still answer while one reload runs in the background (refresh-ahead), so a
- * token created or revoked on any process takes effect everywhere within a second and a round
- * trip, and no request waits on Postgres for a tag whose hashes were loaded before (a reload
- * per request, all at once each second, was the segment route's whole p99 under load). While
- * Postgres is down the last hashes stay in force.
+ * Checks tag tokens on the routes that hand out IDs. While Postgres answers, no request is
+ * checked against hashes read more than a second before (one idle longer waits for the reload,
+ * shared by every request meanwhile); a tag in steady use is reloaded in the background, so it
+ * never waits — a reload per request, all at once each second, was the segment route's whole p99
+ * under load. A change pushed by the change feed drops the tag's hashes at once. While Postgres is
+ * down the last hashes apply: a tag that had tokens keeps refusing callers without one, and a tag
+ * never checked is refused (its state cannot be confirmed).
  */
 export class TokenGate {
-  private readonly cache = new Map<string, { at: number; access: Access }>();
-  private readonly loading = new Map<string, Promise<Access>>();
-  /** Changes made in this process, so a listing that started before one is not cached. */
-  private changes = 0;
+  private readonly cache: BoundedCache<Access>;
+  private readonly store: TagTokenStore;
+  private readonly clock: Clock;
 
-  constructor(private readonly store: TagTokenStore) {}
+  constructor(store: TagTokenStore, options: { clock?: Clock; boundMs?: number } = {}) {
+    this.store = store;
+    this.clock = options.clock ?? systemClock;
+    this.cache = new BoundedCache<Access>({
+      load: async (bizTag) => toAccess(await store.access(bizTag)),
+      boundMs: options.boundMs ?? TOKEN_CACHE_MS,
+      maxCapped: MAX_CACHED,
+      clock: this.clock,
+    });
+  }
 
   async check(bizTag: string, presented: string | undefined): Promise<void> {
     if (!BIZ_TAG_PATTERN.test(bizTag)) return;
-    const refusal = this.verdict(bizTag, await this.load(bizTag), presented);
+    const refusal = this.verdict(bizTag, await this.cache.get(bizTag), presented);
     if (refusal) throw refusal;
   }
 
   /**
-   * The hot path: the verdict from the cached hashes, without a promise — `null` to let the
-   * request through, an error to refuse it, `undefined` when the hashes were never loaded.
+   * The hot path: the verdict from hashes held within the bound, without a promise — `null` to
+   * let the request through, an error to refuse it, `undefined` when they must be (re)loaded.
    */
   checkCached(bizTag: string, presented: string | undefined): IdmintError | null | undefined {
-    const cached = this.cache.get(bizTag);
-    if (!cached) return BIZ_TAG_PATTERN.test(bizTag) ? undefined : null;
-    if (Date.now() - cached.at >= CACHE_MS && !this.loading.has(bizTag)) this.load(bizTag).catch(() => undefined);
-    return this.verdict(bizTag, cached.access, presented);
+    const access = this.cache.peek(bizTag);
+    if (access === undefined) return BIZ_TAG_PATTERN.test(bizTag) ? undefined : null;
+    return this.verdict(bizTag, access, presented);
   }
 
   private verdict(bizTag: string, access: Access, presented: string | undefined): IdmintError | null {
@@ -65,50 +75,29 @@ export class TokenGate {
    * Postgres is down a tag this process has not served yet is still checked, not refused.
    */
   async preloadAll(): Promise<void> {
-    const before = this.changes;
+    const version = this.cache.changeVersion;
+    const at = this.clock.now();
     const all = await this.store.accessAll();
-    // A change made here meanwhile (a revoke): this listing may predate it; the next one will not.
-    if (this.changes !== before) return;
-    const at = Date.now();
-    for (const [bizTag, found] of all) {
-      if (this.cache.has(bizTag) || this.loading.has(bizTag)) continue;
-      if (this.cache.size >= MAX_CACHED) return;
-      this.cache.set(bizTag, { at, access: { closed: found.closed, hashes: new Set(found.hashes) } });
-    }
-  }
-
-  /** Drops the cached hashes (after a change in this process). */
-  invalidate(bizTag: string): void {
-    this.changes++;
-    this.cache.delete(bizTag);
-    // A reload started before the change must not cache what it read.
-    this.loading.delete(bizTag);
-  }
-
-  /** The tag's access: one query at a time per tag, shared by everyone who asks meanwhile. */
-  private load(bizTag: string): Promise<Access> {
-    let pending = this.loading.get(bizTag);
-    if (pending) return pending;
-    const current = (): boolean => this.loading.get(bizTag) === pending;
-    pending = this.store.access(bizTag).then(
-      (found) => {
-        const access: Access = { closed: found.closed, hashes: new Set(found.hashes) };
-        if (!current()) return access;
-        this.loading.delete(bizTag);
-        if (this.cache.size >= MAX_CACHED) this.cache.clear();
-        this.cache.set(bizTag, { at: Date.now(), access });
-        return access;
-      },
-      (err: unknown) => {
-        if (current()) this.loading.delete(bizTag);
-        const cached = this.cache.get(bizTag);
-        if (!cached) throw err;
-        return cached.access;
-      },
+    this.cache.seed(
+      [...all].map(([bizTag, found]) => [bizTag, toAccess(found)] as [string, Access]),
+      at,
+      version,
     );
-    this.loading.set(bizTag, pending);
-    return pending;
   }
+
+  /** Drops the tag's hashes (a change here, or pushed from elsewhere). */
+  invalidate(bizTag: string): void {
+    this.cache.invalidate(bizTag);
+  }
+
+  /** Drops every tag's hashes (the change feed was lost or is back). */
+  invalidateAll(): void {
+    this.cache.invalidateAll();
+  }
+}
+
+function toAccess(found: TagAccess): Access {
+  return { closed: found.closed, hashes: new Set(found.hashes) };
 }
 
 /**

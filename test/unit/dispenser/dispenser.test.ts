@@ -251,22 +251,24 @@ describe('Dispenser', () => {
     await expect(rescued.getBlocks('order', 3)).resolves.toEqual({ bizTag: 'order', blocks: [{ start: 7, end: 9 }], source: 'pool' });
   });
 
-  it('trusts a tag for tagCacheMs on its clock, then reloads it behind the requests (refresh-ahead)', async () => {
+  it('trusts a tag for tagCacheMs on its clock: past half of it one reload runs behind the requests, past all of it requests wait for the reload', async () => {
     let now = 1_000_000;
     const store = new TagTable(tag('order'));
     const dispenser = new Dispenser({ store, pools: { memory: new CounterSource('pool', 1n) }, tagCacheMs: 500, clock: { now: () => now } });
     await dispenser.get('order', 1);
-    now += 499;
+    now += 249;
     await dispenser.get('order', 1);
     expect(store.lookups).toBe(1);
-    store.tags.delete('order');
     now += 1;
-    // Expired: answered from the last settings at once, while one reload runs behind.
+    // Half the bound: answered from the settings at once, while one reload runs behind.
     await expect(dispenser.get('order', 1)).resolves.toMatchObject({ source: 'pool' });
     await new Promise((r) => setImmediate(r));
     expect(store.lookups).toBe(2);
-    // The reload saw the deletion: refused from now on.
+    // Deleted elsewhere, then idle past the bound: the next request waits for the reload and is refused.
+    store.tags.delete('order');
+    now += 500;
     await expect(dispenser.get('order', 1)).rejects.toMatchObject({ code: 'UNKNOWN_BIZ_TAG' });
+    expect(store.lookups).toBe(3);
   });
 
   it('a change made in this process (invalidate) is never overwritten by a reload that started before it', async () => {
@@ -284,7 +286,7 @@ describe('Dispenser', () => {
     const first = dispenser.tag('order');
     release();
     expect((await first)?.step).toBe(100);
-    now += 20;
+    now += 6;
     let hold!: () => void;
     const held = new Promise<void>((r) => (hold = r));
     store.getBiz = async (bizTag: string) => {
@@ -292,7 +294,7 @@ describe('Dispenser', () => {
       await held;
       return before;
     };
-    await dispenser.tag('order'); // stale answer; a reload reading step 100 is now in flight
+    await dispenser.tag('order'); // within the bound; a reload reading step 100 is now in flight
     store.tags.set('order', tag('order', { step: 200 }));
     dispenser.invalidate('order');
     hold();
