@@ -47,6 +47,10 @@ export interface BizTag {
   readonly description: string;
   readonly createdAt: Date;
   readonly updatedAt: Date;
+  /** The floor: every ID at or below it belongs to before (an import); none is handed out. Default 0. */
+  readonly startAfter?: number;
+  /** An obfuscated tag's key, as a keyed fingerprint: a process with another key refuses the tag. */
+  readonly keyFingerprint?: string | null;
 }
 
 export interface BizTagInput {
@@ -65,9 +69,11 @@ export interface BizTagInput {
    * value: continuing another generator's sequence (e.g. Leaf's `max_id`). Never lowers a counter.
    */
   startAfter?: number;
+  /** The creating process's key fingerprint, stamped on an obfuscated tag (set by the server, not the caller). */
+  keyFingerprint?: string;
 }
 
-export type BizTagPatch = Partial<Omit<BizTagInput, 'bizTag'>>;
+export type BizTagPatch = Partial<Omit<BizTagInput, 'bizTag' | 'keyFingerprint'>>;
 
 /** An inclusive range of IDs `[start, end]`, allocated once (invariant 3). Values are safe integers. */
 export interface Segment {
@@ -253,4 +259,24 @@ export interface TagTokenStore {
   access(bizTag: string): Promise<TagAccess>;
   /** Every live tag's access at once (open tags included), for caching ahead of an outage. */
   accessAll(): Promise<Map<string, TagAccess>>;
+}
+
+/** A change pushed by Postgres (the triggers of migration 8): which table, and the tag when it has one. */
+export interface Change {
+  readonly table: 'idmint_biz' | 'idmint_tag_token' | 'idmint_setting' | 'idmint_region';
+  readonly bizTag?: string;
+}
+
+export interface ChangeHandlers {
+  change(change: Change): void;
+  /** The feed was lost or is back: changes meanwhile may have been missed, drop what is cached. */
+  reset(): void;
+}
+
+export interface ChangeFeed {
+  /** Until the returned function is called. */
+  subscribe(handlers: ChangeHandlers): () => void;
+  /** Whether the listening connection is up (changes arrive in ~100 ms; else caches rely on their bound). */
+  readonly connected: boolean;
+  close(): Promise<void>;
 }

@@ -38,7 +38,9 @@ function parseBody<T>(schema: z.ZodType<T>, body: unknown): T {
 
 /** The public JSON shape of a tag: limits as numbers (all < 2^53), dates as ISO strings. */
 export function bizJson(tag: BizTag): Record<string, unknown> {
-  return { ...tag, createdAt: tag.createdAt.toISOString(), updatedAt: tag.updatedAt.toISOString() };
+  // The floor and the key's fingerprint are the server's own bookkeeping, not the tag's contract.
+  const { startAfter: _floor, keyFingerprint: _key, ...shown } = tag;
+  return { ...shown, createdAt: tag.createdAt.toISOString(), updatedAt: tag.updatedAt.toISOString() };
 }
 
 export interface BizRoutesOptions {
@@ -50,6 +52,8 @@ export interface BizRoutesOptions {
   poolRefusal?: (pool: PoolKind) => string | undefined;
   /** Why a `format` cannot be served here (an obfuscated one without IDMINT_OBFUSCATION_KEY); undefined when it can. */
   formatRefusal?: (format: IdFormat) => string | undefined;
+  /** This process's obfuscation key fingerprint, stamped on the obfuscated tags it creates. */
+  keyFingerprint?: string | undefined;
 }
 
 export async function bizRoutes(app: FastifyInstance, options: BizRoutesOptions): Promise<void> {
@@ -65,7 +69,7 @@ export async function bizRoutes(app: FastifyInstance, options: BizRoutesOptions)
     checkPool(body.pool);
     const formatRefusal = body.format === undefined ? undefined : options.formatRefusal?.(body.format);
     if (formatRefusal) throw new BadRequestError(formatRefusal, 'format');
-    const tag = await store.createBiz(body);
+    const tag = await store.createBiz(options.keyFingerprint ? { ...body, keyFingerprint: options.keyFingerprint } : body);
     onChange?.(tag.bizTag);
     return reply.status(201).send(bizJson(tag));
   });

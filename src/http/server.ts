@@ -1,7 +1,7 @@
 import type { FastifyInstance, preHandlerHookHandler } from 'fastify';
 import type { Registry } from 'prom-client';
 import { IdmintError } from '../core/errors.js';
-import type { BizStore, BizTag, IdService, TagAdmin, TagTokenStore } from '../core/ports.js';
+import type { BizStore, BizTag, ChangeFeed, IdService, TagAdmin, TagTokenStore } from '../core/ports.js';
 import type { Logger } from '../core/logger.js';
 import { assertAdminExposureSafe, makeAdminGuard } from './auth.js';
 import { createFastify, opsRoutes, type ConnectionLimits, type ReadinessReport } from './base.js';
@@ -45,6 +45,10 @@ export interface HttpServerOptions {
   extensions?: Array<(app: FastifyInstance, authorize: ReturnType<typeof makeAdminGuard>) => Promise<void>>;
   /** Per-tag access tokens: a tag with tokens hands out IDs only to callers presenting one. */
   tokens?: TagTokenStore;
+  /** This process's obfuscation key fingerprint, stamped on the obfuscated tags created here. */
+  keyFingerprint?: string | undefined;
+  /** Where pushed changes arrive (the change feed): each tag's settings and tokens are dropped at once. */
+  changes?: ChangeFeed;
   /** Rate limits on the routes that hand out IDs. Default none. */
   rateLimits?: RateLimits;
   /** The `/status` page's data (tags come from the store). */
@@ -99,6 +103,13 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
   opsRoutes(app, { registry: options.metricsSource ?? options.registry, ...(options.readiness ? { readiness: options.readiness } : {}) });
 
   const gate = options.tokens ? new TokenGate(options.tokens) : undefined;
+  if (gate && options.changes) {
+    const unsubscribe = options.changes.subscribe({
+      change: (c) => c.table === 'idmint_tag_token' && c.bizTag !== undefined && gate.invalidate(c.bizTag),
+      reset: () => gate.invalidateAll(),
+    });
+    app.addHook('onClose', async () => unsubscribe());
+  }
   if (gate) {
     // Every tag's access, at start and once a minute: known ahead of a Postgres outage.
     const preload = (): void => void gate.preloadAll().catch((err: unknown) => app.log.debug({ err: (err as Error).message }, 'listing tag tokens failed; known tags stay cached'));
@@ -137,6 +148,7 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
     authorize,
     poolRefusal: (pool) => options.dispenser.poolRefusal(pool),
     formatRefusal: (format) => options.dispenser.formatRefusal(format),
+    keyFingerprint: options.keyFingerprint,
     onChange: async (tag, change) => {
       // IDs buffered or pooled here lie below raised counters: drop them (gaps) before priming.
       if (change?.countersRaised) await options.dispenser.forget(tag);

@@ -44,9 +44,11 @@ interface BizRow {
   description: string;
   created_at: Date;
   updated_at: Date;
+  start_after: bigint;
+  key_fingerprint: string | null;
 }
 
-const BIZ_COLUMNS = 'biz_tag, mode, step, max_limit, shards, fallback, pool, format, description, created_at, updated_at';
+const BIZ_COLUMNS = 'biz_tag, mode, step, max_limit, shards, fallback, pool, format, description, created_at, updated_at, start_after, key_fingerprint';
 
 /**
  * One statement, so atomic without an explicit transaction: take the next range (cut short at the
@@ -102,22 +104,31 @@ export class PostgresBizStore implements BizStore, SegmentUsage {
 
   async createBiz(input: BizTagInput): Promise<BizTag> {
     const v = validateBizInput(input);
+    // Only a tag whose IDs are permuted by the key carries the key's fingerprint.
+    const keyed = v.format.startsWith('obfuscated');
     const tag = await this.db.transaction(async (tx) => {
       // A soft-deleted tag comes back to life on its old counters, so its IDs never repeat.
       const { rows } = await tx.query<BizRow>(
-        `INSERT INTO idmint_biz AS b (biz_tag, mode, step, current_step, max_limit, shards, fallback, pool, description, format)
-         VALUES ($1, $2, $3, $3, $4, $5, $6, $7, $8, $9)
+        `INSERT INTO idmint_biz AS b (biz_tag, mode, step, current_step, max_limit, shards, fallback, pool, description, format, key_fingerprint)
+         VALUES ($1, $2, $3, $3, $4, $5, $6, $7, $8, $9, $10)
          ON CONFLICT (biz_tag) DO UPDATE SET
            mode = EXCLUDED.mode, step = EXCLUDED.step, current_step = EXCLUDED.current_step, max_limit = EXCLUDED.max_limit,
            shards = EXCLUDED.shards, fallback = EXCLUDED.fallback, pool = EXCLUDED.pool, description = EXCLUDED.description,
            created_at = now(), updated_at = now(), deleted_at = NULL
          WHERE b.deleted_at IS NOT NULL AND b.mode = EXCLUDED.mode AND b.format = EXCLUDED.format
+           AND b.key_fingerprint IS NOT DISTINCT FROM EXCLUDED.key_fingerprint
          RETURNING ${BIZ_COLUMNS}`,
-        [v.bizTag, v.mode, v.step, v.maxLimit, v.shards, v.fallback, v.pool, v.description, v.format],
+        [v.bizTag, v.mode, v.step, v.maxLimit, v.shards, v.fallback, v.pool, v.description, v.format, keyed ? (input.keyFingerprint ?? null) : null],
       );
       const row = rows[0];
       if (!row) {
-        const { rows: old } = await tx.query<{ mode: BizMode; format: IdFormat; deleted: boolean }>('SELECT mode, format, deleted_at IS NOT NULL AS deleted FROM idmint_biz WHERE biz_tag = $1', [v.bizTag]);
+        const { rows: old } = await tx.query<{ mode: BizMode; format: IdFormat; deleted: boolean; key_fingerprint: string | null }>(
+          'SELECT mode, format, deleted_at IS NOT NULL AS deleted, key_fingerprint FROM idmint_biz WHERE biz_tag = $1',
+          [v.bizTag],
+        );
+        if (old[0]?.deleted && old[0].mode === v.mode && old[0].format === v.format) {
+          throw new BadRequestError(`biz tag "${v.bizTag}" was deleted while its IDs were obfuscated with another IDMINT_OBFUSCATION_KEY; re-created with this key its IDs would repeat: choose a new name`, 'format');
+        }
         if (old[0]?.deleted && old[0].mode === v.mode) {
           throw new BadRequestError(`biz tag "${v.bizTag}" was deleted with format "${old[0].format}"; re-create it with that format (its IDs must stay decodable) or choose a new name`, 'format');
         }
@@ -310,6 +321,8 @@ function toBizTag(row: BizRow): BizTag {
     description: row.description,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
+    startAfter: Number(row.start_after),
+    keyFingerprint: row.key_fingerprint,
   });
 }
 

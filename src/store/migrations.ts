@@ -152,6 +152,35 @@ ALTER TABLE idmint_segment ADD COLUMN region integer NULL;
 ALTER TABLE idmint_segment ADD COLUMN stripe bigint NULL;
 `,
   },
+  {
+    version: 8,
+    name: 'deployment record and change feed',
+    sql: `
+-- Each live process reports what it holds of the deployment record (idmint_setting) every few
+-- seconds: \`idmint deployment show\` says which processes still hold an old value.
+CREATE TABLE idmint_process (
+  id         text PRIMARY KEY,
+  address    text NOT NULL,
+  roles      text NOT NULL,
+  view       text NOT NULL DEFAULT '{}',
+  started_at timestamptz NOT NULL DEFAULT now(),
+  seen_at    timestamptz NOT NULL DEFAULT now()
+);
+
+-- The fingerprint of the key an obfuscated tag was created with: a process with another key
+-- refuses the tag, whatever happens to the deployment's own row. Tags of before get the recorded one.
+ALTER TABLE idmint_biz ADD COLUMN key_fingerprint text NULL;
+UPDATE idmint_biz SET key_fingerprint = (SELECT value FROM idmint_setting WHERE name = 'obfuscation-key-fingerprint') WHERE format LIKE 'obfuscated%';
+
+-- The change feed: a change to a tag, its tokens, the record or the region split is pushed to
+-- every process (LISTEN idmint_changes), which drops what it cached within ~100 ms.
+CREATE FUNCTION idmint_notify_change() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_notify('idmint_changes', json_build_object('schema', TG_TABLE_SCHEMA, 'table', TG_TABLE_NAME, 'bizTag', COALESCE(to_jsonb(NEW), to_jsonb(OLD)) ->> 'biz_tag')::text); RETURN NULL; END $$;
+CREATE TRIGGER idmint_biz_changed AFTER INSERT OR UPDATE OR DELETE ON idmint_biz FOR EACH ROW EXECUTE FUNCTION idmint_notify_change();
+CREATE TRIGGER idmint_tag_token_changed AFTER INSERT OR UPDATE OR DELETE ON idmint_tag_token FOR EACH ROW EXECUTE FUNCTION idmint_notify_change();
+CREATE TRIGGER idmint_setting_changed AFTER INSERT OR UPDATE OR DELETE ON idmint_setting FOR EACH ROW EXECUTE FUNCTION idmint_notify_change();
+CREATE TRIGGER idmint_region_changed AFTER INSERT OR UPDATE OR DELETE ON idmint_region FOR EACH ROW EXECUTE FUNCTION idmint_notify_change();
+`,
+  },
 ]);
 
 /** First key of the two-key advisory lock; the second is the schema, so schemas migrate independently. */

@@ -6,6 +6,7 @@ import { mapDriverError, sqlState } from './errors.js';
 import { checkInteger, defaults, OptionsError, resolveOptions } from '../core/options.js';
 import { Episode } from '../core/episode.js';
 import { splitPostgresUrl } from './pg-hosts.js';
+import { pgListen } from './pg-listen.js';
 
 export interface PgDatabaseOptions {
   /** `postgres://user@host:port/db`. Required. */
@@ -208,8 +209,10 @@ export function createPgDatabase(options: PgDatabaseOptions): PgDatabase {
     }
   };
 
+  const listeners = new Set<() => Promise<void>>();
   const close = (): Promise<void> => {
     closing ??= (async () => {
+      for (const stop of listeners) await stop();
       await choosing?.catch(() => undefined);
       await active?.pool.end().catch((err: unknown) => log.warn({ err }, 'closing the postgres pool failed'));
     })();
@@ -218,7 +221,17 @@ export function createPgDatabase(options: PgDatabaseOptions): PgDatabase {
 
   const server = (): PgServer => ({ host: active?.host, ...identity.current });
 
-  return Object.freeze({ query, transaction, close, server });
+  // Notifications carry the schema they come from: the listening connection needs no search_path.
+  const listen: Database['listen'] = async (channel, listener) => {
+    const stop = pgListen({ urls: hosts.urls, channel, listener, logger: opts.logger ?? silentLogger });
+    listeners.add(stop);
+    return async () => {
+      listeners.delete(stop);
+      await stop();
+    };
+  };
+
+  return Object.freeze({ query, transaction, close, server, listen });
 }
 
 async function createSchema(pool: pg.Pool, schema: string): Promise<void> {

@@ -83,5 +83,15 @@ export async function createPgliteDatabase(options: PgliteDatabaseOptions = {}):
     return closing;
   };
 
-  return Object.freeze({ query, transaction, close });
+  // One process owns the embedded database: every change is made here, and heard at once.
+  const listen: Database['listen'] = async (channel, listener) => {
+    checkOpen();
+    const unlisten = await db.listen(channel, (payload) => listener.notify(payload));
+    listener.connected(true);
+    return async () => {
+      if (!closing) await unlisten().catch(() => undefined);
+    };
+  };
+
+  return Object.freeze({ query, transaction, close, listen });
 }

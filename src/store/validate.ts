@@ -26,7 +26,7 @@ export const BIZ_DEFAULTS = defaults({
   startAfter: 0,
 });
 
-export type ValidBizInput = Required<BizTagInput>;
+export type ValidBizInput = Required<Omit<BizTagInput, 'keyFingerprint'>>;
 
 export function validateBizTag(bizTag: unknown, field = 'bizTag'): string {
   if (typeof bizTag !== 'string' || !BIZ_TAG_PATTERN.test(bizTag)) {
@@ -47,7 +47,7 @@ export function validateShard(shard: unknown, field = 'shard'): number {
 export function validateBizInput(input: BizTagInput): ValidBizInput {
   if (typeof input !== 'object' || input === null) throw new BadRequestError('the tag must be an object', 'body');
   const bizTag = validateBizTag(input.bizTag);
-  const given = validateBizPatch(input, ['bizTag'], { allowMode: true });
+  const given = validateBizPatch(input, ['bizTag', 'keyFingerprint'], { allowMode: true });
   // A hard limit rules out the Snowflake fallback (its IDs are ≥ 2^53): default to segment instead.
   const fallback = given.fallback ?? (given.maxLimit != null ? 'segment' : BIZ_DEFAULTS.fallback);
   const tag: ValidBizInput = { bizTag, ...BIZ_DEFAULTS, ...given, fallback };

@@ -80,7 +80,7 @@ export function bizStoreContract(backend: string, harness: StoreHarness): void {
           const tables = await h.query<{ table_name: string }>(
             `SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() AND table_name LIKE 'idmint%' ORDER BY table_name`,
           );
-          expect(tables.rows.map((r) => r.table_name)).toEqual(['idmint_biz', 'idmint_ledger', 'idmint_migrations', 'idmint_region', 'idmint_region_floor', 'idmint_segment', 'idmint_setting', 'idmint_tag_token', 'idmint_worker_node']);
+          expect(tables.rows.map((r) => r.table_name)).toEqual(['idmint_biz', 'idmint_ledger', 'idmint_migrations', 'idmint_process', 'idmint_region', 'idmint_region_floor', 'idmint_segment', 'idmint_setting', 'idmint_tag_token', 'idmint_worker_node']);
           expect(await migrate(h)).toEqual([]);
         } finally {
           await fresh.dispose();

@@ -56,7 +56,7 @@ describe('createPgDatabase', () => {
         `SELECT count(*) AS n FROM information_schema.tables WHERE table_schema = $1 AND table_name LIKE 'idmint%'`,
         [a],
       );
-      expect(rows[0]!.n).toBe(9n); // eight tables of the migrations and idmint_migrations itself
+      expect(rows[0]!.n).toBe(10n); // nine tables of the migrations and idmint_migrations itself
     } finally {
       await dbA.close();
       await dbB.close();
