@@ -4,6 +4,8 @@ declare module 'node-zookeeper-client' {
 
   export interface Stat {
     readonly version: number;
+    /** The ACL's version (setACL checks it). */
+    readonly aversion: number;
     readonly ctime: Buffer;
     readonly mtime: Buffer;
     readonly numChildren: number;
@@ -51,10 +53,14 @@ declare module 'node-zookeeper-client' {
 
   export class Id {
     constructor(scheme: string, id: string);
+    readonly scheme: string;
+    readonly id: string;
   }
 
   export class ACL {
     constructor(permission: number, id: Id);
+    readonly permission: number;
+    readonly id: Id;
     static readonly OPEN_ACL_UNSAFE: ACL[];
     static readonly CREATOR_ALL_ACL: ACL[];
     static readonly READ_ACL_UNSAFE: ACL[];
@@ -100,6 +106,7 @@ declare module 'node-zookeeper-client' {
     getSessionTimeout(): number;
     addAuthInfo(scheme: string, auth: Buffer): void;
     setACL(path: string, acls: ACL[], version: number, callback: (error: Exception | Error | null, stat: Stat) => void): void;
+    getACL(path: string, callback: (error: Exception | Error | null, acls: ACL[], stat: Stat) => void): void;
     create(path: string, data: Buffer | null, acls: ACL[], mode: number, callback: (error: Exception | Error | null, path: string) => void): void;
     create(path: string, data: Buffer | null, mode: number, callback: (error: Exception | Error | null, path: string) => void): void;
     remove(path: string, version: number, callback: (error: Exception | Error | null) => void): void;

@@ -109,11 +109,18 @@ export class ZookeeperFence implements SegmentFence {
     return this.session;
   }
 
-  /** The mark's node, created at 0 the first time this process meets the tag and shard. */
+  /**
+   * The mark's node, created at 0 the first time this process meets the tag and shard. The root
+   * and below belong to the deployment's identity (a node that anyone could set back, then a lossy
+   * failover, would hand segments out twice); what is above the root may be shared with other
+   * deployments (ZkClient's `shared` ACL).
+   */
   private async node(zk: ZkClient, bizTag: string, shard: number): Promise<string> {
     const path = `${this.root}/${bizTag}/${shard}`;
     if (this.made.has(path)) return path;
     if (!(await zk.exists(path))) {
+      const above = this.root.slice(0, this.root.lastIndexOf('/'));
+      if (above !== '') await zk.mkdirp(above, 'shared');
       await zk.mkdirp(`${this.root}/${bizTag}`);
       try {
         await zk.create(path, Buffer.from('0'), CreateMode.PERSISTENT);
@@ -121,6 +128,7 @@ export class ZookeeperFence implements SegmentFence {
         if (!isZkError(err, ZkException.NODE_EXISTS)) throw err;
       }
     }
+    await zk.secureTree(path, this.root);
     this.made.add(path);
     return path;
   }

@@ -14,6 +14,8 @@ export interface ZooKeeperWorkerIdProviderOptions {
   address: string;
   /** Digest credentials `user:password` (IDMINT_ZK_AUTH); see ZkClientOptions.auth. */
   auth?: string;
+  /** `auth` was generated for the deployment (see ZkClientOptions.authGenerated). */
+  authGenerated?: boolean;
   /** Default `/idmint/snowflake` (Leaf's layout: `<root>/forever/<ip:port>-<seq>`). */
   root?: string;
   /** Where the cached id and clock mark live. Default `./data`. */
@@ -125,7 +127,13 @@ export class ZooKeeperWorkerIdProvider implements WorkerIdProvider {
   /** @internal */
   connect(): Promise<ZkClient> {
     const o = this.options;
-    return ZkClient.connect({ connect: o.connect, connectTimeoutMs: o.connectTimeoutMs, sessionTimeoutMs: o.sessionTimeoutMs, logger: this.baseLogger, ...(o.auth ? { auth: o.auth } : {}) });
+    return ZkClient.connect({
+      connect: o.connect,
+      connectTimeoutMs: o.connectTimeoutMs,
+      sessionTimeoutMs: o.sessionTimeoutMs,
+      logger: this.baseLogger,
+      ...(o.auth ? { auth: o.auth, authGenerated: o.authGenerated === true } : {}),
+    });
   }
 
   /** Finds this address's node (checking its last report against the clock) or creates one. @internal */
@@ -142,9 +150,13 @@ export class ZooKeeperWorkerIdProvider implements WorkerIdProvider {
           `clock is ${last.timestamp - now} ms behind this worker's last report to ZooKeeper (${found.nodePath} reported ${iso(last.timestamp)}, now ${iso(now)}); refusing to start`,
         );
       }
+      // Its time mark guards the worker's timestamps: only the deployment's identity may change it.
+      await zk.secure(found.nodePath);
       return found;
     }
-    await zk.mkdirp(this.foreverPath);
+    // The worker root is shared by deployments and regions on one ZooKeeper (ZkClient's `shared` ACL).
+    await zk.mkdirp(this.foreverPath, 'shared');
+    await zk.secure(this.foreverPath, 'shared');
     const nodePath = await zk.create(`${this.foreverPath}/${this.options.address}-`, this.endpoint(), CreateMode.PERSISTENT_SEQUENTIAL);
     return { nodePath, workerId: parseSequence(nodePath) };
   }

@@ -22,6 +22,8 @@ export interface ZkClientOptions {
    * that lets only this identity change or delete them (anyone may read).
    */
   auth?: string;
+  /** `auth` was generated for this deployment (not an operator's IDMINT_ZK_AUTH): parents other deployments share stay creatable by them. */
+  authGenerated?: boolean;
   /** Joins an existing session instead of opening one (used by tests to expire a session). */
   session?: { id: Buffer; password: Buffer };
   logger?: Logger;
@@ -48,11 +50,13 @@ export function isZkError(err: unknown, code: number): boolean {
  * `connected` events. An expired session never comes back: the owner opens a new ZkClient.
  */
 export class ZkClient extends EventEmitter {
-  readonly options: Readonly<Required<Omit<ZkClientOptions, 'session' | 'logger' | 'auth'>>>;
+  readonly options: Readonly<Required<Omit<ZkClientOptions, 'session' | 'logger' | 'auth' | 'authGenerated'>>>;
   private readonly client: Client;
   private readonly logger: Logger;
   /** The ACL of created nodes: open without credentials, else creator-only writes. */
   private readonly acls: ACL[];
+  private readonly authenticated: boolean;
+  private readonly sharedParents: boolean;
   private closed = false;
 
   private constructor(options: ZkClientOptions) {
@@ -60,7 +64,7 @@ export class ZkClient extends EventEmitter {
     if (!/^[^\s,:]+:\d{1,5}(,[^\s,:]+:\d{1,5})*(\/\S*)?$/.test(options.connect)) {
       throw new IdmintError('BAD_REQUEST', `ZK_CONNECT must be host:port[,host:port], got "${options.connect}"`);
     }
-    const { session: _session, logger: _logger, auth, ...rest } = options;
+    const { session: _session, logger: _logger, auth, authGenerated: _generated, ...rest } = options;
     this.options = resolveOptions({ ...ZK_CLIENT_DEFAULTS, connect: options.connect }, rest);
     this.logger = (options.logger ?? silentLogger).child({ component: 'zookeeper' });
     const clientOptions: ClientOptions = { sessionTimeout: this.options.sessionTimeoutMs, spinDelay: this.options.spinDelayMs, retries: 0 };
@@ -71,6 +75,8 @@ export class ZkClient extends EventEmitter {
     this.client = zookeeper.createClient(options.connect, clientOptions);
     if (auth) this.client.addAuthInfo('digest', Buffer.from(auth));
     this.acls = auth ? [...zookeeper.ACL.CREATOR_ALL_ACL, ...zookeeper.ACL.READ_ACL_UNSAFE] : zookeeper.ACL.OPEN_ACL_UNSAFE;
+    this.authenticated = auth !== undefined;
+    this.sharedParents = options.authGenerated === true;
     guardSocketParser(this.client, this.logger);
     const lost = new Episode(this.logger, 'ZooKeeper connection lost; the client keeps retrying');
     this.client.on('connected', () => {
@@ -121,9 +127,25 @@ export class ZkClient extends EventEmitter {
     return this.call(`create ${path}`, (cb) => this.client.create(path, data, this.acls, mode, (err, p) => cb(err, p)));
   }
 
-  /** Creates `path` and its missing parents as persistent nodes. */
-  mkdirp(path: string): Promise<string> {
-    return this.call(`mkdirp ${path}`, (cb) => this.client.mkdirp(path, null, this.acls, CreateMode.PERSISTENT, (err, p) => cb(err, p)));
+  /**
+   * Creates `path` and its missing parents as persistent nodes: this identity's (the default), or
+   * `shared` for parents other deployments may share (`/idmint`, the worker root): see `sharedAcls`.
+   */
+  mkdirp(path: string, acl: 'own' | 'shared' = 'own'): Promise<string> {
+    const acls = acl === 'shared' ? this.sharedAcls : this.acls;
+    return this.call(`mkdirp ${path}`, (cb) => this.client.mkdirp(path, null, acls, CreateMode.PERSISTENT, (err, p) => cb(err, p)));
+  }
+
+  /**
+   * The ACL of a parent other deployments may share. With credentials an operator gave
+   * (IDMINT_ZK_AUTH, one per ZooKeeper), this identity's alone, as every node. With a credential
+   * generated for one deployment, other deployments (with credentials of their own) must still
+   * create their nodes under it: anyone may read and create children, only this identity may
+   * change or delete (so no one else can delete a child: that needs DELETE on the parent).
+   */
+  private get sharedAcls(): ACL[] {
+    if (!this.authenticated || !this.sharedParents) return this.acls;
+    return [...zookeeper.ACL.CREATOR_ALL_ACL, new zookeeper.ACL(zookeeper.Permission.READ | zookeeper.Permission.CREATE, new zookeeper.Id('world', 'anyone'))];
   }
 
   getData(path: string): Promise<{ data: Buffer | undefined; stat: Stat }> {
@@ -140,6 +162,49 @@ export class ZkClient extends EventEmitter {
    */
   checkVersion(path: string, version: number): Promise<void> {
     return this.call(`check ${path}`, (cb) => this.client.transaction().check(path, version).commit((err) => cb(err, undefined)));
+  }
+
+  /**
+   * Takes a node that anyone may change (created before idmint had credentials, or by someone
+   * else) for this client's identity: only it may then write or delete it, anyone may read.
+   * Nothing to do without credentials, or when the world may only read already. False when the
+   * node is gone.
+   */
+  async secure(path: string, acl: 'own' | 'shared' = 'own'): Promise<boolean> {
+    if (!this.authenticated) return true;
+    for (;;) {
+      let found: { acls: ACL[]; stat: Stat };
+      try {
+        found = await this.call(`getACL ${path}`, (cb) => this.client.getACL(path, (err, acls, stat) => cb(err, { acls, stat })));
+      } catch (err) {
+        if (isZkError(err, ZkException.NO_NODE)) return false;
+        throw err;
+      }
+      const allowed = acl === 'shared' && this.sharedParents ? zookeeper.Permission.READ | zookeeper.Permission.CREATE : zookeeper.Permission.READ;
+      const open = found.acls.some((a) => a.id.scheme === 'world' && (a.permission & ~allowed) !== 0);
+      if (!open) return true;
+      const acls = acl === 'shared' ? this.sharedAcls : this.acls;
+      try {
+        await this.call(`setACL ${path}`, (cb) => this.client.setACL(path, acls, found.stat.aversion, (err, stat) => cb(err, stat)));
+      } catch (err) {
+        // Another process of the deployment took it first: read it again.
+        if (isZkError(err, ZkException.BAD_VERSION)) continue;
+        throw err;
+      }
+      this.logger.info({ path }, 'a world-writable idmint node in ZooKeeper now belongs to the deployment identity (IDMINT_ZK_AUTH or the generated credential)');
+      return true;
+    }
+  }
+
+  /** `secure` for a path and each of its parents below `top` (e.g. the fence root and a tag's node). */
+  async secureTree(path: string, top: string): Promise<void> {
+    const parts = path.slice(top.length).split('/').filter(Boolean);
+    let at = top;
+    await this.secure(at);
+    for (const part of parts) {
+      at = `${at}/${part}`;
+      await this.secure(at);
+    }
   }
 
   /** The node's stat, or null when it does not exist. */

@@ -1,7 +1,7 @@
 import { CachedUidGenerator } from '../../core/cached-uid.js';
 import type { Layout } from '../../core/layout.js';
 import { UID_LAYOUT } from '../../core/layout.js';
-import type { BizTag, Clock, IdSource, WorkerIdLease, WorkerIdProvider } from '../../core/ports.js';
+import { systemClock, type BizTag, type Clock, type IdSource, type WorkerIdLease, type WorkerIdProvider } from '../../core/ports.js';
 import { silentLogger, type Logger } from '../../core/logger.js';
 
 export interface UidSourceOptions {
@@ -23,7 +23,10 @@ export class UidSource implements IdSource {
   constructor(private readonly options: UidSourceOptions) {}
 
   async take(_tag: BizTag, count: number): Promise<string[]> {
-    const { generator } = await this.start();
+    const { generator, lease } = await this.start();
+    // At hand-out, not only when the ring is filled: a lease refused meanwhile (the deployment's
+    // region split recorded under this process) stops IDs already minted ahead too.
+    lease.assertIssuable((this.options.clock ?? systemClock).now());
     return generator.getUids(count).map(String);
   }
 
