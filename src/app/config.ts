@@ -183,6 +183,8 @@ export const envSchema = z.object({
   IDMINT_WORKER_ID: int(0, 4_194_303).optional(),
   /** Secret key of the obfuscated ID formats (at least 16 characters); the same on every process. Never logged. */
   IDMINT_OBFUSCATION_KEY: z.string().regex(/^[\x21-\x7e]{16,}$/, 'at least 16 printable characters without spaces').optional(),
+  /** How often a process reads the deployment record again to check it still agrees (a pushed change is read at once), milliseconds. Default 5000. */
+  IDMINT_DEPLOYMENT_CHECK_MS: int(100, 600_000).default(5000),
   /** The fence against a rewound segment counter: auto (ZooKeeper when ZK_CONNECT and DATABASE_URL are set), zookeeper, off. Default auto. */
   IDMINT_SEGMENT_FENCE: z.enum(['auto', 'zookeeper', 'off']).default('auto'),
   /** Where Snowflake worker ids come from: auto (ZooKeeper if ZK_CONNECT, else Postgres if DATABASE_URL, else the file), zookeeper, postgres, redis, file. Default auto. */

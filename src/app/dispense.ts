@@ -2,7 +2,7 @@ import { hostname } from 'node:os';
 import type { Registry } from 'prom-client';
 import { SHARDED_LAYOUT } from '../core/sharded.js';
 import type { Logger } from '../core/logger.js';
-import type { BizStore } from '../core/ports.js';
+import type { BizStore, ChangeFeed } from '../core/ports.js';
 import { Dispenser, type PoolSources } from '../dispenser/dispenser.js';
 import type { DispenserMetrics } from '../dispenser/metrics.js';
 import { LocalBlockBuffer } from '../dispenser/sources/local-buffer.js';
@@ -20,15 +20,16 @@ import type { RedisPools } from './pools.js';
 import { fileClock } from './test-clock.js';
 import { createSnowflakeSourceFromConfig } from './worker-id.js';
 import { DEFAULT_REDIS_POOL } from '../core/pool-kind.js';
-import { checkObfuscationKey, TagFormats } from './formats.js';
-import { PostgresSettings } from '../store/settings.js';
+import { TagFormats } from './formats.js';
+import type { Deployment } from './deployment.js';
+import { GuardedWorkerIdProvider } from '../worker-id/guarded-provider.js';
 
 export interface DispenserParts {
   dispenser: Dispenser;
   memory: MemoryPool;
   snowflake: SnowflakeSource;
-  /** Why this process refuses obfuscated tags (its key differs from the deployment's), for /readyz. */
-  keyMismatch: string | undefined;
+  /** This process's obfuscation key fingerprint, stamped on the obfuscated tags it creates. */
+  keyFingerprint: string | undefined;
 }
 
 /**
@@ -38,24 +39,33 @@ export interface DispenserParts {
  */
 export async function buildDispenser(
   config: Config,
-  deps: { db: Database; store: BizStore; redis: RedisPools | undefined; metrics: DispenserMetrics; registry: Registry; logger: Logger; closers: Closers },
+  deps: { db: Database; store: BizStore; redis: RedisPools | undefined; deployment: Deployment; changes?: ChangeFeed; metrics: DispenserMetrics; registry: Registry; logger: Logger; closers: Closers },
 ): Promise<DispenserParts> {
   const { db, store, redis, metrics, logger, closers } = deps;
-  const keyMismatch = await checkObfuscationKey(config.IDMINT_OBFUSCATION_KEY, new PostgresSettings(db), logger);
+  const { watch, zk } = deps.deployment;
   const memory = new MemoryPool({ allocator: store, logger });
   closers.add('memory pool', () => memory.close());
   const counter = redis && config.IDMINT_LOCAL_BUFFER > 0 ? new LocalBlockBuffer(redis.counter, config.IDMINT_LOCAL_BUFFER) : redis?.counter;
   const pools: PoolSources = { memory, ...(redis && counter ? { 'redis-list': redis.list, 'redis-counter': counter } : {}) };
   const clock = config.IDMINT_TEST_CLOCK_FILE ? fileClock(config.IDMINT_TEST_CLOCK_FILE) : undefined;
-  const snowflake = await createSnowflakeSourceFromConfig(config, { logger, db, ...(redis ? { redis: redis.connection.patient } : {}), ...(clock ? { clock } : {}) });
+  const snowflake = await createSnowflakeSourceFromConfig(config, {
+    logger,
+    db,
+    ...(zk ? { zk } : {}),
+    guard: () => watch.refusal('snowflake'),
+    ...(redis ? { redis: redis.connection.patient } : {}),
+    ...(clock ? { clock } : {}),
+  });
   closers.add('snowflake', () => snowflake.close());
   const segment = segmentSource(store, { logger });
   closers.add('segment rung', () => segment.close());
   // uid-generator's worker node per start, in this region's part of the worker ids when there are several.
   const uidNodes = new PostgresWorkerIdProvider({ db, host: hostname(), port: `${config.IDMINT_PORT}-${process.pid}`, logger });
   const region = regionOf(config);
-  const uid = new UidSource({ provider: region ? new RegionalWorkerIdProvider(uidNodes, region) : uidNodes, logger });
+  const regional = region ? new RegionalWorkerIdProvider(uidNodes, region) : uidNodes;
+  const uid = new UidSource({ provider: new GuardedWorkerIdProvider(regional, () => watch.refusal('uid')), logger });
   closers.add('uid', () => uid.close());
+  const formats = new TagFormats(config.IDMINT_OBFUSCATION_KEY, () => watch.refusal('obfuscated'));
   const dispenser = new Dispenser({
     store,
     pools,
@@ -65,7 +75,7 @@ export async function buildDispenser(
     snowflake,
     uid,
     maxCount: config.IDMINT_MAX_COUNT,
-    formats: new TagFormats(config.IDMINT_OBFUSCATION_KEY, keyMismatch),
+    formats,
     maxBlockCount: config.IDMINT_MAX_BLOCK_COUNT,
     maxIdsInFlight: config.IDMINT_MAX_IDS_IN_FLIGHT,
     poolWaitMs: config.IDMINT_POOL_WAIT_MS,
@@ -74,8 +84,14 @@ export async function buildDispenser(
     logger,
   });
   metrics.depthSource = () => memory.depths();
+  // A tag changed anywhere is reloaded at its next request (its range narrowed: buffers dropped).
+  const unsubscribe = deps.changes?.subscribe({
+    change: (c) => c.table === 'idmint_biz' && c.bizTag !== undefined && dispenser.invalidate(c.bizTag),
+    reset: () => dispenser.invalidateAll(),
+  });
+  if (unsubscribe) closers.add('tag changes', async () => unsubscribe());
   keepTagListLoaded(dispenser, logger, closers);
-  return { dispenser, memory, snowflake, keyMismatch };
+  return { dispenser, memory, snowflake, keyFingerprint: formats.keyFingerprint };
 }
 
 /** How often a serving process lists every tag into its tag cache. */

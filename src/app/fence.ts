@@ -4,6 +4,7 @@ import { fenceStore, raiseCountersToFences, type SegmentFence } from '../fence/f
 import type { PostgresBizStore } from '../store/biz-store.js';
 import type { PgIdentity } from '../store/pg.js';
 import type { Closers } from './closers.js';
+import type { ZkCredential } from '../zookeeper/digest.js';
 import { regionOf, type Config } from './config.js';
 
 /** Whether this process fences its segments: Postgres (which can fail over) and ZooKeeper to hold the marks. */
@@ -36,10 +37,15 @@ export interface FencedStore {
  * segment is handed out unless it starts above every segment handed out before, as recorded
  * outside Postgres. Loaded only by processes that use it.
  */
-export async function openFencedStore(config: Config, store: PostgresBizStore, deps: { metrics: DispenserMetrics; logger: Logger; closers: Closers }): Promise<FencedStore> {
+export async function openFencedStore(
+  config: Config,
+  store: PostgresBizStore,
+  deps: { metrics: DispenserMetrics; logger: Logger; closers: Closers; zk: ZkCredential | undefined; root: string },
+): Promise<FencedStore> {
   const { ZookeeperFence } = await import('../fence/zookeeper-fence.js');
   const log = deps.logger.child({ component: 'segment-fence' });
-  const fence = new ZookeeperFence({ connect: config.ZK_CONNECT!, root: fenceRoot(config), ...(config.IDMINT_ZK_AUTH ? { auth: config.IDMINT_ZK_AUTH } : {}), logger: deps.logger });
+  // The deployment's credential: the marks are the deployment's identity's alone (never world-writable).
+  const fence = new ZookeeperFence({ connect: config.ZK_CONNECT!, root: deps.root, ...(deps.zk ? { auth: deps.zk.auth, authGenerated: deps.zk.generated } : {}), logger: deps.logger });
   deps.closers.add('segment fence', () => fence.close());
   const fenced = fenceStore(store, fence, { logger: deps.logger, onRewind: (bizTag) => deps.metrics.rewinds.inc({ biz_tag: bizTag }) });
   const onFailover = (from: PgIdentity, to: PgIdentity): void => {
@@ -52,6 +58,6 @@ export async function openFencedStore(config: Config, store: PostgresBizStore, d
       (err: unknown) => log.warn({ err: (err as Error).message }, 'checking the tags against their fences after a failover failed; each allocation still checks its own'),
     );
   };
-  log.info({ connect: config.ZK_CONNECT, root: fenceRoot(config) }, 'segments are fenced in ZooKeeper: a Postgres failover that loses commits cannot repeat them');
+  log.info({ connect: config.ZK_CONNECT, root: deps.root }, 'segments are fenced in ZooKeeper: a Postgres failover that loses commits cannot repeat them');
   return { store: fenced, onFailover, fence };
 }

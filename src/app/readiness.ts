@@ -14,12 +14,11 @@ export interface ReadinessSources {
   redis: RedisPools | undefined;
   /** The process's Snowflake generator; absent where no IDs are handed out (the refill role alone). */
   snowflake: SnowflakeSource | undefined;
-  keyMismatch: string | undefined;
+  /** Differences from the deployment record (src/deployment/watch.ts): absent when the process agrees. */
+  deployment: () => { ok: boolean; message: string; hint: string } | undefined;
   refillState: RoleState;
   responderState: RoleState;
 }
-
-const KEY_HINT = 'IDMINT_OBFUSCATION_KEY differs from the key recorded for this deployment: obfuscated tags are refused here';
 
 /**
  * The readiness rule (README "Health"; docs/reliability.md): `ready` when every configured server
@@ -48,7 +47,8 @@ export function readinessOf(sources: ReadinessSources): () => Promise<ReadinessR
       const server = snowflake.lease.health?.();
       if (server) checks[snowflake.lease.provider] = server;
     }
-    if (sources.keyMismatch) checks.formats = { ok: false, message: sources.keyMismatch, hint: KEY_HINT };
+    const deployment = sources.deployment();
+    if (deployment) checks.deployment = deployment;
     const responder = sources.responderState();
     if (responder !== 'off') checks.kafka = responder === 'running' ? { ok: true } : { ok: false, message: 'the Kafka responder has not joined its group yet' };
     const refill = sources.refillState();

@@ -19,12 +19,16 @@ import { buildApiServer } from './roles/api.js';
 import { startInBackground } from './background.js';
 import { prepareDataDir } from './data-dir.js';
 import { checkCredentials } from './preflight.js';
-import { fenceWanted, openFencedStore } from './fence.js';
+import { openFencedStore } from './fence.js';
 import type { PgIdentity } from '../store/pg.js';
 import { openDashboardHistory } from './dashboard.js';
 import { kafkaPoolPoints } from '../dashboard/pools.js';
 import type { PoolPoint } from '../dashboard/store.js';
 import { DEFAULT_REDIS_POOL } from '../core/pool-kind.js';
+import { openDeployment } from './deployment.js';
+import { openChangeFeed } from '../store/change-feed.js';
+import { guardAllocation } from '../deployment/guards.js';
+import { advertisedAddress } from './worker-id.js';
 
 export type Role = 'api' | 'refill' | 'responder';
 
@@ -79,18 +83,23 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     const db = await openDatabase(config, logger, closers, dataDir, { onFailover: (from, to) => onFailover?.(from, to) });
     const registry = new Registry();
     const metrics = new DispenserMetrics(registry, { defaultMetrics: true });
+    // Changes made anywhere in the deployment reach this process's caches in ~100 ms.
+    const changes = await openChangeFeed(db, { logger });
+    closers.add('change feed', () => changes.close());
+    // What uniqueness depends on is the deployment's, not this process's: held to the record.
+    const deployment = await openDeployment(config, db, { serving, roles: [...roles], address: advertisedAddress(config), changes, registry, logger, closers });
     let base = new PostgresBizStore(db, { logger });
-    if (fenceWanted(config)) {
-      const fenced = await openFencedStore(config, base, { metrics, logger, closers });
+    if (deployment.fenceRoot !== undefined) {
+      const fenced = await openFencedStore(config, base, { metrics, logger, closers, zk: deployment.zk, root: deployment.fenceRoot });
       base = fenced.store;
       onFailover = fenced.onFailover;
     }
-    const store = instrumentStore(base, metrics);
+    const store = instrumentStore(guardAllocation(base, () => deployment.watch.refusal('segments')), metrics);
     // Redis, BullMQ and KafkaJS are loaded only by processes configured to use them: the embedded
     // default and a Postgres-only api start without them (half a second and ~55 MB less here).
     const pools = usesRedis(config) ? await import('./pools.js') : undefined;
     const redis = pools?.openRedisPools(config, { logger, registry, closers });
-    const parts = serving ? await buildDispenser(config, { db, store, redis, metrics, registry, logger, closers }) : undefined;
+    const parts = serving ? await buildDispenser(config, { db, store, redis, deployment, changes, metrics, registry, logger, closers }) : undefined;
     if (parts) watchExhaustion({ registry, metrics, store, warnDays: config.IDMINT_EXHAUSTION_WARN_DAYS, logger, regions: regionOf(config)?.regions ?? 1 });
     if (options.seedDemoTag !== false && !config.DATABASE_URL) await seedDemoTag(store, log);
 
@@ -102,7 +111,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       const kafkaSink = pools.openKafkaPoolSink(config, { logger, registry, closers });
       if (kafkaSink) kafkaPools = () => kafkaPoolPoints({ store, sink: kafkaSink, meta: redis.statsMeta, autoKind: DEFAULT_REDIS_POOL });
       const { startRefillRole } = await import('./roles/refill.js');
-      const refill = startInBackground('the refill worker', () => startRefillRole({ config, store, redis, kafkaSink, refillLog: history.store, logger, registry }), {
+      const refill = startInBackground('the refill worker', () => startRefillRole({ config, store, redis, kafkaSink, refillLog: history.store, logger, registry, deployment: deployment.watch }), {
         logger: log,
         onStarted: (role) => {
           log.info({ queue: config.IDMINT_REFILL_QUEUE, sweepEveryMs: config.IDMINT_REFILL_EVERY_MS }, 'refill worker ready');
@@ -131,7 +140,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       }
     }
 
-    const app = await buildApiServer({ config, db, store, parts, redis, refillState, responderState, registry, metrics, logger, api: roles.has('api'), roles: [...roles], dashboard: { history, kafkaPools } });
+    const app = await buildApiServer({ config, db, store, parts, redis, deployment, changes, refillState, responderState, registry, metrics, logger, api: roles.has('api'), roles: [...roles], dashboard: { history, kafkaPools } });
     closers.add('http', () => app.close());
     const url = await listen(app, config.IDMINT_HOST, config.IDMINT_PORT);
     return { app, dispenser: parts?.dispenser, store, registry, url, roles, close: () => closers.closeAll() };

@@ -1,7 +1,8 @@
 import { hostname, networkInterfaces } from 'node:os';
 import type { Redis } from 'ioredis';
 import { IdmintError } from '../core/errors.js';
-import { usesRedis, zkAuth } from './connections.js';
+import { usesRedis } from './connections.js';
+import type { ZkCredential } from '../zookeeper/digest.js';
 import { silentLogger, type Logger } from '../core/logger.js';
 import { systemClock, type Clock, type WorkerIdProvider } from '../core/ports.js';
 import { createSnowflakeSource, type SnowflakeSource, type SnowflakeSourceOptions } from '../dispenser/sources/snowflake.js';
@@ -11,6 +12,7 @@ import { PostgresWorkerIdProvider } from '../worker-id/postgres-provider.js';
 import { RedisWorkerIdProvider } from '../worker-id/redis-provider.js';
 import { StaticWorkerIdProvider } from '../worker-id/static-provider.js';
 import { RegionalWorkerIdProvider } from '../worker-id/regional-provider.js';
+import { GuardedWorkerIdProvider } from '../worker-id/guarded-provider.js';
 import { regionOf, type Config } from './config.js';
 
 export type WorkerIdConfig = Pick<
@@ -25,6 +27,8 @@ export interface WorkerIdDeps {
   db?: SqlClient;
   /** The process's Redis client, for the Redis provider. */
   redis?: Redis;
+  /** The deployment's ZooKeeper credential (src/app/deployment.ts); default IDMINT_ZK_AUTH. */
+  zk?: ZkCredential;
 }
 
 /**
@@ -42,21 +46,52 @@ export async function workerIdProviderFromConfig(config: WorkerIdConfig, deps: W
   return region ? new RegionalWorkerIdProvider(inner, region) : inner;
 }
 
+/** Where this deployment's ZooKeeper worker nodes live (Leaf's layout: `<root>/forever/<ip:port>-<seq>`). */
+export const ZK_WORKER_ROOT = '/idmint/snowflake';
+
+type ProviderKind = 'zookeeper' | 'postgres' | 'redis' | 'file';
+
+function providerKind(config: WorkerIdConfig, database: boolean): ProviderKind {
+  const wanted = config.IDMINT_WORKER_ID_PROVIDER;
+  return wanted !== 'auto' ? wanted : config.ZK_CONNECT !== undefined ? 'zookeeper' : config.DATABASE_URL !== undefined && database ? 'postgres' : 'file';
+}
+
+/**
+ * The registry this process would number its Snowflake worker from, as the deployment record
+ * holds it (`zookeeper /idmint/snowflake`, `postgres`, `redis <prefix>`, `file`, `static`): two
+ * registries number workers independently, so every process of a deployment must use one.
+ */
+export function workerIdRegistryOf(config: WorkerIdConfig, { database }: { database: boolean }): string {
+  if (config.IDMINT_WORKER_ID !== undefined) return 'static';
+  const kind = providerKind(config, database);
+  if (kind === 'zookeeper') return `zookeeper ${ZK_WORKER_ROOT}`;
+  if (kind === 'redis') return `redis ${config.IDMINT_POOL_KEY_PREFIX}idmint:`;
+  return kind;
+}
+
 /** The provider inside the region (or the only one): it numbers this region's workers. */
 async function localProvider(config: WorkerIdConfig, deps: WorkerIdDeps): Promise<WorkerIdProvider> {
   const logger = deps.logger ?? silentLogger;
   const clock = deps.clock ?? systemClock;
   const dataDir = config.IDMINT_DATA_DIR;
   if (config.IDMINT_WORKER_ID !== undefined) return new StaticWorkerIdProvider(config.IDMINT_WORKER_ID, { dataDir, logger, clock });
-  const wanted = config.IDMINT_WORKER_ID_PROVIDER;
-  const kind = wanted !== 'auto' ? wanted : config.ZK_CONNECT !== undefined ? 'zookeeper' : config.DATABASE_URL !== undefined && deps.db ? 'postgres' : 'file';
+  const kind = providerKind(config, deps.db !== undefined);
   const missing = (what: string) => new IdmintError('BAD_REQUEST', `IDMINT_WORKER_ID_PROVIDER=${kind} needs ${what}`);
   switch (kind) {
     case 'zookeeper': {
       if (config.ZK_CONNECT === undefined) throw missing('ZK_CONNECT');
       // The ZooKeeper client is loaded only by processes that register there.
       const { ZooKeeperWorkerIdProvider } = await import('../worker-id/zookeeper-provider.js');
-      return new ZooKeeperWorkerIdProvider({ connect: config.ZK_CONNECT, address: stableAddress(config), dataDir, logger, clock, ...zkAuth(config) });
+      const zk = deps.zk ?? (config.IDMINT_ZK_AUTH ? { auth: config.IDMINT_ZK_AUTH, generated: false } : undefined);
+      return new ZooKeeperWorkerIdProvider({
+        connect: config.ZK_CONNECT,
+        root: ZK_WORKER_ROOT,
+        address: stableAddress(config),
+        dataDir,
+        logger,
+        clock,
+        ...(zk ? { auth: zk.auth, authGenerated: zk.generated } : {}),
+      });
     }
     case 'postgres':
       if (config.DATABASE_URL === undefined || !deps.db) throw missing('DATABASE_URL');
@@ -69,11 +104,23 @@ async function localProvider(config: WorkerIdConfig, deps: WorkerIdDeps): Promis
   }
 }
 
-/** A Snowflake source whose worker id comes from the provider the config names. */
-export async function createSnowflakeSourceFromConfig(config: WorkerIdConfig, options: Omit<SnowflakeSourceOptions, 'provider'> & WorkerIdDeps = {}): Promise<SnowflakeSource> {
-  const { db, redis, ...rest } = options;
-  const provider = await workerIdProviderFromConfig(config, { ...(rest.logger ? { logger: rest.logger } : {}), ...(rest.clock ? { clock: rest.clock } : {}), ...(db ? { db } : {}), ...(redis ? { redis } : {}) });
-  return createSnowflakeSource({ ...rest, provider });
+/**
+ * A Snowflake source whose worker id comes from the provider the config names; with `guard`, it
+ * issues nothing while the guard names a reason (the deployment record disagrees).
+ */
+export async function createSnowflakeSourceFromConfig(
+  config: WorkerIdConfig,
+  options: Omit<SnowflakeSourceOptions, 'provider'> & WorkerIdDeps & { guard?: () => string | undefined } = {},
+): Promise<SnowflakeSource> {
+  const { db, redis, zk, guard, ...rest } = options;
+  const provider = await workerIdProviderFromConfig(config, {
+    ...(rest.logger ? { logger: rest.logger } : {}),
+    ...(rest.clock ? { clock: rest.clock } : {}),
+    ...(db ? { db } : {}),
+    ...(redis ? { redis } : {}),
+    ...(zk ? { zk } : {}),
+  });
+  return createSnowflakeSource({ ...rest, provider: guard ? new GuardedWorkerIdProvider(provider, guard) : provider });
 }
 
 /** ip:port is the process's identity in ZooKeeper and Redis: a random port would register anew each start. */

@@ -4,7 +4,7 @@ import { BadRequestError, IdmintError } from '../core/errors.js';
 import { call, targetFrom } from './http-client.js';
 import { hasCounter, MAX_SHARDS } from '../core/ports.js';
 import type { RegionsReport } from '../regions/report.js';
-import { checkRegionPair } from '../regions/sync.js';
+import { checkKeyAcrossRegions, checkRegionPair } from '../regions/sync.js';
 
 const print = (value: unknown): void => void process.stdout.write(`${typeof value === 'string' ? value : JSON.stringify(value, null, 2)}\n`);
 
@@ -79,6 +79,7 @@ export function registerClientCommands(program: Command): void {
       // Every region a region of one split, each its own number; a tag region 0 had before the split starts above its floor everywhere.
       const reports = await Promise.all(o.regions.split(',').map((url) => url.trim()).filter(Boolean).map(async (url) => ({ url, report: await call<RegionsReport>(targetFrom({ ...o, url }), 'GET', '/v1/regions') })));
       for (const [i, a] of reports.entries()) for (const b of reports.slice(i + 1)) checkRegionPair(a.report, b.report, { from: a.url, here: b.url });
+      checkKeyAcrossRegions(String(body.format ?? 'decimal'), reports);
       const floor = Math.max(0, ...reports.map((r) => Number(r.report.floors[bizTag] ?? 0)));
       if (floor > 0 && (body.mode === undefined || hasCounter(String(body.mode)))) body.startAfter = Math.max(Number(body.startAfter ?? 0), floor);
     }

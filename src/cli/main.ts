@@ -6,6 +6,7 @@ import { registerServeCommand } from './serve.js';
 import { registerKafkaCommands } from './kafka.js';
 import { registerImportCommands } from './import.js';
 import { registerRegionsCommands } from './regions.js';
+import { registerDeploymentCommands } from './deployment.js';
 
 /**
  * The `idmint` command. Each subcommand lives in its own module under src/cli/ and registers
@@ -26,6 +27,7 @@ export function buildProgram(options: { exitOverride?: boolean; write?: (text: s
   registerKafkaCommands(program);
   registerImportCommands(program);
   registerRegionsCommands(program);
+  registerDeploymentCommands(program);
   return program;
 }
 

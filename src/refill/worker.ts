@@ -55,6 +55,8 @@ export class RefillWorker {
   private readonly connection: RedisHandle;
   private readonly log: Logger;
   private closing: Promise<void> | undefined;
+  /** Paused on purpose (`pause`): the watchdog leaves it so. */
+  private held = false;
   private readonly watchdog: NodeJS.Timeout;
 
   constructor(options: RefillWorkerOptions) {
@@ -109,7 +111,7 @@ export class RefillWorker {
     // Only for its job counts: a Queue on the same client opens no connection of its own.
     this.counts = new Queue(s.name, { connection: client, prefix: s.prefix });
     this.watchdog = setInterval(() => {
-      if (this.closing || this.bull.isPaused()) return;
+      if (this.closing || this.held || this.bull.isPaused()) return;
       // BullMQ's loop can end on a connection error and stay stopped after Redis comes back
       // (taskforcesh/bullmq#648, #2466): pools would then never be refilled. Start it again.
       if (!this.bull.isRunning()) {
@@ -154,6 +156,26 @@ export class RefillWorker {
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  /**
+   * Takes no new job until `resume` (a job under way finishes): this process may not refill now.
+   * Idempotent; `reason` is logged once.
+   */
+  pause(reason: string): void {
+    if (this.held || this.closing) return;
+    this.held = true;
+    this.log.warn({ reason }, 'the refill worker takes no job while this process may not allocate segments; other refill workers fill the pools');
+    this.bull.pause(true).catch((err: Error) => this.log.debug({ err: err.message }, 'pausing the refill worker failed'));
+  }
+
+  /** Takes jobs again after `pause`. Idempotent. */
+  resume(): void {
+    if (!this.held || this.closing) return;
+    this.held = false;
+    this.bull.resume();
+    this.lastProgress = Date.now();
+    this.log.info('the refill worker takes jobs again');
   }
 
   /** The BullMQ worker taking jobs now (the watchdog replaces a stuck one). */

@@ -44,15 +44,37 @@ export function checkRegionPair(from: RegionsReport, here: RegionsReport, urls: 
   }
 }
 
+/**
+ * Whether an obfuscated tag may exist in every one of these regions: only when each has recorded
+ * the same key fingerprint. Two keys permute the regions' disjoint raw IDs into overlapping
+ * images, and a region with no recorded key cannot show it has the same one. Throws saying why.
+ */
+export function checkKeyAcrossRegions(format: string, reports: ReadonlyArray<{ url: string; report: RegionsReport }>): void {
+  if (!format.startsWith('obfuscated')) return;
+  const missing = reports.filter((r) => r.report.obfuscationKeyFingerprint === undefined);
+  if (missing.length > 0) {
+    throw new IdmintError('BAD_REQUEST', `${missing.map((r) => r.url).join(', ')} recorded no IDMINT_OBFUSCATION_KEY: an obfuscated tag needs the same key in every region (start a process there with the deployment's key first)`);
+  }
+  const prints = new Set(reports.map((r) => r.report.obfuscationKeyFingerprint));
+  if (prints.size > 1) {
+    throw new IdmintError('BAD_REQUEST', `the regions have different IDMINT_OBFUSCATION_KEYs (${reports.map((r) => `${r.url}: ${r.report.obfuscationKeyFingerprint!.slice(0, 8)}…`).join(', ')}): an obfuscated tag would repeat IDs across them; give every region the same key`);
+  }
+}
+
 /** What to do for each tag of the source. Tags only here are left alone. */
 export function planSync(source: readonly TagDef[], here: readonly TagDef[], from: RegionsReport, hereReport: RegionsReport): SyncStep[] {
   const mine = new Map(here.map((t) => [t.bizTag, t]));
-  const keysDiffer = from.obfuscationKeyFingerprint !== undefined && hereReport.obfuscationKeyFingerprint !== undefined && from.obfuscationKeyFingerprint !== hereReport.obfuscationKeyFingerprint;
+  // Unrecorded on either side counts as different: the same key cannot be shown.
+  const keysDiffer = from.obfuscationKeyFingerprint === undefined || hereReport.obfuscationKeyFingerprint === undefined || from.obfuscationKeyFingerprint !== hereReport.obfuscationKeyFingerprint;
   return source.map((tag): SyncStep => {
     const floor = hasCounter(tag.mode) ? Number(from.floors[tag.bizTag] ?? 0) : 0;
     const startAfter = floor > 0 ? { startAfter: floor } : {};
     if (keysDiffer && tag.format.startsWith('obfuscated')) {
-      return { bizTag: tag.bizTag, action: 'conflict', reason: 'the two regions have different IDMINT_OBFUSCATION_KEYs (their recorded fingerprints differ): an obfuscated tag would repeat IDs' };
+      return {
+        bizTag: tag.bizTag,
+        action: 'conflict',
+        reason: 'the two regions have different IDMINT_OBFUSCATION_KEYs (their recorded fingerprints differ, or one recorded none): an obfuscated tag would repeat IDs',
+      };
     }
     const ours = mine.get(tag.bizTag);
     if (!ours) {

@@ -82,9 +82,9 @@ describe('IDMINT_OBFUSCATION_KEY differs between processes of one deployment', (
     expect(response.status).toBe(200);
     const report = (await response.json()) as { status: string; checks: Record<string, { ok: boolean; message?: string }> };
     expect(report.status).toBe('degraded');
-    expect(report.checks.formats).toMatchObject({ ok: false });
-    expect(report.checks.formats?.message).toContain('IDMINT_OBFUSCATION_KEY');
-    const lines = mismatched.output().split('\n').filter((l) => l.includes('differs from the key recorded') && l.includes('"level":50'));
+    expect(report.checks.deployment).toMatchObject({ ok: false });
+    expect(report.checks.deployment?.message).toContain('obfuscation-key-fingerprint differs (check IDMINT_OBFUSCATION_KEY)');
+    const lines = mismatched.output().split('\n').filter((l) => l.includes('the obfuscation key differs') && l.includes('"level":50'));
     expect(lines).toHaveLength(1);
     // Probes repeat every few seconds: the failing check is logged once, not per probe.
     for (let i = 0; i < 3; i++) await fetch(`${mismatched.url}/readyz`);
@@ -93,7 +93,7 @@ describe('IDMINT_OBFUSCATION_KEY differs between processes of one deployment', (
     // The key itself is never written anywhere.
     for (const server of servers) expect(server.output()).not.toContain(KEY_TWO);
     expect(mismatched.output()).not.toContain(KEY_ONE);
-    expect(((await (await fetch(`${first.url}/readyz`)).json()) as { checks: Record<string, unknown> }).checks.formats).toBeUndefined();
+    expect(((await (await fetch(`${first.url}/readyz`)).json()) as { checks: Record<string, unknown> }).checks.deployment).toBeUndefined();
   });
 
   it('two processes with the recorded key serve the obfuscated tag side by side: zero duplicates', async () => {

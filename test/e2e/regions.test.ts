@@ -8,7 +8,7 @@ import { LEAF_LAYOUT } from '../../src/core/layout.js';
 import { regionalWorkerIds } from '../../src/core/region.js';
 import { idmint } from '../support/cli.js';
 import { testKafka } from '../support/kafka.js';
-import { sleep } from '../support/poll.js';
+import { sleep, until } from '../support/poll.js';
 import { startPrivateServer, type PrivateServer } from '../support/servers.js';
 import { spawnServer, type SpawnedServer } from '../support/spawn.js';
 import { expectDisjoint, expectNoDuplicates } from '../support/unique.js';
@@ -265,11 +265,16 @@ describe('two regions side by side (IDMINT_REGIONS=2)', () => {
     const dry = await idmint(['regions', 'plan', ...flags]);
     expect(dry.code, dry.out).toBe(0);
     expect(dry.out).toMatch(/orders: create, next ID above \d+/);
+    // From the apply until its restart, the old process's worker id is full-width while the
+    // database is a region: it refuses Snowflake and uid IDs (its segments follow the counters' split).
+    restarting = true;
     const applied = await idmint(['regions', 'apply', ...flags]);
     expect(applied.code, applied.out).toBe(0);
     expect(applied.out).toMatch(/region 0: recorded, floors taken/);
-    // Region 0's processes restart with the settings (the old one would be refused now), then region 1 starts.
-    restarting = true;
+    await until('the old process to refuse Snowflake IDs', async () => (await fetch(`${single.url}/v1/ids/flakes?count=1`)).status === 503, { timeoutMs: 10_000 });
+    expect(await (await fetch(`${single.url}/v1/ids/uids?count=1`)).text()).toMatch(/IDMINT_REGIONS/);
+    expect((await fetch(`${single.url}/v1/ids/orders?count=1`)).status).toBe(200);
+    // Region 0's processes restart with the settings, then region 1 starts.
     await single.stop('SIGTERM');
     const zero = await spawnServer({ ...env0, IDMINT_REGIONS: '2', IDMINT_REGION: '0', IDMINT_REGION_STRIPE: String(STRIPE), IDMINT_PORT: new URL(single.url).port });
     servers.push(zero);

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Registry } from 'prom-client';
 import { UID_LAYOUT } from '../../core/layout.js';
 import type { Logger } from '../../core/logger.js';
-import type { BizStore } from '../../core/ports.js';
+import type { BizStore, ChangeFeed } from '../../core/ports.js';
 import { makeDecoder } from '../../core/decode.js';
 import type { DispenserMetrics } from '../../dispenser/metrics.js';
 import { buildHttpServer, buildOpsServer } from '../../http/server.js';
@@ -22,6 +22,7 @@ import { fromPoolStats } from '../../dashboard/pools.js';
 import type { PoolPoint } from '../../dashboard/store.js';
 import { regionsReport, regionsRoute } from '../../regions/report.js';
 import { KEY_FINGERPRINT_SETTING } from '../formats.js';
+import type { Deployment } from '../deployment.js';
 
 export interface ApiRoleOptions {
   config: Config;
@@ -32,6 +33,10 @@ export interface ApiRoleOptions {
   /** The dispenser and its generators; absent in a process that hands out no IDs (the refill role alone). */
   parts: DispenserParts | undefined;
   redis: RedisPools | undefined;
+  /** The deployment record this process is held to (its differences reach /readyz). */
+  deployment: Deployment;
+  /** Changes made anywhere in the deployment (tag tokens are dropped from the gate at once). */
+  changes?: ChangeFeed;
   /** Whether the refill role runs here (for /v1/stats and /readyz), and whether the Kafka responder has started (for /readyz). */
   refillState: () => 'running' | 'starting' | 'off';
   responderState: () => 'running' | 'starting' | 'off';
@@ -52,7 +57,7 @@ export async function buildApiServer(options: ApiRoleOptions): Promise<FastifyIn
     dbServer: 'server' in db ? (db as PgDatabase).server : undefined,
     redis,
     snowflake: parts?.snowflake,
-    keyMismatch: parts?.keyMismatch,
+    deployment: () => options.deployment.watch.health(),
     refillState: options.refillState,
     responderState: options.responderState,
   });
@@ -93,6 +98,8 @@ export async function buildApiServer(options: ApiRoleOptions): Promise<FastifyIn
     readiness,
     limits: connectionLimits(config),
     tokens: new PostgresTagTokenStore(db),
+    keyFingerprint: parts.keyFingerprint,
+    ...(options.changes ? { changes: options.changes } : {}),
     rateLimits: { perClient: config.IDMINT_RATE_LIMIT_CLIENT, perTag: config.IDMINT_RATE_LIMIT_TAG, windowMs: config.IDMINT_RATE_LIMIT_WINDOW_MS },
     status: { depths: () => options.metrics.depthSource?.() ?? [], history: () => options.metrics.history.snapshot() },
     extensions: [

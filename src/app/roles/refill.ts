@@ -12,6 +12,7 @@ import { KafkaPoolWatch } from '../../pool/kafka/watch.js';
 import { recordingRefills } from '../../dashboard/refill-log.js';
 import type { DashboardStore } from '../../dashboard/store.js';
 import { PROCESS_ID } from '../dashboard.js';
+import type { DeploymentWatch } from '../../deployment/watch.js';
 
 export interface RefillRoleOptions {
   config: Config;
@@ -23,6 +24,8 @@ export interface RefillRoleOptions {
   refillLog?: DashboardStore | undefined;
   logger: Logger;
   registry?: Registry;
+  /** The deployment record: while this process may not allocate segments, it takes no refill job. */
+  deployment?: Pick<DeploymentWatch, 'refusal' | 'onChange'>;
 }
 
 export interface RefillRole {
@@ -90,7 +93,16 @@ export async function startRefillRole(options: RefillRoleOptions): Promise<Refil
       })
     : undefined;
   watch?.start();
+  // A process that differs from the deployment's fence takes no job: another worker fills the pools.
+  const holdJobs = (): void => {
+    const reason = options.deployment?.refusal('segments');
+    if (reason !== undefined) worker.pause(reason);
+    else worker.resume();
+  };
+  const stopHolding = options.deployment?.onChange(holdJobs);
+  holdJobs();
   const close = async (): Promise<void> => {
+    stopHolding?.();
     clearInterval(reassert);
     await watch?.close();
     await worker.close();

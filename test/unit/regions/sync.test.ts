@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { RegionsReport } from '../../../src/regions/report.js';
-import { checkRegionPair, planSync, type TagDef } from '../../../src/regions/sync.js';
+import { checkKeyAcrossRegions, checkRegionPair, planSync, type TagDef } from '../../../src/regions/sync.js';
 
 const tag = (bizTag: string, over: Partial<TagDef> = {}): TagDef => ({ bizTag, mode: 'segment', step: 1000, maxLimit: null, shards: 1, fallback: 'snowflake', pool: 'auto', format: 'decimal', description: '', ...over });
 const region = (r: number, over: Partial<RegionsReport> = {}): RegionsReport => ({ regions: 2, region: r, stripe: 1_000_000, floors: {}, ...over });
@@ -25,7 +25,7 @@ describe('biz sync', () => {
       tag('flakes', { mode: 'snowflake' }),
     ];
     const here = [tag('same'), tag('changed'), tag('other-mode'), tag('obf', { format: 'obfuscated', maxLimit: 2000 }), tag('mine-only')];
-    const steps = planSync(source, here, region(0, { floors: { floored: '4200', flakes: '99' } }), region(1));
+    const steps = planSync(source, here, region(0, { floors: { floored: '4200', flakes: '99' }, obfuscationKeyFingerprint: 'aa' }), region(1, { obfuscationKeyFingerprint: 'aa' }));
     expect(steps).toEqual([
       { bizTag: 'new', action: 'create', body: { bizTag: 'new', mode: 'segment', step: 1000, maxLimit: null, shards: 1, fallback: 'snowflake', pool: 'auto', format: 'decimal', description: '' } },
       { bizTag: 'floored', action: 'create', body: expect.objectContaining({ bizTag: 'floored', step: 500, startAfter: 4200 }) },
@@ -42,5 +42,16 @@ describe('biz sync', () => {
     expect(planSync([tag('t')], [tag('t')], region(0, { floors: { t: '10' } }), region(1))).toEqual([{ bizTag: 't', action: 'update', patch: { startAfter: 10 }, changes: [] }]);
     const keys = planSync([tag('o', { format: 'obfuscated+base62' }), tag('d')], [], region(0, { obfuscationKeyFingerprint: 'aa' }), region(1, { obfuscationKeyFingerprint: 'bb' }));
     expect(keys.map((s) => s.action)).toEqual(['conflict', 'create']);
+    // A region that recorded no key cannot show it has the same one (issue 39): refused too.
+    const unrecorded = planSync([tag('o', { format: 'obfuscated' })], [], region(0, { obfuscationKeyFingerprint: 'aa' }), region(1));
+    expect(unrecorded.map((s) => s.action)).toEqual(['conflict']);
+  });
+
+  it('biz create --regions: an obfuscated tag only where every region recorded the same key', () => {
+    const at = (url: string, fingerprint?: string) => ({ url, report: region(0, fingerprint ? { obfuscationKeyFingerprint: fingerprint } : {}) });
+    expect(() => checkKeyAcrossRegions('obfuscated', [at('a', 'aa'), at('b', 'aa')])).not.toThrow();
+    expect(() => checkKeyAcrossRegions('decimal', [at('a', 'aa'), at('b')])).not.toThrow();
+    expect(() => checkKeyAcrossRegions('obfuscated+sqids', [at('a', 'aa'), at('b', 'bb')])).toThrow(/different IDMINT_OBFUSCATION_KEYs/);
+    expect(() => checkKeyAcrossRegions('obfuscated', [at('a', 'aa'), at('b')])).toThrow(/b recorded no IDMINT_OBFUSCATION_KEY/);
   });
 });

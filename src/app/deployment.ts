@@ -1,0 +1,119 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { Registry } from 'prom-client';
+import { NOT_SET, type DeploymentView } from '../core/deployment.js';
+import { LEAF_LAYOUT, type Layout } from '../core/layout.js';
+import type { Logger } from '../core/logger.js';
+import type { ChangeFeed } from '../core/ports.js';
+import { DeploymentWatch } from '../deployment/watch.js';
+import type { Database } from '../store/db.js';
+import { PostgresDeploymentRecord, regionValue } from '../store/deployment-record.js';
+import { digestId, type ZkCredential } from '../zookeeper/digest.js';
+import type { Closers } from './closers.js';
+import { regionOf, type Config } from './config.js';
+import { fenceRoot, fenceWanted } from './fence.js';
+import { keyFingerprint } from './formats.js';
+import { workerIdRegistryOf } from './worker-id.js';
+
+export interface Deployment {
+  readonly watch: DeploymentWatch;
+  /** The ZooKeeper credential every process of the deployment uses: IDMINT_ZK_AUTH, or the one generated into the record. */
+  readonly zk: ZkCredential | undefined;
+  /** Where the deployment's segment fence lives in ZooKeeper (as recorded), when this process fences. */
+  readonly fenceRoot: string | undefined;
+}
+
+/** How a layout is recorded: its name, bits and epoch. */
+export function layoutValue(layout: Layout): string {
+  return `${layout.name} ${layout.timeBits}.${layout.datacenterBits}.${layout.workerBits}.${layout.sequenceBits} ${layout.timeUnit} since ${layout.epoch.toISOString()}`;
+}
+
+/**
+ * What a process with this config holds of the deployment-wide settings (src/core/deployment.ts).
+ * `serving`: it issues IDs (a Snowflake worker, the layout, the region's worker bits, the key);
+ * `zkAuth`: its ZooKeeper credential (null: it has none), when it uses ZooKeeper.
+ */
+export function deploymentView(config: Config, options: { serving: boolean; zkAuth?: string | null | undefined; fenceRoot?: string }): DeploymentView {
+  const view: DeploymentView = { 'segment-fence': fenceWanted(config) ? `zookeeper ${options.fenceRoot ?? fenceRoot(config)}` : 'off' };
+  if (options.serving) {
+    view['worker-id-registry'] = workerIdRegistryOf(config, { database: true });
+    view['snowflake-layout'] = layoutValue(LEAF_LAYOUT);
+    const region = regionOf(config);
+    view.region = region ? regionValue(region) : 'single';
+  }
+  // A serving process without the key cannot serve the deployment's obfuscated tags: it says so.
+  if (config.IDMINT_OBFUSCATION_KEY) view['obfuscation-key-fingerprint'] = keyFingerprint(config.IDMINT_OBFUSCATION_KEY);
+  else if (options.serving) view['obfuscation-key-fingerprint'] = NOT_SET;
+  if (options.zkAuth !== undefined) view['zookeeper-identity'] = options.zkAuth ? `digest ${digestId(options.zkAuth)}` : NOT_SET;
+  return view;
+}
+
+/**
+ * This process's values of the deployment-wide settings (src/core/deployment.ts), the ZooKeeper
+ * credential resolved on the way, and a watch that records what the deployment never held and
+ * holds the process to the rest. `serving`: the process issues IDs (it has a Snowflake worker).
+ */
+export async function openDeployment(
+  config: Config,
+  db: Database,
+  deps: { serving: boolean; roles: readonly string[]; address: string; changes?: ChangeFeed; registry: Registry; logger: Logger; closers: Closers },
+): Promise<Deployment> {
+  const by = `${hostname()}:${process.pid}`;
+  const record = new PostgresDeploymentRecord(db, by);
+  const usesZooKeeper = fenceWanted(config) || (deps.serving && workerIdRegistryOf(config, { database: true }).startsWith('zookeeper'));
+  const zk = usesZooKeeper ? await zooKeeperCredential(config, record) : undefined;
+  const fence = fenceWanted(config) ? await fenceRootOf(config, record) : undefined;
+  const view = deploymentView(config, { serving: deps.serving, zkAuth: usesZooKeeper ? (zk?.auth ?? null) : undefined, ...(fence ? { fenceRoot: fence } : {}) });
+  // Recorded now (the watch would at its start), so a root chosen by a process that started at
+  // the same instant is the one every process uses.
+  await record.claim(view);
+  const recordedFence = (await record.read()).values['segment-fence'];
+  if (fence && recordedFence?.startsWith('zookeeper ')) view['segment-fence'] = recordedFence;
+
+  const watch = new DeploymentWatch({
+    record,
+    view,
+    report: { id: `${by}:${randomUUID().slice(0, 8)}`, address: deps.address, roles: deps.roles.join(',') },
+    everyMs: config.IDMINT_DEPLOYMENT_CHECK_MS,
+    registry: deps.registry,
+    logger: deps.logger,
+  });
+  await watch.start();
+  deps.closers.add('deployment watch', () => watch.close());
+  // A change to the record or the region split is judged at once, not at the next check.
+  const unsubscribe = deps.changes?.subscribe({
+    change: (c) => (c.table === 'idmint_setting' || c.table === 'idmint_region') && void watch.check(),
+    reset: () => void watch.check(),
+  });
+  if (unsubscribe) deps.closers.add('deployment changes', async () => unsubscribe());
+  const root = view['segment-fence']?.startsWith('zookeeper ') ? view['segment-fence'].slice('zookeeper '.length) : undefined;
+  return { watch, zk, fenceRoot: root };
+}
+
+/**
+ * Where this deployment's fence lives: the root the record holds; else, for a database that has
+ * handed out segments (its marks are there), the root of before (`fenceRoot`: per schema and
+ * region); else a root of the deployment's own, `/idmint/deployments/<id>/fence`, so deployments
+ * on other databases sharing one ZooKeeper never share marks (nor their ACLs).
+ */
+async function fenceRootOf(config: Config, record: PostgresDeploymentRecord): Promise<string> {
+  const recorded = (await record.read()).values['segment-fence'];
+  if (recorded?.startsWith('zookeeper ')) return recorded.slice('zookeeper '.length);
+  if (await record.countersUsed()) return fenceRoot(config);
+  return `/idmint/deployments/${await record.id()}/fence`;
+}
+
+/**
+ * IDMINT_ZK_AUTH when set; else the credential generated into the record by the deployment's first
+ * process, so idmint's ZooKeeper nodes are never world-writable (whoever reaches Postgres has it;
+ * no one else does). A deployment that recorded an identity of its own IDMINT_ZK_AUTH has no
+ * generated one: a process without the variable then differs, and says so.
+ */
+async function zooKeeperCredential(config: Config, record: PostgresDeploymentRecord): Promise<ZkCredential | undefined> {
+  if (config.IDMINT_ZK_AUTH) return { auth: config.IDMINT_ZK_AUTH, generated: false };
+  const recorded = await record.credential();
+  if (recorded) return { auth: recorded, generated: true };
+  const state = await record.read();
+  if (state.ever.has('zookeeper-identity')) return undefined;
+  return { auth: await record.claimCredential(`idmint:${randomBytes(24).toString('base64url')}`), generated: true };
+}
