@@ -30,10 +30,10 @@ import { inlineRefillTrigger } from '../test/support/refill-trigger.js';
 import { startPrivateServer } from '../test/support/servers.js';
 import { spawnServer } from '../test/support/spawn.js';
 import { table, type Section } from './lib.js';
+import { TEST_VERIFY_KEY, testSigner } from '../test/support/signing.js';
 
 const WARM_MS = 5000;
 const MEASURE_MS = 5000;
-const BLOCK_KEY = 'bench-pool-block-key-0123456789';
 
 /** Counts POOL_EMPTY answers of the transport once `counting` is on. */
 function counted(transport: IdTransport, counter: { on: boolean; empty: number }): IdTransport {
@@ -138,7 +138,7 @@ async function demandStep(brokers: string, store: PostgresBizStore, processor: R
   const counter = { on: true, empty: 0 };
   const emptyAt: number[] = [];
   const own = createKafka({ brokers, clientId: 'bench-step', logger: silentLogger });
-  const transport = counted(kafkaPoolTransport({ kafka: own, blockKey: BLOCK_KEY, takeTimeoutMs: 1000 }), counter);
+  const transport = counted(kafkaPoolTransport({ verifyKey: TEST_VERIFY_KEY, kafka: own, takeTimeoutMs: 1000 }), counter);
   const client = new IdmintClient({ transport, maxBatchSize: 5_000_000, timeoutMs: 30_000 });
   try {
     const slowUntil = performance.now() + 5000;
@@ -192,7 +192,7 @@ async function peers(urls: { kafka: string; postgres: string; redis: string }, s
       };
       const kafka = await over((i) => {
         const own = createKafka({ brokers: urls.kafka, clientId: `bench-rr-${i}`, logger: silentLogger });
-        const rpc = createKafkaClient({ kafka: own, clientId: `bench-rr-${i}`, timeoutMs: 30_000 });
+        const rpc = createKafkaClient({ verifyKey: TEST_VERIFY_KEY, kafka: own, clientId: `bench-rr-${i}`, timeoutMs: 30_000 });
         return new IdmintClient({ transport: kafkaTransport(rpc, { closeClient: true }), maxBatchSize: 5_000_000, timeoutMs: 30_000 });
       });
       const http = await over(() => new IdmintClient({ url: server.url, maxBatchSize: 5_000_000, timeoutMs: 30_000 }));
@@ -209,7 +209,7 @@ export async function run(): Promise<Section> {
   const [kafkaServer, postgres, redisServer] = await Promise.all([startPrivateServer('kafka'), startPrivateServer('postgres'), startPrivateServer('redis')]);
   const db = createPgDatabase({ connectionString: postgres.url, max: 10 });
   const kafka = createKafka({ brokers: kafkaServer.url, clientId: 'bench-refill', logger: silentLogger });
-  const sink = new KafkaPoolSink({ kafka, blockKey: BLOCK_KEY });
+  const sink = new KafkaPoolSink({ signer: testSigner, kafka, });
   const redis = new Redis(redisServer.url);
   const rows: Array<Array<string | number>> = [];
   const verdicts: string[] = [];
@@ -234,7 +234,7 @@ export async function run(): Promise<Section> {
         const counter = { on: false, empty: 0 };
         const clients = Array.from({ length: instances }, (_, i) => {
           const own = createKafka({ brokers: kafkaServer.url, clientId: `bench-sdk-${i}`, logger: silentLogger });
-          const transport = counted(kafkaPoolTransport({ kafka: own, blockKey: BLOCK_KEY, takeTimeoutMs: 1000, bufferBlocks: 4 }), counter);
+          const transport = counted(kafkaPoolTransport({ verifyKey: TEST_VERIFY_KEY, kafka: own, takeTimeoutMs: 1000, bufferBlocks: 4 }), counter);
           return new IdmintClient({ transport, maxBatchSize: 5_000_000, timeoutMs: 30_000 });
         });
         try {

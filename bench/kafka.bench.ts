@@ -23,6 +23,7 @@ import { PostgresBizStore } from '../src/store/biz-store.js';
 import { migrate } from '../src/store/migrations.js';
 import { createPgDatabase } from '../src/store/pg.js';
 import { duplicatesInTyped, median, perSecond, table, type Section } from './lib.js';
+import { TEST_VERIFY_KEY } from '../test/support/signing.js';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 const ROUNDS = 3;
@@ -181,7 +182,7 @@ export async function run(): Promise<Section> {
       IDMINT_KAFKA_RESPONDER_GROUP: `idmint.responders.bench-${suffix}`,
       LOG_LEVEL: 'info',
     });
-    client = createKafkaClient({ kafka, requestTopic, clientId: 'bench' });
+    client = createKafkaClient({ verifyKey: TEST_VERIFY_KEY, kafka, requestTopic, clientId: 'bench' });
     await client.start();
     const ids = new IdLog();
     await latencyAt(client, 100, 2, new IdLog()); // warm-up: JIT, connections, the first segments

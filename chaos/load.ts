@@ -3,6 +3,7 @@ import { createIdmintClient, kafkaPoolTransport, type IdmintClient } from '../sr
 import { createKafkaClient, type IdmintKafkaClient } from '../src/client/kafka/rpc-client.js';
 import { ERROR_CODES } from '../src/core/errors.js';
 import type { Ledger } from './ledger.js';
+import { TEST_VERIFY_KEY } from '../test/support/signing.js';
 
 /**
  * Load through every path at once, recording each answer in the ledger. Snowflake IDs from any
@@ -132,10 +133,10 @@ export class Load {
   }
 
   async start(): Promise<string[]> {
-    this.kafkaClient = createKafkaClient({ kafka: this.kafka, clientId: 'idmint-chaos', timeoutMs: CLIENT_TIMEOUT_MS, ...(this.namespace ? { namespace: this.namespace } : {}) });
+    this.kafkaClient = createKafkaClient({ verifyKey: TEST_VERIFY_KEY, kafka: this.kafka, clientId: 'idmint-chaos', timeoutMs: CLIENT_TIMEOUT_MS, ...(this.namespace ? { namespace: this.namespace } : {}) });
     await this.kafkaClient.start();
     this.sdk = createIdmintClient({ urls: this.apiUrls, timeoutMs: CLIENT_TIMEOUT_MS });
-    this.poolSdk = createIdmintClient({ transport: kafkaPoolTransport({ kafka: this.kafka, takeTimeoutMs: 2000, namespace: this.namespace }), timeoutMs: CLIENT_TIMEOUT_MS, batchSize: 100 });
+    this.poolSdk = createIdmintClient({ transport: kafkaPoolTransport({ verifyKey: TEST_VERIFY_KEY, kafka: this.kafka, takeTimeoutMs: 2000, namespace: this.namespace }), timeoutMs: CLIENT_TIMEOUT_MS, batchSize: 100 });
     const drivers = this.drivers();
     for (const d of drivers) {
       for (let i = 0; i < d.concurrency; i++) {

@@ -7,6 +7,7 @@ import { startRedisSentinels, type RedisSentinelSet } from '../test/support/redi
 import { startZkEnsemble, type ZkEnsemble } from '../test/support/zk-ensemble.js';
 import { freePort, spawnServer, type SpawnedServer } from '../test/support/spawn.js';
 import { startPrivateServer, type PrivateServer, type ServerName } from '../test/support/servers.js';
+import { TEST_SIGNING_SECRET } from '../test/support/signing.js';
 
 /**
  * The chaos topology on this machine: private Kafka, ZooKeeper, Redis and Postgres (their own
@@ -90,6 +91,8 @@ export class Topology {
         IDMINT_POOL_SECONDS: '5',
         IDMINT_KAFKA_SESSION_TIMEOUT_MS: '6000',
         IDMINT_KAFKA_PARTITIONS: '4',
+        // Every role signs with the key the load's SDK readers verify with.
+        IDMINT_SIGNING_KEY: TEST_SIGNING_SECRET,
         LOG_LEVEL: 'warn',
       });
       Object.assign(t.serverEnv, t.env);

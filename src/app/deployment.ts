@@ -14,6 +14,8 @@ import { regionOf, type Config } from './config.js';
 import { fenceRoot, fenceWanted } from './fence.js';
 import { keyFingerprint } from './formats.js';
 import { workerIdRegistryOf } from './worker-id.js';
+import { ensureSigningKeys, openSigner, type Signer } from './signing.js';
+import { parseSigningKey } from '../kafka/signing.js';
 
 export interface Deployment {
   readonly watch: DeploymentWatch;
@@ -21,6 +23,8 @@ export interface Deployment {
   readonly zk: ZkCredential | undefined;
   /** Where the deployment's segment fence lives in ZooKeeper (as recorded), when this process fences. */
   readonly fenceRoot: string | undefined;
+  /** What this process signs Kafka pool blocks and replies with, when it writes them (refill with Kafka, responder). */
+  readonly signer: Signer | undefined;
 }
 
 /** How a layout is recorded: its name, bits and epoch. */
@@ -56,7 +60,7 @@ export function deploymentView(config: Config, options: { serving: boolean; zkAu
 export async function openDeployment(
   config: Config,
   db: Database,
-  deps: { serving: boolean; roles: readonly string[]; address: string; changes?: ChangeFeed; registry: Registry; logger: Logger; closers: Closers },
+  deps: { serving: boolean; signs: boolean; roles: readonly string[]; address: string; changes?: ChangeFeed; registry: Registry; logger: Logger; closers: Closers },
 ): Promise<Deployment> {
   const by = `${hostname()}:${process.pid}`;
   const record = new PostgresDeploymentRecord(db, by);
@@ -64,6 +68,14 @@ export async function openDeployment(
   const zk = usesZooKeeper ? await zooKeeperCredential(config, record) : undefined;
   const fence = fenceWanted(config) ? await fenceRootOf(config, record) : undefined;
   const view = deploymentView(config, { serving: deps.serving, zkAuth: usesZooKeeper ? (zk?.auth ?? null) : undefined, ...(fence ? { fenceRoot: fence } : {}) });
+  // A process that signs records the deployment's keys if none are (an operator's key is judged
+  // like any setting; the record's own keys are followed through rotations, never judged).
+  const envKey = config.IDMINT_SIGNING_KEY ? parseSigningKey(config.IDMINT_SIGNING_KEY) : undefined;
+  if (deps.signs) {
+    const kid = await ensureSigningKeys(record, envKey);
+    await record.claim({ 'signing-key-id': kid });
+    if (envKey) view['signing-key-id'] = envKey.kid;
+  }
   // Recorded now (the watch would at its start), so a root chosen by a process that started at
   // the same instant is the one every process uses.
   await record.claim(view);
@@ -87,7 +99,8 @@ export async function openDeployment(
   });
   if (unsubscribe) deps.closers.add('deployment changes', async () => unsubscribe());
   const root = view['segment-fence']?.startsWith('zookeeper ') ? view['segment-fence'].slice('zookeeper '.length) : undefined;
-  return { watch, zk, fenceRoot: root };
+  const signer = deps.signs ? await openSigner(record, { envKey, watch, changes: deps.changes, everyMs: config.IDMINT_DEPLOYMENT_CHECK_MS, logger: deps.logger, closers: deps.closers }) : undefined;
+  return { watch, zk, fenceRoot: root, signer };
 }
 
 /**

@@ -1,5 +1,6 @@
 import type { Registry } from 'prom-client';
 import type { Logger } from '../core/logger.js';
+import type { SigningKey } from '../kafka/signing.js';
 import { redisTarget, refillPrefix, usesRedis } from './connections.js';
 import { kafkaFor } from './kafka-client.js';
 import { KafkaPoolSink } from '../pool/kafka/sink.js';
@@ -62,13 +63,13 @@ export function openRedisPools(config: Config, deps: { logger: Logger; registry?
 }
 
 /** The Kafka pool-topic sink refills publish to, when KAFKA_BROKERS is set. */
-export function openKafkaPoolSink(config: Config, deps: { logger: Logger; registry?: Registry; closers: Closers }): KafkaPoolSink | undefined {
+export function openKafkaPoolSink(config: Config, deps: { logger: Logger; registry?: Registry; closers: Closers; signer: () => SigningKey | undefined }): KafkaPoolSink | undefined {
   if (!config.KAFKA_BROKERS) return undefined;
   const sink = new KafkaPoolSink({
     kafka: kafkaFor(config, 'idmint-refill', deps.logger),
     partitions: config.IDMINT_KAFKA_POOL_PARTITIONS,
     replicationFactor: config.IDMINT_KAFKA_REPLICATION_FACTOR,
-    blockKey: config.IDMINT_POOL_BLOCK_KEY,
+    signer: deps.signer,
     namespace: config.IDMINT_KAFKA_NAMESPACE,
     logger: deps.logger,
     ...(deps.registry ? { registry: deps.registry } : {}),

@@ -16,6 +16,8 @@ export interface ReadinessSources {
   snowflake: SnowflakeSource | undefined;
   /** Differences from the deployment record (src/deployment/watch.ts): absent when the process agrees. */
   deployment: () => { ok: boolean; message: string; hint: string } | undefined;
+  /** Why this process cannot sign what it writes to Kafka, when it writes there and cannot. */
+  signing?: () => { ok: boolean; message: string; hint: string } | undefined;
   refillState: RoleState;
   responderState: RoleState;
 }
@@ -49,6 +51,8 @@ export function readinessOf(sources: ReadinessSources): () => Promise<ReadinessR
     }
     const deployment = sources.deployment();
     if (deployment) checks.deployment = deployment;
+    const signing = sources.signing?.();
+    if (signing) checks.signing = signing;
     const responder = sources.responderState();
     if (responder !== 'off') checks.kafka = responder === 'running' ? { ok: true } : { ok: false, message: 'the Kafka responder has not joined its group yet' };
     const refill = sources.refillState();

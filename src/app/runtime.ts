@@ -87,7 +87,9 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     const changes = await openChangeFeed(db, { logger });
     closers.add('change feed', () => changes.close());
     // What uniqueness depends on is the deployment's, not this process's: held to the record.
-    const deployment = await openDeployment(config, db, { serving, roles: [...roles], address: advertisedAddress(config), changes, registry, logger, closers });
+    // The refill signs the blocks it writes to Kafka pool topics, the responder its replies.
+    const signs = config.KAFKA_BROKERS !== undefined && (roles.has('responder') || (roles.has('refill') && usesRedis(config)));
+    const deployment = await openDeployment(config, db, { serving, signs, roles: [...roles], address: advertisedAddress(config), changes, registry, logger, closers });
     let base = new PostgresBizStore(db, { logger });
     if (deployment.fenceRoot !== undefined) {
       const fenced = await openFencedStore(config, base, { metrics, logger, closers, zk: deployment.zk, root: deployment.fenceRoot });
@@ -108,7 +110,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     let kafkaPools: (() => Promise<PoolPoint[]>) | undefined;
     let refillState: () => 'running' | 'starting' | 'off' = () => 'off';
     if (roles.has('refill') && redis && pools) {
-      const kafkaSink = pools.openKafkaPoolSink(config, { logger, registry, closers });
+      const kafkaSink = pools.openKafkaPoolSink(config, { logger, registry, closers, signer: () => deployment.signer?.current() });
       if (kafkaSink) kafkaPools = () => kafkaPoolPoints({ store, sink: kafkaSink, meta: redis.statsMeta, autoKind: DEFAULT_REDIS_POOL });
       const { startRefillRole } = await import('./roles/refill.js');
       const refill = startInBackground('the refill worker', () => startRefillRole({ config, store, redis, kafkaSink, refillLog: history.store, logger, registry, deployment: deployment.watch }), {
@@ -126,7 +128,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     let responderState: () => 'running' | 'starting' | 'off' = () => 'off';
     if (roles.has('responder') && parts) {
       const { startResponderRole } = await import('./roles/responder.js');
-      const start = () => startResponderRole({ config, logger, dispenser: parts.dispenser, registry });
+      const start = () => startResponderRole({ config, logger, dispenser: parts.dispenser, registry, signer: () => deployment.signer?.current() });
       if (roles.has('api')) {
         const responder = startInBackground('the Kafka responder', start, { logger: log, onStarted: () => log.info('responder ready') });
         closers.add('responder', () => responder.close());

@@ -7,6 +7,7 @@ import { registerKafkaCommands } from './kafka.js';
 import { registerImportCommands } from './import.js';
 import { registerRegionsCommands } from './regions.js';
 import { registerDeploymentCommands } from './deployment.js';
+import { registerKeysCommands } from './keys.js';
 
 /**
  * The `idmint` command. Each subcommand lives in its own module under src/cli/ and registers
@@ -28,6 +29,7 @@ export function buildProgram(options: { exitOverride?: boolean; write?: (text: s
   registerImportCommands(program);
   registerRegionsCommands(program);
   registerDeploymentCommands(program);
+  registerKeysCommands(program);
   return program;
 }
 

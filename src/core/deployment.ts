@@ -7,11 +7,11 @@
  */
 
 /** The settings, as named in the record (`idmint deployment show|set`). */
-export const DEPLOYMENT_SETTINGS = ['worker-id-registry', 'segment-fence', 'zookeeper-identity', 'snowflake-layout', 'region', 'obfuscation-key-fingerprint'] as const;
+export const DEPLOYMENT_SETTINGS = ['worker-id-registry', 'segment-fence', 'zookeeper-identity', 'snowflake-layout', 'region', 'obfuscation-key-fingerprint', 'signing-key-id'] as const;
 export type DeploymentSetting = (typeof DEPLOYMENT_SETTINGS)[number];
 
 /** What a process closes while its view differs: it hands out nothing a difference could repeat. */
-export type GuardedPath = 'snowflake' | 'uid' | 'segments' | 'obfuscated';
+export type GuardedPath = 'snowflake' | 'uid' | 'segments' | 'obfuscated' | 'signing';
 
 /**
  * A process's value when it lacks something the deployment may have (no IDMINT_OBFUSCATION_KEY):
@@ -65,6 +65,12 @@ const RULES: Readonly<Record<DeploymentSetting, Rule>> = Object.freeze<Record<De
     variables: 'IDMINT_OBFUSCATION_KEY',
     what: 'the obfuscation key',
     closes: () => ['obfuscated'],
+  },
+  'signing-key-id': {
+    variables: 'IDMINT_SIGNING_KEY',
+    what: 'the key that signs Kafka pool blocks and replies',
+    // Consumers verify with the deployment's public keys: what another key signs they drop.
+    closes: () => ['signing'],
   },
 });
 
@@ -160,6 +166,7 @@ const PATH_WORDS: Readonly<Record<GuardedPath, string>> = {
   uid: 'uid-mode IDs',
   segments: 'new segments (pools already filled still serve)',
   obfuscated: 'obfuscated tags',
+  signing: 'Kafka pool blocks and replies (nothing this process signs would be accepted)',
 };
 
 export function describePaths(paths: readonly GuardedPath[]): string {

@@ -5,6 +5,7 @@ import { BadRequestError, ERROR_CODES } from '../core/errors.js';
 import type { ErrorCode } from '../core/errors.js';
 import type { Block } from '../core/block.js';
 import { ID_FORMATS, type IdFormat } from '../core/format/format.js';
+import { KID_PATTERN, SIGNATURE_PATTERN } from './signing.js';
 
 /**
  * The Kafka wire contract (README "Kafka API"): JSON values with `"v":1`.
@@ -36,6 +37,9 @@ const errorCodes = Object.keys(ERROR_CODES) as [ErrorCode, ...ErrorCode[]];
 // A reply's IDs: decimal strings, or a formatted tag's form (base62, Sqids: letters and digits).
 const ID_TEXT = /^[0-9A-Za-z]{1,32}$/;
 
+/** The signature every reply and block carries (src/kafka/signing.ts): the key's id and the Ed25519 signature. */
+const signed = { kid: z.string().regex(KID_PATTERN).optional(), sig: z.string().regex(SIGNATURE_PATTERN).optional() };
+
 export const replySchema = z.union([
   z.object({
     v: z.literal(WIRE_VERSION),
@@ -44,17 +48,20 @@ export const replySchema = z.union([
     ids: z.array(z.string()),
     source: z.enum(['pool', 'segment', 'snowflake']),
     format: z.enum(ID_FORMATS).optional(),
+    ...signed,
   }),
   z.object({
     v: z.literal(WIRE_VERSION),
     id: z.string(),
     blocks: z.array(z.object({ start: decimalId, end: decimalId })),
     source: z.enum(['pool', 'segment', 'snowflake']),
+    ...signed,
   }),
   z.object({
     v: z.literal(WIRE_VERSION),
     id: z.string(),
     error: z.object({ code: z.enum(errorCodes), message: z.string() }),
+    ...signed,
   }),
 ]);
 export type IdReply = z.infer<typeof replySchema>;
@@ -67,8 +74,12 @@ export const poolBlockSchema = z
     shard: z.number().int().min(0).optional(),
     start: decimalId,
     end: decimalId,
-    /** HMAC-SHA256 (hex) over tag, shard, start and end with the pool block key (src/kafka/block-signature.ts). */
-    sig: z.string().regex(/^[0-9a-f]{64}$/).optional(),
+    /** The block's sequence along its partition (src/kafka/signing.ts `BlockPlace.seq`). */
+    seq: decimalId.optional(),
+    /** When it was signed, epoch ms (src/kafka/signing.ts `BlockPlace.at`). */
+    at: decimalId.optional(),
+    /** The signing key's id and the Ed25519 signature over the block and its place (src/kafka/signing.ts). */
+    ...signed,
   })
   .refine((b) => BigInt(b.start) <= BigInt(b.end), 'start must not exceed end');
 export type PoolBlock = z.infer<typeof poolBlockSchema>;
@@ -78,19 +89,19 @@ export interface DecodeLimits {
   maxCount: number;
   /** Largest accepted request size in bytes. */
   maxBytes: number;
-  /** The topic requests arrive on: never a reply topic. Default `idmint.requests`. */
-  requestTopic?: string;
+  /** What every reply topic of the deployment starts with. Default `idmint.replies.`. */
+  replyPrefix?: string;
   /** Largest `count` of an `"as":"blocks"` request. Default maxCount. */
   maxBlockCount?: number;
 }
 
 /**
- * Whether replies may go to `topic`: not the request topic, and nothing else in idmint's own
- * namespace (pool topics `idmint.ids.*` among them) but the clients' `idmint.replies.*`.
+ * Whether replies may go to `topic`: only a reply topic of the deployment's namespace
+ * (`idmint.replies.*`, `idmint.<namespace>.replies.*`), never a topic of anyone else's that a
+ * request happens to name.
  */
-export function isReplyTopicAllowed(topic: string, requestTopic = 'idmint.requests'): boolean {
-  if (topic === requestTopic) return false;
-  return !topic.startsWith('idmint.') || topic.startsWith('idmint.replies.');
+export function isReplyTopicAllowed(topic: string, replyPrefix = 'idmint.replies.'): boolean {
+  return topic.startsWith(replyPrefix) && topic.length > replyPrefix.length;
 }
 
 export type DecodedRequest =
@@ -110,11 +121,12 @@ export function decodeRequest(value: Buffer | null, limits: DecodeLimits): Decod
   try {
     raw = JSON.parse(value.toString('utf8'));
   } catch {
-    return { ok: false, error: new BadRequestError('request is not valid JSON', 'value') };
+    // Not JSON, but perhaps readable enough to tell the sender so.
+    return { ok: false, error: new BadRequestError('request is not valid JSON', 'value'), ...allowed(sniffReplyAddress(value.subarray(0, 1024).toString('utf8')), limits) };
   }
   const reachable = allowed(readReplyAddress(raw), limits);
   if (typeof (raw as { replyTo?: unknown } | null)?.replyTo === 'string' && reachable.replyTo === undefined && TOPIC_NAME_PATTERN.test((raw as { replyTo: string }).replyTo)) {
-    return { ok: false, error: new BadRequestError('replyTo names a topic in idmint\'s own namespace (requests or pool topics); reply to a topic of your own', 'replyTo') };
+    return { ok: false, error: new BadRequestError(`replyTo must be a reply topic of this deployment (starting with ${limits.replyPrefix ?? 'idmint.replies.'})`, 'replyTo') };
   }
   const parsed = requestSchema.safeParse(raw);
   if (!parsed.success) {
@@ -131,7 +143,7 @@ export function decodeRequest(value: Buffer | null, limits: DecodeLimits): Decod
 }
 
 function allowed(address: { replyTo?: string; id?: string }, limits: DecodeLimits): { replyTo?: string; id?: string } {
-  return address.replyTo !== undefined && !isReplyTopicAllowed(address.replyTo, limits.requestTopic) ? {} : address;
+  return address.replyTo !== undefined && !isReplyTopicAllowed(address.replyTo, limits.replyPrefix) ? {} : address;
 }
 
 function sniffReplyAddress(head: string): { replyTo?: string; id?: string } {
@@ -152,17 +164,23 @@ export function encodeRequest(request: Omit<IdRequest, 'v'>): Buffer {
   return Buffer.from(JSON.stringify({ v: WIRE_VERSION, ...request }));
 }
 
-export function encodeIdsReply(id: string, ids: readonly string[], source: IdSourceName, format?: string): Buffer {
-  // `format` only for a formatted tag (additive), so a decimal tag's reply is byte-for-byte as before.
-  return Buffer.from(JSON.stringify(format === undefined ? { v: WIRE_VERSION, id, ids, source } : { v: WIRE_VERSION, id, ids, source, format }));
+/** A reply's or block's signature, as it travels. */
+export interface Signature {
+  readonly kid: string;
+  readonly sig: string;
 }
 
-export function encodeBlocksReply(id: string, blocks: readonly Block[], source: IdSourceName): Buffer {
-  return Buffer.from(JSON.stringify({ v: WIRE_VERSION, id, blocks: blocks.map((b) => ({ start: String(b.start), end: String(b.end) })), source }));
+export function encodeIdsReply(id: string, ids: readonly string[], source: IdSourceName, format?: string, signature?: Signature): Buffer {
+  // `format` only for a formatted tag (additive).
+  return Buffer.from(JSON.stringify({ v: WIRE_VERSION, id, ids, source, ...(format === undefined ? {} : { format }), ...signature }));
 }
 
-export function encodeErrorReply(id: string, code: ErrorCode, message: string): Buffer {
-  return Buffer.from(JSON.stringify({ v: WIRE_VERSION, id, error: { code, message } }));
+export function encodeBlocksReply(id: string, blocks: readonly Block[], source: IdSourceName, signature?: Signature): Buffer {
+  return Buffer.from(JSON.stringify({ v: WIRE_VERSION, id, blocks: blocks.map((b) => ({ start: String(b.start), end: String(b.end) })), source, ...signature }));
+}
+
+export function encodeErrorReply(id: string, code: ErrorCode, message: string, signature?: Signature): Buffer {
+  return Buffer.from(JSON.stringify({ v: WIRE_VERSION, id, error: { code, message }, ...signature }));
 }
 
 const SOURCES: readonly string[] = ['pool', 'segment', 'snowflake'];
@@ -189,14 +207,30 @@ export function decodeReply(value: Buffer | null): IdReply | null {
   if (typeof r.source !== 'string' || !SOURCES.includes(r.source)) return null;
   for (const id of r.ids as unknown[]) if (typeof id !== 'string' || !ID_TEXT.test(id)) return null;
   if (r.format !== undefined && (typeof r.format !== 'string' || !(ID_FORMATS as readonly string[]).includes(r.format))) return null;
-  return { v: WIRE_VERSION, id: r.id, ids: r.ids as string[], source: r.source as IdSourceName, ...(r.format === undefined ? {} : { format: r.format as IdFormat }) };
+  if (r.kid !== undefined && (typeof r.kid !== 'string' || !KID_PATTERN.test(r.kid))) return null;
+  if (r.sig !== undefined && (typeof r.sig !== 'string' || !SIGNATURE_PATTERN.test(r.sig))) return null;
+  return {
+    v: WIRE_VERSION,
+    id: r.id,
+    ids: r.ids as string[],
+    source: r.source as IdSourceName,
+    ...(r.format === undefined ? {} : { format: r.format as IdFormat }),
+    ...(r.kid === undefined ? {} : { kid: r.kid as string }),
+    ...(r.sig === undefined ? {} : { sig: r.sig as string }),
+  };
 }
 
-/** A pool block's value; `sig` from signPoolBlock when the refill has a block key. */
-export function encodePoolBlock(bizTag: string, start: number | bigint, end: number | bigint, extra: { shard?: number; sig?: string } = {}): Buffer {
+/** A pool block's value, signed over its place (src/kafka/signing.ts `blockBytes`). */
+export function encodePoolBlock(
+  bizTag: string,
+  start: number | bigint,
+  end: number | bigint,
+  extra: { shard?: number; seq?: number | bigint | string; at?: number | string; signature?: Signature } = {},
+): Buffer {
   const shard = extra.shard ? { shard: extra.shard } : {};
-  const sig = extra.sig === undefined ? {} : { sig: extra.sig };
-  return Buffer.from(JSON.stringify({ v: WIRE_VERSION, bizTag, ...shard, start: String(start), end: String(end), ...sig }));
+  const seq = extra.seq === undefined ? {} : { seq: String(extra.seq) };
+  const at = extra.at === undefined ? {} : { at: String(extra.at) };
+  return Buffer.from(JSON.stringify({ v: WIRE_VERSION, bizTag, ...shard, start: String(start), end: String(end), ...seq, ...at, ...extra.signature }));
 }
 
 export function decodePoolBlock(value: Buffer | null): PoolBlock | null {

@@ -11,7 +11,9 @@ import { responderMetrics } from './metrics.js';
 import { installFetchGuard } from './fetch-guard.js';
 import type { ResponderMetrics } from './metrics.js';
 import { TopicProducer } from './producer.js';
-import { REQUEST_TOPIC, RESPONDER_GROUP, assertTopicsExist } from './topics.js';
+import { REPLY_PREFIX, REQUEST_TOPIC, RESPONDER_GROUP, assertTopicsExist } from './topics.js';
+import { replyBytes, type SigningKey } from './signing.js';
+import { Episode } from '../core/episode.js';
 import { isLeaderNotAvailable } from './errors.js';
 import { waitForGroupJoin } from './group.js';
 import { checkInteger, OptionsError, resolveOptions } from '../core/options.js';
@@ -25,6 +27,8 @@ import { checkInteger, OptionsError, resolveOptions } from '../core/options.js';
 export interface ResponderSettings {
   groupId: string;
   requestTopic: string;
+  /** What every reply topic a request may name starts with (`idmint[.<namespace>].replies.`). */
+  replyPrefix: string;
   maxCount: number;
   maxBlockCount: number;
   maxRequestBytes: number;
@@ -43,6 +47,8 @@ export const RESPONDER_DEFAULTS: Readonly<ResponderSettings> = Object.freeze({
   groupId: RESPONDER_GROUP,
   /** Request topic; tests use their own. */
   requestTopic: REQUEST_TOPIC,
+  /** Replies go only to topics under it. */
+  replyPrefix: REPLY_PREFIX,
   /** Largest accepted `count` (config IDMINT_MAX_COUNT). */
   maxCount: 10_000,
   /** Largest accepted `count` of an `"as":"blocks"` request (config IDMINT_MAX_BLOCK_COUNT). */
@@ -64,6 +70,12 @@ export const RESPONDER_DEFAULTS: Readonly<ResponderSettings> = Object.freeze({
 export interface ResponderOptions extends Partial<ResponderSettings> {
   kafka: Kafka;
   dispenser: IdDispenser;
+  /**
+   * The deployment's signing key, read at each reply (a rotation lands without a restart);
+   * undefined while this process may not sign (its key differs from the deployment record): it
+   * then answers nothing, and the clients' other responders do.
+   */
+  signer: () => SigningKey | undefined;
   logger?: Logger;
   registry?: Registry;
   clock?: Clock;
@@ -86,6 +98,7 @@ function validate(options: ResponderOptions): Settings {
     }
     if (!s.groupId) throw new OptionsError('responder', 'groupId', 'must be non-empty');
     if (!s.requestTopic) throw new OptionsError('responder', 'requestTopic', 'must be non-empty');
+    if (!s.replyPrefix.endsWith('.')) throw new OptionsError('responder', 'replyPrefix', 'must end with "."');
   });
 }
 
@@ -113,10 +126,12 @@ class KafkaResponder implements Responder {
   /** Topics known to exist, so a reply never waits on KafkaJS retries for a topic that is not there. */
   private readonly topics = new Set<string>();
   private refresh: { startedAt: number; done: Promise<boolean> } | undefined;
+  private readonly unsigned: Episode;
 
   constructor(private readonly options: ResponderOptions) {
     this.settings = validate(options);
     this.logger = (options.logger ?? silentLogger).child({ component: 'responder' });
+    this.unsigned = new Episode(this.logger, 'replies cannot be signed');
     this.clock = options.clock ?? systemClock;
     this.metrics = responderMetrics(options.registry ?? new Registry());
     this.producer = new TopicProducer(options.kafka, this.logger);
@@ -192,7 +207,7 @@ class KafkaResponder implements Responder {
       maxCount: this.settings.maxCount,
       maxBlockCount: this.settings.maxBlockCount,
       maxBytes: this.settings.maxRequestBytes,
-      requestTopic: this.settings.requestTopic,
+      replyPrefix: this.settings.replyPrefix,
     });
     if (!decoded.ok) {
       if (decoded.replyTo === undefined) {
@@ -208,26 +223,47 @@ class KafkaResponder implements Responder {
       this.logger.debug({ id, bizTag, deadline }, 'dropping a request past its deadline');
       return null;
     }
+    // Checked before any ID is taken: a reply this process cannot sign would waste them.
+    const key = this.signingKey(id);
+    if (!key) return null;
     try {
       if (as === 'blocks') {
         if (!this.options.dispenser.getBlocks) throw new IdmintError('BAD_REQUEST', 'this responder does not answer blocks');
         const result = await this.options.dispenser.getBlocks(bizTag, count, { deadline });
         this.metrics.ids.inc(count);
-        return { topic: replyTo, message: { key: id, value: encodeBlocksReply(id, result.blocks, result.source) }, outcome: 'ok', receivedAt };
+        const blocks = result.blocks.map((b) => ({ start: String(b.start), end: String(b.end) }));
+        const signature = { kid: key.kid, sig: key.sign(replyBytes(replyTo, id, { kind: 'blocks', source: result.source, blocks })) };
+        return { topic: replyTo, message: { key: id, value: encodeBlocksReply(id, result.blocks, result.source, signature) }, outcome: 'ok', receivedAt };
       }
       const result = await this.options.dispenser.get(bizTag, count, { deadline });
       this.metrics.ids.inc(result.ids.length);
-      return { topic: replyTo, message: { key: id, value: encodeIdsReply(id, result.ids, result.source, result.format) }, outcome: 'ok', receivedAt };
+      const signature = { kid: key.kid, sig: key.sign(replyBytes(replyTo, id, { kind: 'ids', source: result.source, format: result.format ?? '', ids: result.ids })) };
+      return { topic: replyTo, message: { key: id, value: encodeIdsReply(id, result.ids, result.source, result.format, signature) }, outcome: 'ok', receivedAt };
     } catch (err) {
       return this.errorReply(replyTo, id, err, receivedAt);
     }
   }
 
-  private errorReply(replyTo: string, id: string, err: unknown, receivedAt: number): Reply {
+  /** The key to sign with, or undefined (logged once per episode) while this process may not sign. */
+  private signingKey(id: string): SigningKey | undefined {
+    const key = this.options.signer();
+    if (key) {
+      this.unsigned.recover();
+      return key;
+    }
+    this.metrics.requests.inc({ outcome: 'unanswerable' });
+    this.unsigned.fail({ id }, 'this responder has no signing key the deployment accepts (see /readyz): requests are left to the other responders');
+    return undefined;
+  }
+
+  private errorReply(replyTo: string, id: string, err: unknown, receivedAt: number): Reply | null {
     const error = isIdmintError(err) ? err : new IdmintError('NOT_READY', 'the dispenser failed unexpectedly', { cause: err });
     if (!isIdmintError(err)) this.logger.error({ err, id }, 'dispenser failed');
+    const key = this.signingKey(id);
+    if (!key) return null;
     this.metrics.errors.inc({ code: error.code });
-    return { topic: replyTo, message: { key: id, value: encodeErrorReply(id, error.code, error.message) }, outcome: 'error', receivedAt };
+    const signature = { kid: key.kid, sig: key.sign(replyBytes(replyTo, id, { kind: 'error', code: error.code, message: error.message })) };
+    return { topic: replyTo, message: { key: id, value: encodeErrorReply(id, error.code, error.message, signature) }, outcome: 'error', receivedAt };
   }
 
   private async sendReplies(replies: Reply[]): Promise<void> {

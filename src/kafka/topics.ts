@@ -45,6 +45,8 @@ export function checkNamespace(namespace: string): void {
 export interface KafkaNames {
   readonly requestTopic: string;
   readonly responderGroup: string;
+  /** What every reply topic's name starts with: a responder replies nowhere else. */
+  readonly replyPrefix: string;
   /** What every pool topic's name starts with (an ACL prefix), and every pool group's. */
   readonly poolTopicPrefix: string;
   readonly poolGroupPrefix: string;
@@ -67,6 +69,7 @@ export function kafkaNames(namespace?: string): KafkaNames {
   return Object.freeze({
     requestTopic: `${base}requests`,
     responderGroup: `${base}responders`,
+    replyPrefix: `${base}replies.`,
     poolTopicPrefix: topicPrefix,
     poolGroupPrefix: groupPrefix,
     poolTopic: named(topicPrefix),
@@ -78,6 +81,7 @@ export function kafkaNames(namespace?: string): KafkaNames {
 const DEFAULT_NAMES = kafkaNames();
 export const REQUEST_TOPIC = DEFAULT_NAMES.requestTopic;
 export const RESPONDER_GROUP = DEFAULT_NAMES.responderGroup;
+export const REPLY_PREFIX = DEFAULT_NAMES.replyPrefix;
 export const POOL_TOPIC_PREFIX = DEFAULT_NAMES.poolTopicPrefix;
 export const POOL_GROUP_PREFIX = DEFAULT_NAMES.poolGroupPrefix;
 

@@ -14,6 +14,8 @@ import { readRegionRecord } from './region-record.js';
 const MARKER = 'deployment';
 /** The generated ZooKeeper credential, when the deployment has no IDMINT_ZK_AUTH: a secret, never shown. */
 export const ZK_CREDENTIAL_SETTING = 'zookeeper-credential';
+/** The signing keys (src/app/signing.ts): secrets, never shown; `idmint keys public` prints their public halves. */
+export const SIGNING_KEYS_SETTING = 'signing-keys';
 
 interface Marker {
   id: string;
@@ -117,8 +119,35 @@ export class PostgresDeploymentRecord {
   }
 
   async credential(): Promise<string | undefined> {
-    const { rows } = await this.db.query<{ value: string }>('SELECT value FROM idmint_setting WHERE name = $1', [ZK_CREDENTIAL_SETTING]);
+    return this.secret(ZK_CREDENTIAL_SETTING);
+  }
+
+  /** A secret row (a credential, the signing keys), or undefined. */
+  async secret(name: string): Promise<string | undefined> {
+    const { rows } = await this.db.query<{ value: string }>('SELECT value FROM idmint_setting WHERE name = $1', [name]);
     return rows[0]?.value;
+  }
+
+  /** Records a secret row unless one is there; returns the one recorded (first writer wins). */
+  async claimSecret(name: string, value: string): Promise<string> {
+    await this.db.query('INSERT INTO idmint_setting (name, value, recorded_by) VALUES ($1, $2, $3) ON CONFLICT (name) DO NOTHING', [name, value, this.by]);
+    return (await this.secret(name)) ?? value;
+  }
+
+  /** Writes a secret row and, in the same transaction, a recorded setting (a key rotation: the keys and the current key's id). */
+  async setSecretWith(name: string, value: string, setting: DeploymentSetting, settingValue: string): Promise<void> {
+    await this.db.transaction(async (tx) => {
+      const marker = await lockMarker(tx);
+      await tx.query(
+        'INSERT INTO idmint_setting (name, value, recorded_by) VALUES ($1, $2, $3) ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value, recorded_at = now(), recorded_by = EXCLUDED.recorded_by',
+        [name, value, this.by],
+      );
+      await tx.query(
+        'INSERT INTO idmint_setting (name, value, recorded_by) VALUES ($1, $2, $3) ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value, recorded_at = now(), recorded_by = EXCLUDED.recorded_by',
+        [setting, settingValue, this.by],
+      );
+      await writeMarker(tx, { id: marker.id, recorded: [...new Set([...marker.recorded, setting])] });
+    });
   }
 
   /** This process is alive and holds `view`; reports older than an hour are removed on the way. */

@@ -12,6 +12,7 @@ import { until } from '../support/poll.js';
 import { freePort } from '../support/ports.js';
 import { spawnServer, untilReady, type SpawnedServer } from '../support/spawn.js';
 import { expectNoDuplicates } from '../support/unique.js';
+import { TEST_VERIFY_KEY } from '../support/signing.js';
 
 const run = promisify(execFile);
 const root = fileURLToPath(new URL('../../', import.meta.url));
@@ -95,7 +96,7 @@ describe('the replicated infra profile (IDMINT_INFRA_HA=1)', () => {
     const snow = (await (await fetch(`${server.url}/v1/ids/hasnow?count=100`)).json()) as { ids: string[] };
     expect(snow.ids).toHaveLength(100);
     expect(server.output()).toMatch(/worker id registered in ZooKeeper/);
-    const client = createKafkaClient({ brokers: vars.KAFKA_BROKERS!, clientId: 'infra-ha', timeoutMs: 10_000 });
+    const client = createKafkaClient({ verifyKey: TEST_VERIFY_KEY, brokers: vars.KAFKA_BROKERS!, clientId: 'infra-ha', timeoutMs: 10_000 });
     try {
       await client.start();
       ids.push(...(await client.getIds('hapool', 500)));

@@ -17,8 +17,8 @@ import { sleep, until } from '../support/poll.js';
 import { inlineRefillTrigger, type InlineRefillTrigger } from '../support/refill-trigger.js';
 import { storeWithDispenser, type DispensingStore } from '../support/store.js';
 import { expectNoDuplicates } from '../support/unique.js';
+import { TEST_VERIFY_KEY, testSigner } from '../support/signing.js';
 
-const BLOCK_KEY = 'pool-replicated-key-0123456789';
 
 /** The __consumer_offsets partition that holds a group's offsets (Kafka: abs(groupId.hashCode()) % partitions; the test cluster has 4). */
 function offsetsPartition(groupId: string, partitions = 4): number {
@@ -47,7 +47,7 @@ describe('Kafka pool topics on three brokers, a broker lost under load', () => {
   beforeAll(async () => {
     cluster = await startKafkaCluster(3);
     ts = await storeWithDispenser();
-    sink = new KafkaPoolSink({ kafka: createKafka({ brokers: cluster.brokers, clientId: 'prepl-refill', logger: silentLogger }), blockKey: BLOCK_KEY, partitions: 6 });
+    sink = new KafkaPoolSink({ signer: testSigner, kafka: createKafka({ brokers: cluster.brokers, clientId: 'prepl-refill', logger: silentLogger }), partitions: 6 });
     redis = new Redis(env('REDIS_URL'));
     const meta = new RedisPoolMeta({ redis, keyPrefix: `${uniqueName('kpr')}:` });
     processor = createRefillProcessor({ store: ts.store, sinks: { kafka: sink }, meta, minDepth: 20_000, maxRangeDepth: 5_000_000 });
@@ -74,7 +74,7 @@ describe('Kafka pool topics on three brokers, a broker lost under load', () => {
     const errors = new Map<string, number>();
     const clients = got.map((_, i) => {
       const kafka = createKafka({ brokers: cluster.brokers, clientId: `prepl-${i}`, logger: silentLogger });
-      return new IdmintClient({ transport: kafkaPoolTransport({ kafka, blockKey: BLOCK_KEY, takeTimeoutMs: 500, sessionTimeoutMs: 6000 }), maxBatchSize: 50_000, timeoutMs: 20_000 });
+      return new IdmintClient({ transport: kafkaPoolTransport({ verifyKey: TEST_VERIFY_KEY, kafka, takeTimeoutMs: 500, sessionTimeoutMs: 6000 }), maxBatchSize: 50_000, timeoutMs: 20_000 });
     });
     let running = true;
     const loads = clients.map(async (client, i) => {
@@ -146,7 +146,7 @@ describe('Kafka pool topics on three brokers, a broker lost under load', () => {
       running = false;
       await Promise.all([...loads, reading]);
       await Promise.all(clients.map((c) => c.close().catch(() => undefined)));
-      await sink.remove(bizTag).catch(() => undefined);
+      await sink.deleteTopics(bizTag).catch(() => undefined);
     }
     console.info(`kafka pool on three brokers: ${detail()}; ${report.join('; ')}`);
     expectNoDuplicates(Float64Array.from(got.flat()), 'Kafka pool IDs through broker failures');

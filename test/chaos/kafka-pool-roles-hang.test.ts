@@ -15,6 +15,7 @@ import { sleep, until } from '../support/poll.js';
 import { spawnServer, type SpawnedServer } from '../support/spawn.js';
 import { freshStore, type TestStore } from '../support/store.js';
 import { expectNoDuplicates } from '../support/unique.js';
+import { TEST_VERIFY_KEY, testSigner } from '../support/signing.js';
 
 /**
  * The Kafka pool path as deployed: two `idmint serve` refill processes (BullMQ jobs, the pool
@@ -64,8 +65,8 @@ describe('Kafka pool topics refilled by refill processes, each broker hung in tu
       );
     }
     const kafka = createKafka({ brokers: cluster.brokers, clientId: 'kproles-sdk', logger: silentLogger });
-    const client = new IdmintClient({ transport: kafkaPoolTransport({ kafka, takeTimeoutMs: 2000 }), timeoutMs: 5000, batchSize: 100 });
-    const sink = new KafkaPoolSink({ kafka: createKafka({ brokers: cluster.brokers, clientId: 'kproles-look', logger: silentLogger }) });
+    const client = new IdmintClient({ transport: kafkaPoolTransport({ verifyKey: TEST_VERIFY_KEY, kafka, takeTimeoutMs: 2000 }), timeoutMs: 5000, batchSize: 100 });
+    const sink = new KafkaPoolSink({ signer: testSigner, kafka: createKafka({ brokers: cluster.brokers, clientId: 'kproles-look', logger: silentLogger }) });
     const ids: number[] = [];
     const errors = new Map<string, number>();
     let running = true;

@@ -8,6 +8,7 @@ import { startKafkaCluster, type KafkaCluster } from '../support/kafka-cluster.j
 import { uniqueName } from '../support/names.js';
 import { sleep } from '../support/poll.js';
 import { overlapsOf, type Range } from '../support/unique.js';
+import { testSigner } from '../support/signing.js';
 
 /** Every block in the topic, read from the beginning to its end offsets by a group of its own. */
 async function readTopic(brokers: string, topic: string): Promise<Range[]> {
@@ -57,7 +58,7 @@ describe('Kafka pool sink: concurrent pushes through a hung broker', () => {
   it('never appends a block twice while a follower, then the leader, hangs for 10 s', async () => {
     const bizTag = uniqueName('sinkhang');
     const topic = poolTopic(bizTag, 0);
-    const sink = new KafkaPoolSink({ kafka: createKafka({ brokers: cluster.brokers, clientId: 'sinkhang', logger: silentLogger }), partitions: 2, blockSize: 10 });
+    const sink = new KafkaPoolSink({ signer: testSigner, kafka: createKafka({ brokers: cluster.brokers, clientId: 'sinkhang', logger: silentLogger }), partitions: 2, blockSize: 10 });
     let next = 1;
     let running = true;
     let pushed = 0;

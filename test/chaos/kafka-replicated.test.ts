@@ -16,6 +16,7 @@ import { sleep, until, untilValue } from '../support/poll.js';
 import { spawnServer, untilReady, type SpawnedServer } from '../support/spawn.js';
 import { freshStore, type TestStore } from '../support/store.js';
 import { expectNoDuplicates } from '../support/unique.js';
+import { TEST_VERIFY_KEY, testSigner } from '../support/signing.js';
 
 // Three brokers, topics replicated three ways with min.insync.replicas 2 and every producer on
 // acks=-1: Kafka request/reply keeps serving through the loss of the broker leading the request
@@ -72,7 +73,7 @@ describe('Kafka request/reply on three brokers, a broker lost under load', () =>
     for (let i = 0; i < 4; i++) {
       const logger = (await import('pino')).pino({ level: process.env.KREPL_LOG ?? 'silent' }) as never;
       const kafka = createKafka({ brokers: cluster.brokers, clientId: `krepl-${i}`, config: cluster.security, logger });
-      const client = createKafkaClient({ kafka, timeoutMs: 5000, retries: 3, logger });
+      const client = createKafkaClient({ verifyKey: TEST_VERIFY_KEY, kafka, timeoutMs: 5000, retries: 3, logger });
       clients.push(client);
       // A start that fails is not kept (the client starts again on the next call), as an
       // application would retry it: a reply topic created a moment ago may not be served by all
@@ -172,9 +173,9 @@ describe('Kafka request/reply on three brokers, a broker lost under load', () =>
     await admin.createAcls({ acl: sdkPoolAcls('idmint-client') });
     const bizTag = 'kreplacl';
     // The refill's side (idmint, a super user): a replicated pool topic.
-    const sink = new KafkaPoolSink({ kafka, partitions: 2, replicationFactor: 3 });
+    const sink = new KafkaPoolSink({ signer: testSigner, kafka, partitions: 2, replicationFactor: 3 });
     const client = (id: string) => createKafka({ brokers: cluster.brokers, clientId: id, config: cluster.clientSecurity });
-    const sdk = new IdmintClient({ transport: kafkaPoolTransport({ kafka: client('krepl-sdk'), takeTimeoutMs: 15_000 }), timeoutMs: 120_000 });
+    const sdk = new IdmintClient({ transport: kafkaPoolTransport({ verifyKey: TEST_VERIFY_KEY, kafka: client('krepl-sdk'), takeTimeoutMs: 15_000 }), timeoutMs: 120_000 });
     const forger = client('krepl-forger').producer();
     const ids: bigint[] = [];
     let next = 1;
@@ -205,7 +206,7 @@ describe('Kafka request/reply on three brokers, a broker lost under load', () =>
     } finally {
       await forger.disconnect().catch(() => undefined);
       await sdk.close();
-      await sink.remove(bizTag).catch(() => undefined);
+      await sink.deleteTopics(bizTag).catch(() => undefined);
       await sink.close();
       await admin.disconnect();
     }

@@ -12,6 +12,7 @@ import { storeWithDispenser, type DispensingStore } from '../support/store.js';
 import { uniqueName } from '../support/names.js';
 import { expectNoDuplicates } from '../support/unique.js';
 import { testTag } from '../support/tags.js';
+import { TEST_VERIFY_KEY, testSigner } from '../support/signing.js';
 
 // One contract for every PoolSink (where refills put segments), on the real servers: segments
 // pushed concurrently come out exactly once — every ID of every segment, no ID twice, no other ID —
@@ -39,13 +40,13 @@ const subjects: Record<string, () => Subject> = {
     return { sink: pool, drain: (t, n) => pool.take(t, n), close: async () => undefined };
   },
   kafka: () => {
-    const sink = new KafkaPoolSink({ kafka, blockSize: 250 });
+    const sink = new KafkaPoolSink({ signer: testSigner, kafka, blockSize: 250 });
     const consumers = new Map<string, KafkaPoolConsumer>();
     return {
       sink,
       drain: async (t, n) => {
         let consumer = consumers.get(t.bizTag);
-        if (!consumer) consumers.set(t.bizTag, (consumer = new KafkaPoolConsumer({ kafka, bizTag: t.bizTag })));
+        if (!consumer) consumers.set(t.bizTag, (consumer = new KafkaPoolConsumer({ verifyKey: TEST_VERIFY_KEY, kafka, bizTag: t.bizTag })));
         return consumer.take(n, { timeoutMs: 15_000 });
       },
       close: async () => {

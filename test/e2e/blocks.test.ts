@@ -8,6 +8,7 @@ import { spawnServer, type SpawnedServer } from '../support/spawn.js';
 import { sleep, until } from '../support/poll.js';
 import { expectDisjoint } from '../support/unique.js';
 import { expectNoDuplicates } from '../support/unique.js';
+import { TEST_VERIFY_KEY } from '../support/signing.js';
 
 // Blocks end to end: GET /v1/blocks and Kafka "as":"blocks" beside GET /v1/ids, with zero
 // duplicates across both while the server is SIGKILLed and restarted, every block inside a ledger
@@ -56,7 +57,7 @@ describe('blocks on the distributed topology (Postgres, Redis pools, Kafka)', ()
       IDMINT_KAFKA_SESSION_TIMEOUT_MS: '6000',
     };
     server = await spawnServer(env);
-    client = createKafkaClient({ brokers: need('KAFKA_BROKERS'), requestTopic, clientId: `blocks-client-${run}` });
+    client = createKafkaClient({ verifyKey: TEST_VERIFY_KEY, brokers: need('KAFKA_BROKERS'), requestTopic, clientId: `blocks-client-${run}` });
   });
 
   afterAll(async () => {

@@ -9,6 +9,7 @@ import { createKafkaClient, type IdmintKafkaClient } from '../../src/client/kafk
 import { ensureTopics } from '../../src/kafka/topics.js';
 import { spawnServer, untilReady, type SpawnedServer } from '../support/spawn.js';
 import { expectNoDuplicates } from '../support/unique.js';
+import { TEST_VERIFY_KEY } from '../support/signing.js';
 
 const TOKEN = 'distributed-admin-token';
 
@@ -56,7 +57,7 @@ describe('idmint serve with Postgres, Redis, Kafka and ZooKeeper', () => {
       IDMINT_KAFKA_RESPONDER_GROUP: `dist.responders.${run}`,
       IDMINT_KAFKA_SESSION_TIMEOUT_MS: '6000',
     });
-    client = createKafkaClient({ brokers: KAFKA_BROKERS, requestTopic, clientId: `dist-client-${run}` });
+    client = createKafkaClient({ verifyKey: TEST_VERIFY_KEY, brokers: KAFKA_BROKERS, requestTopic, clientId: `dist-client-${run}` });
     await client.start();
   });
 

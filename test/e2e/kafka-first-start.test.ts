@@ -7,6 +7,7 @@ import { createKafka } from '../../src/kafka/kafka.js';
 import { startPrivateServer, type PrivateServer } from '../support/servers.js';
 import { spawnServer, untilReady } from '../support/spawn.js';
 import { freshStore, type TestStore } from '../support/store.js';
+import { TEST_VERIFY_KEY } from '../support/signing.js';
 
 // A normal first start on a fresh broker (no topics, no groups, the group coordinator still
 // loading) is no error: KafkaJS's retried start-up conditions are logged at debug, not as ERROR or
@@ -28,7 +29,7 @@ describe('the first start on a fresh Kafka broker', () => {
 
   it('serves a Kafka request and logs no kafkajs ERROR or WARN line', async () => {
     const server = await spawnServer({ DATABASE_URL: st.url, KAFKA_BROKERS: kafka.url, IDMINT_DATA_DIR: dataDir, IDMINT_ROLES: 'api,responder', LOG_LEVEL: 'info' });
-    const client = createKafkaClient({ kafka: createKafka({ brokers: kafka.url, clientId: 'kfirst-test' }), clientId: 'kfirst-test' });
+    const client = createKafkaClient({ verifyKey: TEST_VERIFY_KEY, kafka: createKafka({ brokers: kafka.url, clientId: 'kfirst-test' }), clientId: 'kfirst-test' });
     try {
       await untilReady(server.url, { status: 'ready', timeoutMs: 90_000, output: server.output });
       expect((await fetch(`${server.url}/v1/biz`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"bizTag":"first"}' })).status).toBe(201);

@@ -12,6 +12,7 @@ import { sleep, until } from '../support/poll.js';
 import { startPrivateServer, type PrivateServer } from '../support/servers.js';
 import { spawnServer, type SpawnedServer } from '../support/spawn.js';
 import { expectDisjoint, expectNoDuplicates } from '../support/unique.js';
+import { TEST_VERIFY_KEY } from '../support/signing.js';
 
 // Several regions on one machine: region 1 on a Postgres and a Redis of its own (private servers
 // from scripts/infra.sh), each region its own refill queue and Kafka namespace (request topic,
@@ -85,8 +86,8 @@ async function load(url: () => string, region: number, namespace: string, into: 
   };
   const count = (most: number): number => 1 + Math.floor(Math.random() * most);
   const kafka = testKafka(`regions-${region}`);
-  const rpc = createKafkaClient({ kafka, clientId: `regions-${region}`, namespace, timeoutMs: 15_000 });
-  const pool = createIdmintClient({ transport: kafkaPoolTransport({ kafka, namespace, takeTimeoutMs: 5000 }), batchSize: 100, timeoutMs: 30_000 });
+  const rpc = createKafkaClient({ verifyKey: TEST_VERIFY_KEY, kafka, clientId: `regions-${region}`, namespace, timeoutMs: 15_000 });
+  const pool = createIdmintClient({ transport: kafkaPoolTransport({ verifyKey: TEST_VERIFY_KEY, kafka, namespace, takeTimeoutMs: 5000 }), batchSize: 100, timeoutMs: 30_000 });
   try {
     await Promise.all([
       ...TAGS.map((t) => loop(t.bizTag, async () => keep(t.bizTag, (await json<{ ids: string[] }>(`/v1/ids/${t.bizTag}?count=${count(40)}`)).ids))),

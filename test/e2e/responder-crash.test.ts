@@ -16,6 +16,7 @@ import { env } from '../support/env.js';
 import { expectNoDuplicates } from '../support/unique.js';
 import { freePort } from '../support/spawn.js';
 import { until } from '../support/poll.js';
+import { TEST_VERIFY_KEY } from '../support/signing.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -77,7 +78,7 @@ describe('responder process killed with SIGKILL mid-stream', () => {
 
   it('clients that time out retry; zero duplicates overall', async () => {
     const first = await startResponder();
-    const clients: IdmintKafkaClient[] = Array.from({ length: 5 }, (_, i) => createKafkaClient({ kafka, requestTopic, clientId: `crash-${i}` }));
+    const clients: IdmintKafkaClient[] = Array.from({ length: 5 }, (_, i) => createKafkaClient({ verifyKey: TEST_VERIFY_KEY, kafka, requestTopic, clientId: `crash-${i}` }));
     await Promise.all(clients.map((c) => c.start()));
     const all: string[] = [];
     let timeouts = 0;

@@ -19,6 +19,7 @@ import { until } from '../support/poll.js';
 import { startSecureInfra, type SecureInfra } from '../support/secure-servers.js';
 import { expectNoDuplicates } from '../support/unique.js';
 import { sdkPoolAcls } from '../support/kafka.js';
+import { TEST_VERIFY_KEY, testSigner } from '../support/signing.js';
 
 /**
  * Secured connections, end to end: idmint against Kafka (SASL_SSL, SCRAM-SHA-512), Redis (TLS,
@@ -70,7 +71,7 @@ describe('secured connections', () => {
       calls.push(take(server, i % 3 === 0 ? '/v1/blocks/secured?count=40' : '/v1/ids/secured?count=20'));
     }
     const config = loadConfig({ ...infra.env });
-    const client = createKafkaClient({ kafka: kafkaFor(config, 'secure-test', silentLogger), clientId: 'secure-test' });
+    const client = createKafkaClient({ verifyKey: TEST_VERIFY_KEY, kafka: kafkaFor(config, 'secure-test', silentLogger), clientId: 'secure-test' });
     try {
       const viaKafka = await Promise.all(Array.from({ length: 20 }, () => client.getIds('secured', 10, { timeoutMs: 20_000 })));
       for (const batch of viaKafka) ids.push(...batch);
@@ -91,13 +92,13 @@ describe('secured connections', () => {
   it('Kafka ACLs: an SDK principal reads its tag\'s pool topic but cannot write to it (nor forge blocks there)', async () => {
     const config = loadConfig({ ...infra.env });
     const admin = kafkaFor(config, 'acl-admin', silentLogger);
-    const sink = new KafkaPoolSink({ kafka: admin, partitions: 2 });
+    const sink = new KafkaPoolSink({ signer: testSigner, kafka: admin, partitions: 2 });
     const bizTag = 'aclpool';
     const client = loadConfig({ ...infra.env, IDMINT_KAFKA_SASL_USERNAME: 'idmint-client' });
     const grants = sdkPoolAcls('idmint-client');
     const kafkaAdmin = admin.admin();
     await kafkaAdmin.connect();
-    const sdk = new IdmintClient({ transport: kafkaPoolTransport({ kafka: kafkaFor(client, 'acl-sdk', silentLogger), takeTimeoutMs: 10_000 }), timeoutMs: 60_000 });
+    const sdk = new IdmintClient({ transport: kafkaPoolTransport({ verifyKey: TEST_VERIFY_KEY, kafka: kafkaFor(client, 'acl-sdk', silentLogger), takeTimeoutMs: 10_000 }), timeoutMs: 60_000 });
     const producer = kafkaFor(client, 'acl-forger', silentLogger).producer();
     try {
       await kafkaAdmin.createAcls({ acl: grants });
@@ -115,7 +116,7 @@ describe('secured connections', () => {
     } finally {
       await producer.disconnect().catch(() => undefined);
       await sdk.close();
-      await sink.remove(bizTag).catch(() => undefined);
+      await sink.deleteTopics(bizTag).catch(() => undefined);
       await sink.close();
       await kafkaAdmin.disconnect();
     }

@@ -13,6 +13,7 @@ import { uniqueName } from '../support/names.js';
 import { expectNoDuplicates } from '../support/unique.js';
 import { FUZZ_RUNS, FUZZ_SEED, STACK_TRACE } from './runs.js';
 import { sleep } from '../support/poll.js';
+import { TEST_VERIFY_KEY, testSigner } from '../support/signing.js';
 
 // Random bytes, wrong types, huge and negative values, bad replyTo and deadlines, sent to a real
 // responder on the real broker. It must answer every answerable message with a well-formed reply,
@@ -35,9 +36,9 @@ describe('Kafka responder under fuzzing (fast-check, real broker)', () => {
     await ts.store.createBiz({ bizTag: 'order' });
     await createTopic(kafka, requestTopic, 2);
     await createTopic(kafka, replyTopic);
-    responder = createResponder({ kafka, dispenser: ts.dispenser, groupId, requestTopic, registry: new Registry(), maxCount: 1000 });
+    responder = createResponder({ signer: testSigner, kafka, dispenser: ts.dispenser, groupId, requestTopic, registry: new Registry(), maxCount: 1000 });
     await responder.start();
-    client = createKafkaClient({ kafka, requestTopic, clientId: 'fuzz' });
+    client = createKafkaClient({ verifyKey: TEST_VERIFY_KEY, kafka, requestTopic, clientId: 'fuzz' });
     await client.start();
     producer = kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner });
     await producer.connect();

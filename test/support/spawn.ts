@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { freePort } from './ports.js';
 import { until, untilValue } from './poll.js';
+import { TEST_SIGNING_SECRET } from './signing.js';
 
 export { freePort };
 
@@ -23,6 +24,8 @@ export interface SpawnedServer {
  * the test names servers in `env` (empty strings count as unset).
  */
 const NO_SERVERS = { DATABASE_URL: '', REDIS_URL: '', KAFKA_BROKERS: '', ZK_CONNECT: '' };
+/** What a spawned server signs Kafka blocks and replies with, unless the test says otherwise: the key the tests' SDK readers verify with. */
+const TEST_KEYS = { IDMINT_SIGNING_KEY: TEST_SIGNING_SECRET };
 
 /**
  * Spawns `idmint serve` as a user would (or `options.worker`, a file under workers/) and waits
@@ -33,7 +36,7 @@ export async function spawnServer(env: Record<string, string>, options: { timeou
   const args = options.worker ? ['--import', 'tsx', `workers/${options.worker}`] : [BIN, 'serve'];
   const child = spawn(process.execPath, args, {
     cwd: ROOT,
-    env: { ...process.env, LOG_LEVEL: 'info', ...NO_SERVERS, ...env, IDMINT_PORT: String(port) },
+    env: { ...process.env, LOG_LEVEL: 'info', ...NO_SERVERS, ...TEST_KEYS, ...env, IDMINT_PORT: String(port) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
@@ -75,7 +78,7 @@ export async function runUntilExit(env: Record<string, string>, timeoutMs = 30_0
   const port = await freePort();
   const child = spawn(process.execPath, [BIN, 'serve'], {
     cwd: ROOT,
-    env: { ...process.env, LOG_LEVEL: 'info', ...NO_SERVERS, ...env, IDMINT_PORT: env.IDMINT_PORT ?? String(port) },
+    env: { ...process.env, LOG_LEVEL: 'info', ...NO_SERVERS, ...TEST_KEYS, ...env, IDMINT_PORT: env.IDMINT_PORT ?? String(port) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';

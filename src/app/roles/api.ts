@@ -58,6 +58,7 @@ export async function buildApiServer(options: ApiRoleOptions): Promise<FastifyIn
     redis,
     snowflake: parts?.snowflake,
     deployment: () => options.deployment.watch.health(),
+    signing: () => options.deployment.signer?.health(),
     refillState: options.refillState,
     responderState: options.responderState,
   });

@@ -2,7 +2,8 @@ import type { Registry } from 'prom-client';
 import type { Logger } from '../../core/logger.js';
 import type { IdDispenser } from '../../core/ports.js';
 import type { Kafka } from 'kafkajs';
-import { initTopics, logUnderReplicated, underReplicated } from '../../kafka/topics.js';
+import { initTopics, kafkaNames, logUnderReplicated, underReplicated } from '../../kafka/topics.js';
+import type { SigningKey } from '../../kafka/signing.js';
 import { createResponder, type Responder } from '../../kafka/responder.js';
 import type { Config } from '../config.js';
 import { kafkaFor } from '../kafka-client.js';
@@ -12,6 +13,8 @@ export interface ResponderRoleOptions {
   logger: Logger;
   /** The process's dispenser: a responder alone has the same pools and fallbacks as the API. */
   dispenser: IdDispenser;
+  /** The deployment's signing key (src/app/signing.ts): every reply is signed. */
+  signer: () => SigningKey | undefined;
   registry?: Registry;
 }
 
@@ -24,6 +27,8 @@ export async function startResponderRole(options: ResponderRoleOptions): Promise
     dispenser: options.dispenser,
     groupId: config.IDMINT_KAFKA_RESPONDER_GROUP,
     requestTopic: config.IDMINT_KAFKA_REQUEST_TOPIC,
+    replyPrefix: kafkaNames(config.IDMINT_KAFKA_NAMESPACE).replyPrefix,
+    signer: options.signer,
     maxCount: config.IDMINT_MAX_COUNT,
     maxBlockCount: config.IDMINT_MAX_BLOCK_COUNT,
     sessionTimeoutMs: config.IDMINT_KAFKA_SESSION_TIMEOUT_MS,

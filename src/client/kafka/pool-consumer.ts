@@ -1,9 +1,12 @@
-import type { Consumer, EachBatchPayload, Kafka } from 'kafkajs';
+import type { Admin, Consumer, EachBatchPayload, Kafka, KafkaMessage } from 'kafkajs';
 import { BadRequestError, IdmintError, isIdmintError, notReady } from '../../core/errors.js';
 import type { Logger } from '../../core/logger.js';
 import { silentLogger } from '../../core/logger.js';
 import { decodePoolBlock } from '../../kafka/messages.js';
-import { verifyPoolBlock } from '../../kafka/block-signature.js';
+import { blockBytes } from '../../kafka/signing.js';
+import { isCoordinatorMoving } from '../../kafka/errors.js';
+import { Episode } from '../../core/episode.js';
+import { verifierFrom, type Verification } from './verification.js';
 import type { Block } from '../../core/block.js';
 import { waitForGroupJoin } from '../../kafka/group.js';
 import { installFetchGuard } from '../../kafka/fetch-guard.js';
@@ -33,6 +36,13 @@ export interface KafkaPoolConsumerSettings {
    * plus the request timeout.
    */
   stallTimeoutMs: number;
+  /**
+   * A block signed longer ago than this is dropped: a copy kept by whoever could read the topic is
+   * useless after it. Above the pool topics' retention (a day) plus slack, and below the time Kafka
+   * keeps an idle group's committed offsets (offsets.retention.minutes, 7 days by default), which
+   * carry the floors that drop younger copies.
+   */
+  maxBlockAgeMs: number;
 }
 
 export const KAFKA_POOL_CONSUMER_DEFAULTS: Readonly<KafkaPoolConsumerSettings> = Object.freeze({
@@ -41,7 +51,11 @@ export const KAFKA_POOL_CONSUMER_DEFAULTS: Readonly<KafkaPoolConsumerSettings> =
   sessionTimeoutMs: 10_000,
   joinTimeoutMs: 30_000,
   stallTimeoutMs: 45_000,
+  maxBlockAgeMs: 36 * 3_600_000,
 });
+
+/** How far ahead of this host's clock a block's signing time may be (clock skew), ms. */
+const FUTURE_SLACK_MS = 3_600_000;
 
 /** How long the coordinator waits for the members to rejoin in a rebalance (KafkaJS: 60 s). */
 const REBALANCE_TIMEOUT_MS = 30_000;
@@ -51,11 +65,13 @@ export interface KafkaPoolConsumerOptions extends Partial<KafkaPoolConsumerSetti
   bizTag: string;
   shard?: number;
   /**
-   * The key the refill signs blocks with (its IDMINT_POOL_BLOCK_KEY): unsigned and badly signed
-   * blocks are dropped and counted (`rejectedBlocks`). Without it every well-formed block is
-   * served, and whoever can write the pool topic decides what this consumer hands out.
+   * The deployment's public signing key(s) (`idmint keys public`; default IDMINT_VERIFY_KEY): a
+   * block not signed by one of them over its place, or not above the last block taken from its
+   * partition by this group, is dropped and counted (`rejected`). Required, unless insecureSkipVerify.
    */
-  blockKey?: string | undefined;
+  verifyKey?: string | readonly string[] | undefined;
+  /** Serve unsigned blocks: whoever can write the pool topic then decides what this consumer hands out. Logged once. */
+  insecureSkipVerify?: boolean | undefined;
   /** The servers' IDMINT_KAFKA_NAMESPACE: the pool topic is `idmint.<namespace>.ids.<tag>`. Default none: `idmint.ids.<tag>`. */
   namespace?: string | undefined;
   logger?: Logger;
@@ -72,8 +88,8 @@ export function rebalanceError(err: unknown): Error | undefined {
   return undefined;
 }
 
-/** Block starts remembered per partition to drop a copy of a block (see seenBefore). */
-const REMEMBERED_BLOCKS = 1024;
+/** What a commit's metadata says: the end of the last block this group accepted from the partition. */
+const FLOOR_PREFIX = 'idmint-floor:';
 
 interface Pending {
   next: number;
@@ -85,15 +101,25 @@ export class KafkaPoolConsumer {
   readonly shard: number;
   readonly topic: string;
   readonly groupId: string;
-  /** Blocks dropped: unsigned or badly signed (with a blockKey), malformed, or of another tag. */
+  /** Blocks dropped: unsigned, badly signed, a copy or replay, malformed, or of another tag. */
   rejectedBlocks = 0;
+  /** The same, by why. */
+  readonly rejected: Record<string, number> = {};
   private readonly settings: Readonly<KafkaPoolConsumerSettings>;
-  private readonly blockKey: string | undefined;
+  private readonly verification: Verification;
+  private readonly namespace: string;
   private readonly logger: Logger;
   private readonly consumer: Consumer;
+  private readonly admin: Admin;
+  private adminReady: Promise<void> | undefined;
   private readonly blocks: Pending[] = [];
-  /** The starts of the blocks last taken from each partition (REMEMBERED_BLOCKS of them), to drop a copy. */
-  private readonly recent = new Map<number, Set<number>>();
+  /**
+   * Per partition, the end of the last block this group accepted there (by this member or an
+   * earlier owner: it travels in the committed offset's metadata, and moves with the partition in
+   * a rebalance). A block is accepted only above it: a copy or replay of one taken is dropped.
+   */
+  private readonly floors = new Map<number, number>();
+  private readonly dropping: Episode;
   /** Partitions of the topic this member owns since the last rebalance (undefined before the first join). */
   private assigned: number | undefined;
   /** Wakes whoever waits for a block to arrive (take) or for room in the buffer (the fetch loop). */
@@ -118,18 +144,24 @@ export class KafkaPoolConsumer {
   failed = false;
 
   constructor(options: KafkaPoolConsumerOptions) {
-    const { kafka: _kafka, bizTag: _bizTag, shard: _shard, logger: _logger, blockKey, namespace, ...rest } = options;
+    const { kafka: _kafka, bizTag: _bizTag, shard: _shard, logger: _logger, verifyKey, insecureSkipVerify, namespace, ...rest } = options;
+    if ((rest as { blockKey?: unknown }).blockKey !== undefined) {
+      throw new BadRequestError('Kafka pool consumer: blockKey (a shared HMAC key) is replaced by verifyKey, the deployment\'s public Ed25519 key (`idmint keys public`)', 'blockKey');
+    }
+    delete (rest as { blockKey?: unknown }).blockKey;
     this.settings = resolveOptions<KafkaPoolConsumerSettings>(KAFKA_POOL_CONSUMER_DEFAULTS, rest, (o) => {
       for (const key of Object.keys(KAFKA_POOL_CONSUMER_DEFAULTS) as (keyof KafkaPoolConsumerSettings)[]) checkInteger('Kafka pool consumer', o, key, 1);
     });
-    if (blockKey !== undefined && blockKey.length < 16) throw new BadRequestError('Kafka pool consumer: blockKey must be at least 16 characters', 'blockKey');
-    this.blockKey = blockKey;
+    this.verification = verifierFrom({ verifyKey, insecureSkipVerify }, 'Kafka pool consumer');
+    this.namespace = namespace ?? '';
     this.bizTag = options.bizTag;
     this.shard = options.shard ?? 0;
     const names = kafkaNames(namespace);
     this.topic = names.poolTopic(options.bizTag, this.shard);
     this.groupId = names.poolGroup(options.bizTag, this.shard);
     this.logger = (options.logger ?? silentLogger).child({ component: 'kafka-pool-consumer', bizTag: options.bizTag });
+    this.dropping = new Episode(this.logger, 'dropping pool blocks that must not be served (unsigned, badly signed, copies or replays)');
+    this.admin = options.kafka.admin();
     installFetchGuard(); // options.kafka may be the caller's own KafkaJS instance
     this.consumer = options.kafka.consumer({
       groupId: this.groupId,
@@ -143,6 +175,8 @@ export class KafkaPoolConsumer {
       const assigned = event.payload.memberAssignment[this.topic]?.length ?? 0;
       if (assigned === 0 && this.assigned !== 0) this.logger.info({ topic: this.topic }, 'no partition of the pool topic for this instance (more consumers than partitions); its fallback serves');
       this.assigned = assigned;
+      // Partitions may have moved: each one's floor is read again from what its last owner committed.
+      this.floors.clear();
       this.rejoining = false;
       this.lastProgress = Date.now();
       this.wake();
@@ -170,7 +204,7 @@ export class KafkaPoolConsumer {
   start(): Promise<void> {
     if (this.closing) return Promise.reject(new IdmintError('NOT_READY', 'Kafka pool consumer is closed'));
     this.starting ??= (async () => {
-      if (!this.blockKey) this.logger.warn({ topic: this.topic }, 'no blockKey: pool blocks are not authenticated; anyone who can write the topic decides the IDs handed out');
+      if (!this.verification.keys) this.logger.warn({ topic: this.topic }, 'insecureSkipVerify: pool blocks are not authenticated; anyone who can write the topic decides the IDs handed out');
       const joined = waitForGroupJoin(this.consumer, this.settings.joinTimeoutMs);
       await this.consumer.connect();
       await this.consumer.subscribe({ topic: this.topic, fromBeginning: true });
@@ -253,6 +287,7 @@ export class KafkaPoolConsumer {
       this.wake();
       await this.starting?.catch(() => undefined);
       await this.consumer.disconnect();
+      await this.adminReady?.then(() => this.admin.disconnect()).catch(() => undefined);
       // Buffered IDs are dropped: their offsets are committed, so they are gaps, never repeats.
       this.blocks.length = 0;
     })();
@@ -283,22 +318,57 @@ export class KafkaPoolConsumer {
         await this.groupCall(heartbeat);
       }
       if (!isRunning() || isStale() || this.closing || this.rejoining) return;
-      // As many as fit, committed with one request before any of them is handed out.
+      // As many as fit, judged, then committed with one request before any of them is handed out.
       const room = this.settings.bufferBlocks - this.blocks.length;
       const taken = messages.slice(i, i + room);
       i += taken.length;
       const last = taken[taken.length - 1]!;
-      // Commit before hand-out: if this throws (rebalance, fenced member), none of these blocks is served here.
-      await this.groupCall(() => this.consumer.commitOffsets([{ topic: batch.topic, partition: batch.partition, offset: (BigInt(last.offset) + 1n).toString() }]));
+      const before = await this.floorOf(batch.partition);
+      let floor = before;
+      const accepted: Pending[] = [];
+      for (const message of taken) {
+        const block = this.accept(message, batch.partition, floor);
+        if (!block) continue;
+        accepted.push(block.pending);
+        floor = block.seq;
+      }
+      // Commit before hand-out: if this throws (rebalance, fenced member), none of these blocks is
+      // served here. The floor travels with the offset, so the partition's next owner knows it.
+      await this.groupCall(() =>
+        this.consumer.commitOffsets([{ topic: batch.topic, partition: batch.partition, offset: (BigInt(last.offset) + 1n).toString(), metadata: `${FLOOR_PREFIX}${floor}` }]),
+      );
       // KafkaJS's commitOffsets returns without committing, and without an error, once the
       // consumer stopped running (a stop, a crash it restarts from): those blocks may be uncommitted.
       if (!isRunning() || this.closing) return;
-      for (const message of taken) {
-        resolveOffset(message.offset);
-        const block = this.accept(message.value, batch.partition, message.offset);
-        if (block) this.blocks.push(block);
-      }
+      if (floor > before) this.floors.set(batch.partition, floor);
+      for (const message of taken) resolveOffset(message.offset);
+      this.blocks.push(...accepted);
       this.wake();
+    }
+  }
+
+  /** The partition's floor: known since this member took it, else what its last owner committed (0 for none). */
+  private async floorOf(partition: number): Promise<number> {
+    const known = this.floors.get(partition);
+    if (known !== undefined) return known;
+    this.adminReady ??= this.admin.connect().catch((err: unknown) => {
+      this.adminReady = undefined;
+      throw err;
+    });
+    await this.adminReady;
+    const deadline = Date.now() + 30_000;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const [committed] = await this.admin.fetchOffsets({ groupId: this.groupId, topics: [this.topic] });
+        const metadata = committed?.partitions.find((p) => p.partition === partition)?.metadata ?? '';
+        const floor = metadata.startsWith(FLOOR_PREFIX) ? Number(metadata.slice(FLOOR_PREFIX.length)) : 0;
+        const value = Number.isSafeInteger(floor) && floor > 0 ? floor : 0;
+        this.floors.set(partition, value);
+        return value;
+      } catch (err) {
+        if (!isCoordinatorMoving(err) || Date.now() >= deadline) throw err;
+        await new Promise((resolve) => setTimeout(resolve, Math.min(1000, 100 * attempt)));
+      }
     }
   }
 
@@ -322,36 +392,38 @@ export class KafkaPoolConsumer {
     }
   }
 
-  /** The block to serve, or null (logged, counted) for one that must not be served. */
-  private accept(value: Buffer | null, partition: number, offset: string): Pending | null {
-    const block = decodePoolBlock(value);
-    let why: string | undefined;
-    if (!block || block.bizTag !== this.bizTag || (block.shard ?? 0) !== this.shard) why = 'malformed, or of another tag or shard';
-    else if (this.blockKey !== undefined && !verifyPoolBlock(this.blockKey, block)) why = block.sig === undefined ? 'unsigned' : 'badly signed';
-    else if (!Number.isSafeInteger(Number(block.end))) why = 'beyond 2^53';
-    else if (this.seenBefore(partition, Number(block.start))) why = 'a copy of a block this consumer took from this partition already';
-    if (why !== undefined || !block) {
-      this.rejectedBlocks++;
-      // The first, then every thousandth: a producer flooding the topic does not flood the log.
-      if (this.rejectedBlocks % 1000 === 1) this.logger.warn({ partition, offset, why, rejectedBlocks: this.rejectedBlocks }, 'skipping a pool block that must not be served');
-      return null;
+  /** The block to serve and its sequence, or null (counted; logged once per episode) for one that must not be served. */
+  private accept(message: KafkaMessage, partition: number, floor: number): { pending: Pending; seq: number } | null {
+    const block = decodePoolBlock(message.value);
+    const why = this.refusal(block, partition, floor);
+    if (why === undefined && block) {
+      if (this.dropping.active) this.dropping.recover({ rejected: this.rejected });
+      return { pending: { next: Number(block.start), end: Number(block.end) }, seq: Number(block.seq ?? block.start) };
     }
-    return { next: Number(block.start), end: Number(block.end) };
+    const reason = why ?? 'malformed';
+    this.rejectedBlocks++;
+    this.rejected[reason] = (this.rejected[reason] ?? 0) + 1;
+    this.dropping.fail({ partition, offset: message.offset, why: reason, rejected: this.rejected }, reason);
+    return null;
   }
 
-  /**
-   * Whether a block starting at `start` was taken from this partition lately; remembers it.
-   * Belt and braces: the refill never appends a block twice (KafkaPoolSink, TopicProducer's
-   * appendOnce), but a copy that did land in the same partition is then dropped here when the
-   * same consumer reads both — a copy read by another member after a rebalance is not.
-   */
-  private seenBefore(partition: number, start: number): boolean {
-    let starts = this.recent.get(partition);
-    if (!starts) this.recent.set(partition, (starts = new Set()));
-    if (starts.has(start)) return true;
-    starts.add(start);
-    if (starts.size > REMEMBERED_BLOCKS) starts.delete(starts.values().next().value!);
-    return false;
+  private refusal(block: ReturnType<typeof decodePoolBlock>, partition: number, floor: number): string | undefined {
+    if (!block) return 'malformed';
+    if (block.bizTag !== this.bizTag || (block.shard ?? 0) !== this.shard) return 'of another tag or shard';
+    const keys = this.verification.keys;
+    if (keys) {
+      if (block.sig === undefined || block.kid === undefined || block.seq === undefined || block.at === undefined) return 'unsigned';
+      const place = { namespace: this.namespace, topic: this.topic, partition, seq: block.seq, at: block.at, bizTag: block.bizTag, shard: block.shard ?? 0, start: block.start, end: block.end };
+      if (!keys.verify(block.kid, blockBytes(place), block.sig)) return keys.kids.includes(block.kid) ? 'badly signed, or signed for another place' : 'signed by an unknown key';
+      const age = Date.now() - Number(block.at);
+      if (age > this.settings.maxBlockAgeMs || age < -FUTURE_SLACK_MS) return 'signed too long ago (or ahead of this clock)';
+    }
+    const seq = Number(block.seq ?? block.start);
+    if (!Number.isSafeInteger(Number(block.end)) || !Number.isSafeInteger(seq)) return 'beyond 2^53';
+    // At or below the floor: a copy of a block taken from this partition (or one a refill
+    // appended out of order with another's: a gap, never a repeat).
+    if (seq <= floor) return 'a copy or replay of a block taken already';
+    return undefined;
   }
 
   private waitForChange(ms: number): Promise<void> {

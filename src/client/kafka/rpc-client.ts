@@ -7,7 +7,10 @@ import { BadRequestError, IdmintError, TimeoutError, isIdmintError, notReady } f
 import type { Logger } from '../../core/logger.js';
 import { silentLogger } from '../../core/logger.js';
 import { createKafka } from '../../kafka/kafka.js';
-import { decodeReply, encodeRequest } from '../../kafka/messages.js';
+import { decodeReply, encodeRequest, type IdReply } from '../../kafka/messages.js';
+import { replyBytes, type ReplyContent } from '../../kafka/signing.js';
+import { Episode } from '../../core/episode.js';
+import { verifierFrom, type Verification } from './verification.js';
 import { REQUEST_TOPIC, assertTopicsExist, ensureTopics, kafkaNames } from '../../kafka/topics.js';
 import { waitForGroupJoin } from '../../kafka/group.js';
 import { installFetchGuard } from '../../kafka/fetch-guard.js';
@@ -51,8 +54,12 @@ export interface KafkaClientOptions extends Partial<KafkaClientSettings> {
   logger?: Logger;
   /** Replication factor of the reply topic. Default min(3, brokers in the cluster). */
   replicationFactor?: number;
-  /** The servers' IDMINT_KAFKA_NAMESPACE: requests go to `idmint.<namespace>.requests` unless `requestTopic` says otherwise. */
+  /** The servers' IDMINT_KAFKA_NAMESPACE: requests go to `idmint.<namespace>.requests` unless `requestTopic` says otherwise, replies come on `idmint.<namespace>.replies.*`. */
   namespace?: string;
+  /** The deployment's public signing key(s) (`idmint keys public`; default IDMINT_VERIFY_KEY): a reply not signed by one is ignored, and the real one awaited. */
+  verifyKey?: string | readonly string[] | undefined;
+  /** Accept unsigned replies (whoever reads the request topic could then answer with IDs of their choosing): logged once. */
+  insecureSkipVerify?: boolean | undefined;
 }
 
 /** Attempts at joining the reply topic's group right after creating it (a new topic's partitions may not be served yet). */
@@ -77,6 +84,10 @@ export class IdmintKafkaClient {
   readonly replyTopic: string;
   /** Replies that found no waiting caller: duplicates from redelivery, or answers after a timeout. */
   droppedReplies = 0;
+  /** Messages on the reply topic ignored as not the deployment's: unsigned, badly signed, or malformed. */
+  rejectedReplies = 0;
+  private readonly verification: Verification;
+  private readonly forged: Episode;
   private readonly settings: Readonly<KafkaClientSettings>;
   private readonly kafka: Kafka;
   private readonly logger: Logger;
@@ -92,7 +103,8 @@ export class IdmintKafkaClient {
   private closing: Promise<void> | undefined;
 
   constructor(options: KafkaClientOptions) {
-    const { kafka: _kafka, brokers: _brokers, logger: _logger, replicationFactor, namespace, ...rest } = options;
+    const { kafka: _kafka, brokers: _brokers, logger: _logger, replicationFactor, namespace, verifyKey, insecureSkipVerify, ...rest } = options;
+    this.verification = verifierFrom({ verifyKey, insecureSkipVerify }, 'Kafka client');
     const defaults = namespace === undefined ? KAFKA_CLIENT_DEFAULTS : { ...KAFKA_CLIENT_DEFAULTS, requestTopic: kafkaNames(namespace).requestTopic };
     const s = resolveOptions<KafkaClientSettings>(defaults, rest, (o) => {
       for (const key of ['timeoutMs', 'replyRetentionMs', 'joinTimeoutMs'] as const) checkInteger('Kafka client', o, key, 1);
@@ -101,10 +113,12 @@ export class IdmintKafkaClient {
     if (!options.kafka && !options.brokers) throw new OptionsError('Kafka client', 'brokers', 'or `kafka` is required');
     this.settings = s;
     this.logger = (options.logger ?? silentLogger).child({ component: 'kafka-client' });
+    this.forged = new Episode(this.logger, 'ignoring messages on the reply topic that are not the deployment\'s replies (unsigned, badly signed or malformed)');
+    if (!this.verification.keys) this.logger.warn('insecureSkipVerify: replies are not authenticated; anyone who reads the request topic can answer with IDs of their choosing');
     this.kafka = options.kafka ?? createKafka({ brokers: options.brokers!, clientId: s.clientId, logger: options.logger });
     const suffix = randomUUID();
     const safeId = s.clientId.replace(/[^A-Za-z0-9._-]/g, '_').slice(0, 100);
-    this.replyTopic = `idmint.replies.${safeId}.${suffix}`;
+    this.replyTopic = `${kafkaNames(namespace).replyPrefix}${safeId}.${suffix}`;
     this.groupId = `idmint.client.${safeId}.${suffix}`;
     this.admin = this.kafka.admin();
     this.producer = this.kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner, allowAutoTopicCreation: false });
@@ -247,8 +261,10 @@ export class IdmintKafkaClient {
 
   private onReply(value: Buffer | null): void {
     const reply = decodeReply(value);
-    if (!reply) {
-      this.logger.warn('ignoring a malformed message on the reply topic');
+    if (!reply || !this.authentic(reply)) {
+      // Anyone who reads the request topic can write here: a forgery must not win the race.
+      this.rejectedReplies++;
+      this.forged.fail({ rejectedReplies: this.rejectedReplies }, reply ? 'not signed by the deployment' : 'malformed');
       return;
     }
     const waiter = this.settle(reply.id);
@@ -259,6 +275,20 @@ export class IdmintKafkaClient {
     if ('error' in reply) waiter.reject(new IdmintError(reply.error.code, reply.error.message, { details: { requestId: reply.id } }));
     else if ('blocks' in reply) waiter.resolve({ bizTag: waiter.bizTag, blocks: reply.blocks.map((b) => ({ start: Number(b.start), end: Number(b.end) })), source: reply.source });
     else waiter.resolve({ bizTag: waiter.bizTag, ids: reply.ids, source: reply.source, ...(reply.format === undefined ? {} : { format: reply.format }) });
+  }
+
+  /** Whether the deployment signed this reply, for this reply topic and request id. */
+  private authentic(reply: IdReply): boolean {
+    const keys = this.verification.keys;
+    if (!keys) return true;
+    if (reply.kid === undefined || reply.sig === undefined) return false;
+    const content: ReplyContent =
+      'error' in reply
+        ? { kind: 'error', code: reply.error.code, message: reply.error.message }
+        : 'blocks' in reply
+          ? { kind: 'blocks', source: reply.source, blocks: reply.blocks }
+          : { kind: 'ids', source: reply.source, format: reply.format ?? '', ids: reply.ids };
+    return keys.verify(reply.kid, replyBytes(this.replyTopic, reply.id, content), reply.sig);
   }
 
   /** Removes and returns the caller waiting on `id`: whoever settles first wins. */

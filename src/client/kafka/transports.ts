@@ -7,6 +7,7 @@ import type { KafkaPoolConsumerSettings } from './pool-consumer.js';
 import type { IdmintKafkaClient } from './rpc-client.js';
 import type { IdTransport, TransportBatch } from '../transport.js';
 import type { Block } from '../../core/block.js';
+import { verifierFrom } from './verification.js';
 
 export interface KafkaTransportOptions {
   /** Per request; defaults to the rpc client's own timeout. */
@@ -37,8 +38,10 @@ export function kafkaTransport(client: IdmintKafkaClient, options: KafkaTranspor
 
 export interface KafkaPoolTransportOptions extends Partial<KafkaPoolConsumerSettings> {
   kafka: Kafka;
-  /** The refill's IDMINT_POOL_BLOCK_KEY: blocks not signed with it are never handed out. */
-  blockKey?: string | undefined;
+  /** The deployment's public signing key(s) (`idmint keys public`; default IDMINT_VERIFY_KEY): blocks not signed by it, over their place, are never handed out. */
+  verifyKey?: string | readonly string[] | undefined;
+  /** Hand out unsigned blocks (whoever can write the pool topic then decides the IDs): logged once. */
+  insecureSkipVerify?: boolean | undefined;
   /** The servers' IDMINT_KAFKA_NAMESPACE: pool topics `idmint.<namespace>.ids.<tag>`. Default none. */
   namespace?: string | undefined;
   /**
@@ -56,15 +59,18 @@ export interface KafkaPoolTransportOptions extends Partial<KafkaPoolConsumerSett
  * the transport. Shard 0 only; without a fallback, a topic that stays dry answers POOL_EMPTY.
  */
 export function kafkaPoolTransport(options: KafkaPoolTransportOptions): IdTransport {
-  const { kafka, logger, fallback, blockKey, namespace, ...settings } = options;
+  const { kafka, logger, fallback, verifyKey, insecureSkipVerify, namespace, ...settings } = options;
   if (namespace !== undefined) checkNamespace(namespace);
+  // Refused here, at construction, without a key (secure by default), not at the first take.
+  const { keys } = verifierFrom({ verifyKey, insecureSkipVerify }, 'kafkaPoolTransport');
+  const verification = keys ? { verifyKey: keys.publicKeys } : { insecureSkipVerify: true };
   const consumers = new Map<string, KafkaPoolConsumer>();
   let closed = false;
   const fetchBlocks = async (bizTag: string, count: number): Promise<TransportBatch> => {
     if (closed) throw new IdmintError('NOT_READY', 'the Kafka pool transport is closed', { retriable: false });
     let consumer = consumers.get(bizTag);
     if (!consumer) {
-      consumer = new KafkaPoolConsumer({ kafka, bizTag, logger, blockKey, namespace, ...settings });
+      consumer = new KafkaPoolConsumer({ kafka, bizTag, logger, namespace, ...verification, ...settings });
       consumers.set(bizTag, consumer);
     }
     let blocks: Block[];

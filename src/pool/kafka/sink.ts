@@ -4,7 +4,7 @@ import type { PoolSink, Segment } from '../../core/ports.js';
 import type { Logger } from '../../core/logger.js';
 import { silentLogger } from '../../core/logger.js';
 import { encodePoolBlock } from '../../kafka/messages.js';
-import { signPoolBlock } from '../../kafka/block-signature.js';
+import { blockBytes, type SigningKey } from '../../kafka/signing.js';
 import { kafkaPoolMetrics } from '../../kafka/metrics.js';
 import type { KafkaPoolMetrics } from '../../kafka/metrics.js';
 import { TopicProducer } from '../../kafka/producer.js';
@@ -39,8 +39,12 @@ export const KAFKA_POOL_SINK_DEFAULTS: Readonly<KafkaPoolSinkSettings> = Object.
 
 export interface KafkaPoolSinkOptions extends Partial<KafkaPoolSinkSettings> {
   kafka: Kafka;
-  /** Signs every block (IDMINT_POOL_BLOCK_KEY): consumers given the same key drop any other block. */
-  blockKey?: string | undefined;
+  /**
+   * The deployment's signing key, read at each push (a rotation lands without a restart): every
+   * block is signed over its place. Undefined while this process may not sign (its key differs
+   * from the deployment record): pushes then fail, and other refill workers fill the pools.
+   */
+  signer: () => SigningKey | undefined;
   /** Replication factor of the pool topics it creates (IDMINT_KAFKA_REPLICATION_FACTOR). Default min(3, brokers). */
   replicationFactor?: number | undefined;
   /** The deployment's Kafka namespace (IDMINT_KAFKA_NAMESPACE). Default none: `idmint.ids.<tag>`. */
@@ -67,9 +71,12 @@ export class KafkaPoolSink implements PoolSink {
   private admin: Admin;
   private readonly kafka: Kafka;
   private readonly producer: TopicProducer;
-  private readonly blockKey: string | undefined;
+  private readonly signer: () => SigningKey | undefined;
+  private readonly namespace: string;
   private readonly replicationFactor: number | undefined;
   private readonly ready = new Set<string>();
+  /** The last sequence given per topic and partition (see nextSeq). */
+  private readonly seqs = new Map<string, Map<number, number>>();
   /** IDs per block of the latest push, per topic: depth is counted in blocks. */
   private readonly blockIds = new Map<string, number>();
   private connecting: Promise<void> | undefined;
@@ -87,7 +94,8 @@ export class KafkaPoolSink implements PoolSink {
     this.logger = (options.logger ?? silentLogger).child({ component: 'kafka-pool-sink' });
     this.metrics = kafkaPoolMetrics(options.registry ?? new Registry());
     this.kafka = options.kafka;
-    this.blockKey = options.blockKey;
+    this.signer = options.signer;
+    this.namespace = options.namespace ?? '';
     this.replicationFactor = options.replicationFactor;
     this.names = kafkaNames(options.namespace);
     this.admin = options.kafka.admin();
@@ -95,6 +103,21 @@ export class KafkaPoolSink implements PoolSink {
     // TopicProducer's appendOnce): a block is never appended twice (two consumers would share its
     // IDs). Never resent: a failed push is retried by the refill with a new segment.
     this.producer = new TopicProducer(options.kafka, this.logger, { idempotent: true, maxInFlightRequests: 1 }, true);
+  }
+
+  /**
+   * A block's sequence along its partition: its first ID, or one above the last this sink gave
+   * there when a block of a lower segment is appended after a higher one's (concurrent pushes).
+   * A consumer takes a block only above the last sequence taken from the partition, so a copy is
+   * dropped; the sequence never passes the next segment's first ID, so a restarted sink's blocks
+   * still rise. Pushes of one topic are appended in the order they take their sequences.
+   */
+  private nextSeq(topic: string, partition: number, start: number): number {
+    let last = this.seqs.get(topic);
+    if (!last) this.seqs.set(topic, (last = new Map()));
+    const seq = Math.max(start, (last.get(partition) ?? 0) + 1);
+    last.set(partition, seq);
+    return seq;
   }
 
   /** IDs per block for a segment of `length` IDs: about two blocks per partition, within [blockSize, maxBlockSize]. */
@@ -105,6 +128,8 @@ export class KafkaPoolSink implements PoolSink {
 
   /** Publishes the segment as blocks. One send: a failed push publishes nothing usable twice, since a retry takes a new segment. */
   async push(segment: Segment): Promise<void> {
+    const key = this.signer();
+    if (!key) throw new IdmintError('NOT_READY', 'this refill has no signing key the deployment accepts (see /readyz): its blocks would be dropped by every consumer');
     const topic = this.names.poolTopic(segment.bizTag, segment.shard);
     await this.ensureTopic(topic);
     const per = this.blockIdsFor(segment.end - segment.start + 1);
@@ -112,13 +137,15 @@ export class KafkaPoolSink implements PoolSink {
     // Every partition ensureTopic made sure of, even one the offsets did not name.
     const load = Array.from({ length: Math.max(this.settings.partitions, state?.unconsumed.length ?? 0) }, (_, i) => state?.unconsumed[i] ?? 0);
     const messages = [];
+    const at = Date.now();
     for (let start = segment.start; start <= segment.end; start += per) {
       const end = Math.min(segment.end, start + per - 1);
       // The partition with the fewest unconsumed blocks: its consumer is the one running dry.
       const partition = load.indexOf(Math.min(...load));
       load[partition]! += 1;
-      const sig = this.blockKey === undefined ? undefined : signPoolBlock(this.blockKey, segment.bizTag, segment.shard, start, end);
-      messages.push({ partition, value: encodePoolBlock(segment.bizTag, start, end, { shard: segment.shard, ...(sig ? { sig } : {}) }) });
+      const seq = this.nextSeq(topic, partition, start);
+      const place = { namespace: this.namespace, topic, partition, seq: String(seq), at: String(at), bizTag: segment.bizTag, shard: segment.shard, start: String(start), end: String(end) };
+      messages.push({ partition, value: encodePoolBlock(segment.bizTag, start, end, { shard: segment.shard, seq, at, signature: { kid: key.kid, sig: key.sign(blockBytes(place)) } }) });
     }
     try {
       await this.producer.send(topic, messages);
@@ -166,8 +193,20 @@ export class KafkaPoolSink implements PoolSink {
     return { unconsumed, committed: sum, blockIds: this.blockIds.get(topic) ?? this.settings.blockSize };
   }
 
-  /** Deletes the tag's pool topics (every shard) and its consumer groups; unconsumed IDs are dropped, never reused. */
+  /**
+   * A deleted tag's pool: nothing is deleted. Its topics' blocks expire within a day
+   * (POOL_TOPIC_CONFIGS), and its groups keep their committed offsets and floors, so a block
+   * copied into the topic of a tag re-created later is still dropped (a deleted topic and group
+   * would take the floors with them). What was unconsumed is served if the tag comes back (those
+   * IDs were never handed out), or expires.
+   */
   async remove(bizTag: string): Promise<void> {
+    this.metrics.depth.remove({ biz_tag: bizTag });
+    this.logger.info({ bizTag }, 'a deleted tag\'s Kafka pool is left to expire (its group keeps the floors that drop replays)');
+  }
+
+  /** Deletes the tag's pool topics (every shard) and its consumer groups: for tests and operators who know no copy of its blocks is kept. */
+  async deleteTopics(bizTag: string): Promise<void> {
     await this.connect();
     const base = this.names.poolTopic(bizTag);
     const topics = (await this.admin.listTopics()).filter((t) => t === base || t.startsWith(`${base}.S`));
@@ -175,8 +214,9 @@ export class KafkaPoolSink implements PoolSink {
     const groups = [this.names.poolGroup(bizTag), ...topics.filter((t) => t !== base).map((t) => `${this.names.poolGroup(bizTag)}${t.slice(base.length)}`)];
     await this.admin.deleteGroups(groups).catch((err: unknown) => this.logger.debug({ err, groups }, 'pool groups not deleted (none, or still active)'));
     for (const t of topics) this.ready.delete(t);
+    this.seqs.delete(base);
     this.metrics.depth.remove({ biz_tag: bizTag });
-    this.logger.info({ bizTag, topics }, 'Kafka pool removed');
+    this.logger.info({ bizTag, topics }, 'Kafka pool topics deleted');
   }
 
   async close(): Promise<void> {

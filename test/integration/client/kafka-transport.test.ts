@@ -11,6 +11,7 @@ import { createTopic, deleteTopics, testKafka } from '../../support/kafka.js';
 import { storeWithDispenser, type DispensingStore } from '../../support/store.js';
 import { uniqueName } from '../../support/names.js';
 import { expectNoDuplicates } from '../../support/unique.js';
+import { TEST_VERIFY_KEY, testSigner } from '../../support/signing.js';
 
 /** `callers` concurrent callers take `total` IDs from `client` (batches of 1..50); retriable errors are retried. */
 async function drain(client: IdmintClient, bizTag: string, total: number, callers: number, timeoutMs = 45_000): Promise<bigint[]> {
@@ -55,9 +56,9 @@ describe('client over Kafka', () => {
     ts = await storeWithDispenser();
     await ts.store.createBiz({ bizTag: 'order', step: 1000 });
     await createTopic(kafka, requestTopic, 2);
-    responder = createResponder({ kafka, dispenser: ts.dispenser, groupId, requestTopic });
+    responder = createResponder({ signer: testSigner, kafka, dispenser: ts.dispenser, groupId, requestTopic });
     await responder.start();
-    rpc = createKafkaClient({ kafka, requestTopic, clientId: 'sdk-test', timeoutMs: 20_000 });
+    rpc = createKafkaClient({ verifyKey: TEST_VERIFY_KEY, kafka, requestTopic, clientId: 'sdk-test', timeoutMs: 20_000 });
   });
 
   afterAll(async () => {
@@ -68,7 +69,7 @@ describe('client over Kafka', () => {
   });
 
   it('kafkaTransport: 2 clients × 16 callers take 20,000 IDs over request/reply with zero duplicates', async () => {
-    const second = createKafkaClient({ kafka, requestTopic, clientId: 'sdk-test-2', timeoutMs: 20_000 });
+    const second = createKafkaClient({ verifyKey: TEST_VERIFY_KEY, kafka, requestTopic, clientId: 'sdk-test-2', timeoutMs: 20_000 });
     const clients = [
       createIdmintClient({ transport: kafkaTransport(rpc), batchSize: 200, timeoutMs: 30_000 }),
       createIdmintClient({ transport: kafkaTransport(second, { closeClient: true }), batchSize: 200, timeoutMs: 30_000 }),
@@ -92,7 +93,7 @@ describe('client over Kafka', () => {
   it('kafkaPoolTransport: 2 clients share the tag\'s pool group and take 16,001 IDs with zero duplicates', async () => {
     const bizTag = uniqueName('client-pool');
     await ts.store.createBiz({ bizTag, pool: 'kafka', step: 1000 });
-    const sink = new KafkaPoolSink({ kafka, blockSize: 100, partitions: 2 });
+    const sink = new KafkaPoolSink({ signer: testSigner, kafka, blockSize: 100, partitions: 2 });
     let highest = 0;
     const publish = async (): Promise<void> => {
       const segment = await ts.store.allocate(bizTag, 1000);
@@ -115,7 +116,7 @@ describe('client over Kafka', () => {
     try {
       for (let i = 0; i < 25; i++) await publish();
       const clients = [0, 1].map(() =>
-        createIdmintClient({ transport: kafkaPoolTransport({ kafka, takeTimeoutMs: 5000 }), batchSize: 100, maxBatchSize: 1000, timeoutMs: 60_000 }),
+        createIdmintClient({ transport: kafkaPoolTransport({ verifyKey: TEST_VERIFY_KEY, kafka, takeTimeoutMs: 5000 }), batchSize: 100, maxBatchSize: 1000, timeoutMs: 60_000 }),
       );
       // The first joins alone and holds both partitions; the second's join moves one while the first takes.
       const first = await clients[0]!.next(bizTag);
@@ -132,23 +133,23 @@ describe('client over Kafka', () => {
     } finally {
       refilling = false;
       await refill.catch(() => undefined);
-      await sink.remove(bizTag).catch(() => undefined);
+      await sink.deleteTopics(bizTag).catch(() => undefined);
       await sink.close();
     }
   });
 
   it('kafkaPoolTransport: a dry pool topic answers POOL_EMPTY', async () => {
     const bizTag = uniqueName('client-dry');
-    const sink = new KafkaPoolSink({ kafka, partitions: 1 });
+    const sink = new KafkaPoolSink({ signer: testSigner, kafka, partitions: 1 });
     try {
       await ts.store.createBiz({ bizTag, pool: 'kafka', step: 10 });
       await sink.push(await ts.store.allocate(bizTag, 10));
-      const client = createIdmintClient({ transport: kafkaPoolTransport({ kafka, takeTimeoutMs: 2000 }), batchSize: 10, timeoutMs: 60_000 });
+      const client = createIdmintClient({ transport: kafkaPoolTransport({ verifyKey: TEST_VERIFY_KEY, kafka, takeTimeoutMs: 2000 }), batchSize: 10, timeoutMs: 60_000 });
       expect(await client.nextMany(bizTag, 10)).toHaveLength(10);
       await expect(client.next(bizTag)).rejects.toMatchObject({ code: 'POOL_EMPTY' });
       await client.close();
     } finally {
-      await sink.remove(bizTag).catch(() => undefined);
+      await sink.deleteTopics(bizTag).catch(() => undefined);
       await sink.close();
     }
   });

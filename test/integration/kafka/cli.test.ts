@@ -6,6 +6,7 @@ import { KafkaPoolSink } from '../../../src/pool/kafka/sink.js';
 import type { IdDispenser } from '../../../src/core/ports.js';
 import { deleteTopics, testKafka } from '../../support/kafka.js';
 import { uniqueName } from '../../support/names.js';
+import { testSigner } from '../../support/signing.js';
 
 // `idmint kafka init` and the start-up check that points at it.
 describe('idmint kafka init and the start-up topic check', () => {
@@ -33,7 +34,7 @@ describe('idmint kafka init and the start-up topic check', () => {
   });
 
   it('a responder refuses to start without its request topic and names the command', async () => {
-    const responder = createResponder({
+    const responder = createResponder({ signer: testSigner,
       kafka,
       dispenser: { get: () => Promise.reject(new Error('never called')) } satisfies IdDispenser,
       requestTopic: uniqueName('idmint.requests.absent'),
@@ -43,9 +44,9 @@ describe('idmint kafka init and the start-up topic check', () => {
     await responder.close();
   });
 
-  it('the pool sink removes a tag\'s topic; another sink that measured it keeps working', async () => {
-    const sink = new KafkaPoolSink({ kafka });
-    const watcher = new KafkaPoolSink({ kafka: testKafka('watcher') });
+  it('the pool sink deletes a tag\'s topics; another sink that measured it keeps working', async () => {
+    const sink = new KafkaPoolSink({ signer: testSigner, kafka });
+    const watcher = new KafkaPoolSink({ signer: testSigner, kafka: testKafka('watcher') });
     const admin = kafka.admin();
     await admin.connect();
     const other = uniqueName('init-c');
@@ -54,7 +55,7 @@ describe('idmint kafka init and the start-up topic check', () => {
       await sink.push({ bizTag: tags[1]!, shard: 0, start: 1, end: 10 });
       await sink.push({ bizTag: other, shard: 0, start: 1, end: 2000 });
       expect(await watcher.depth(tags[1]!, 0)).toBe(1000);
-      await sink.remove(tags[1]!);
+      await sink.deleteTopics(tags[1]!);
       await expect(assertTopicsExist(admin, [poolTopic(tags[1]!)])).rejects.toThrow(/missing/);
       expect(await sink.depth(tags[1]!, 0)).toBe(0);
       // The watcher's admin knew the deleted topic: it must still measure the others.

@@ -10,6 +10,7 @@ import { createTopic, deleteTopics, testKafka } from '../../support/kafka.js';
 import { storeWithDispenser, type DispensingStore } from '../../support/store.js';
 import { uniqueName } from '../../support/names.js';
 import { expectNoDuplicates } from '../../support/unique.js';
+import { TEST_VERIFY_KEY, testSigner } from '../../support/signing.js';
 
 // Formatted tags over Kafka request/reply: replies carry the formatted IDs, which decode back to
 // the tag's raw sequence; blocks of a formatted tag are refused with BAD_REQUEST.
@@ -28,9 +29,9 @@ describe('ID formats over Kafka (real broker)', () => {
     memory = new MemoryPool({ allocator: ts.store });
     const dispenser = new Dispenser({ store: ts.store, pools: { memory }, formats });
     await createTopic(kafka, requestTopic, 1);
-    responder = createResponder({ kafka, dispenser, requestTopic, groupId: uniqueName('formats-responders'), registry: new Registry() });
+    responder = createResponder({ signer: testSigner, kafka, dispenser, requestTopic, groupId: uniqueName('formats-responders'), registry: new Registry() });
     await responder.start();
-    client = createKafkaClient({ kafka, requestTopic, clientId: 'formats' });
+    client = createKafkaClient({ verifyKey: TEST_VERIFY_KEY, kafka, requestTopic, clientId: 'formats' });
     await client.start();
   });
 

@@ -13,6 +13,7 @@ import { createTopic, deleteTopics, testKafka } from '../../support/kafka.js';
 import { storeWithDispenser, type DispensingStore } from '../../support/store.js';
 import { uniqueName } from '../../support/names.js';
 import { until, untilValue } from '../../support/poll.js';
+import { TEST_VERIFY_KEY, testSigner } from '../../support/signing.js';
 
 // Every malformed kind: answered with an error when replyTo is readable, skipped otherwise;
 // either way the responder keeps serving the valid request that follows.
@@ -35,9 +36,9 @@ describe('Kafka responder and malformed requests', () => {
     await ts.store.createBiz({ bizTag: 'order' });
     await createTopic(kafka, requestTopic, 2);
     await createTopic(kafka, replyTopic);
-    responder = createResponder({ kafka, dispenser: ts.dispenser, groupId, requestTopic, registry, maxCount: 500 });
+    responder = createResponder({ signer: testSigner, kafka, dispenser: ts.dispenser, groupId, requestTopic, registry, maxCount: 500 });
     await responder.start();
-    client = createKafkaClient({ kafka, requestTopic, clientId: 'bad-test' });
+    client = createKafkaClient({ verifyKey: TEST_VERIFY_KEY, kafka, requestTopic, clientId: 'bad-test' });
     await client.start();
     producer = kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner });
     await producer.connect();

@@ -16,8 +16,8 @@ import { inlineRefillTrigger, type InlineRefillTrigger } from '../../support/ref
 import { startPrivateServer, type PrivateServer } from '../../support/servers.js';
 import { storeWithDispenser, type DispensingStore } from '../../support/store.js';
 import { expectNoDuplicates } from '../../support/unique.js';
+import { TEST_VERIFY_KEY, testSigner } from '../../support/signing.js';
 
-const BLOCK_KEY = 'pool-faults-key-0123456789';
 
 /**
  * Kafka pool topics through faults, on a private Kafka: instances joining and leaving while others
@@ -36,7 +36,7 @@ describe('Kafka pool topics under rebalances and a Kafka restart', () => {
   beforeAll(async () => {
     kafkaServer = await startPrivateServer('kafka');
     ts = await storeWithDispenser();
-    sink = new KafkaPoolSink({ kafka: createKafka({ brokers: kafkaServer.url, clientId: 'faults-refill', logger: silentLogger }), blockKey: BLOCK_KEY });
+    sink = new KafkaPoolSink({ signer: testSigner, kafka: createKafka({ brokers: kafkaServer.url, clientId: 'faults-refill', logger: silentLogger }) });
     redis = new Redis(env('REDIS_URL'));
     const meta = new RedisPoolMeta({ redis, keyPrefix: `${uniqueName('kpf')}:` });
     processor = createRefillProcessor({ store: ts.store, sinks: { kafka: sink }, meta, minDepth: 20_000, maxRangeDepth: 5_000_000 });
@@ -58,7 +58,7 @@ describe('Kafka pool topics under rebalances and a Kafka restart', () => {
 
   function instance(i: number): IdmintClient {
     const kafka = createKafka({ brokers: kafkaServer.url, clientId: `faults-${i}`, logger: silentLogger });
-    return new IdmintClient({ transport: kafkaPoolTransport({ kafka, blockKey: BLOCK_KEY, takeTimeoutMs: 500, sessionTimeoutMs: 6000 }), maxBatchSize: 50_000, timeoutMs: 20_000 });
+    return new IdmintClient({ transport: kafkaPoolTransport({ verifyKey: TEST_VERIFY_KEY, kafka, takeTimeoutMs: 500, sessionTimeoutMs: 6000 }), maxBatchSize: 50_000, timeoutMs: 20_000 });
   }
 
   /** Takes 500 IDs every 10 ms (about 50,000/s, so every ID can be kept) until stopped; a dry or unreachable pool is asked again. */

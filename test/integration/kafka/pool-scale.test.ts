@@ -9,9 +9,6 @@ import { KafkaPoolWatch } from '../../../src/pool/kafka/watch.js';
 import { RedisPoolMeta } from '../../../src/pool/redis/meta.js';
 import { createRefillProcessor, type RefillProcessor } from '../../../src/refill/processor.js';
 import { createKafka } from '../../../src/kafka/kafka.js';
-import { encodePoolBlock } from '../../../src/kafka/messages.js';
-import { signPoolBlock } from '../../../src/kafka/block-signature.js';
-import { poolTopic } from '../../../src/kafka/topics.js';
 import { silentLogger } from '../../../src/core/logger.js';
 import { kafkaPoolTags, testKafka } from '../../support/kafka.js';
 import { storeWithDispenser, type DispensingStore } from '../../support/store.js';
@@ -20,8 +17,8 @@ import { env } from '../../support/env.js';
 import { expectNoDuplicates } from '../../support/unique.js';
 import { sleep, until, untilValue } from '../../support/poll.js';
 import { inlineRefillTrigger } from '../../support/refill-trigger.js';
+import { TEST_VERIFY_KEY, testSigner } from '../../support/signing.js';
 
-const BLOCK_KEY = 'pool-block-key-0123456789';
 
 // Kafka pool topics at rates: the refill's watch measures demand from committed offsets and asks
 // for threshold refills; blocks spread over 16 partitions; each SDK instance (its own Kafka client
@@ -41,7 +38,7 @@ describe('Kafka pool topics: demand-driven refills, every consumer fed', () => {
   beforeAll(async () => {
     kafka = testKafka();
     ts = await storeWithDispenser();
-    sink = new KafkaPoolSink({ kafka, blockKey: BLOCK_KEY, partitions: 16 });
+    sink = new KafkaPoolSink({ signer: testSigner, kafka, partitions: 16 });
     redis = new Redis(env('REDIS_URL'));
     meta = new RedisPoolMeta({ redis, keyPrefix: `${uniqueName('kps')}:` });
     processor = createRefillProcessor({ store: ts.store, sinks: { kafka: sink }, meta, poolSeconds: 10, minDepth: 20_000, maxRangeDepth: 5_000_000 });
@@ -49,7 +46,7 @@ describe('Kafka pool topics: demand-driven refills, every consumer fed', () => {
 
   afterAll(async () => {
     await inline.idle();
-    for (const tag of tags.made) await sink.remove(tag).catch(() => undefined);
+    for (const tag of tags.made) await sink.deleteTopics(tag).catch(() => undefined);
     await sink.close();
     redis.disconnect();
     await ts?.close();
@@ -62,7 +59,7 @@ describe('Kafka pool topics: demand-driven refills, every consumer fed', () => {
     watch.start();
     const clients = Array.from({ length: instances }, (_, i) => {
       const own = createKafka({ brokers: env('KAFKA_BROKERS'), clientId: `scale-${i}`, logger: silentLogger });
-      return new IdmintClient({ transport: kafkaPoolTransport({ kafka: own, blockKey: BLOCK_KEY, takeTimeoutMs: 2000 }), maxBatchSize: 100_000, timeoutMs: 20_000 });
+      return new IdmintClient({ transport: kafkaPoolTransport({ verifyKey: TEST_VERIFY_KEY, kafka: own, takeTimeoutMs: 2000 }), maxBatchSize: 100_000, timeoutMs: 20_000 });
     });
     try {
       const got: number[][] = clients.map(() => []);
@@ -114,7 +111,7 @@ describe('Kafka pool topics: demand-driven refills, every consumer fed', () => {
     // Other tests' tags are in the store too: only this tag's refills are looked at.
     const mine = (asked: Array<{ bizTag: string }>) => asked.filter((a) => a.bizTag === bizTag);
     expect(mine(await watch.tick())).toEqual([]); // full, and the first reading only sets the baseline
-    const consumer = new KafkaPoolConsumer({ kafka, bizTag, blockKey: BLOCK_KEY, bufferBlocks: 64 });
+    const consumer = new KafkaPoolConsumer({ verifyKey: TEST_VERIFY_KEY, kafka, bizTag, bufferBlocks: 64 });
     try {
       const depth = await sink.depth(bizTag, 0);
       const blocks = await consumer.takeBlocks(depth, { timeoutMs: 20_000 });
@@ -132,68 +129,10 @@ describe('Kafka pool topics: demand-driven refills, every consumer fed', () => {
     }
   }, 60_000);
 
-  it('a forged or replayed-elsewhere block is never handed out: unsigned, badly signed, another tag\'s signature', async () => {
-    const bizTag = await newTag('forged');
-    const other = await newTag('other');
-    await sink.push(await ts.store.allocate(bizTag, 1000));
-    const producer = kafka.producer();
-    await producer.connect();
-    try {
-      const topic = poolTopic(bizTag);
-      await producer.send({
-        topic,
-        messages: [
-          { partition: 0, value: encodePoolBlock(bizTag, 5001, 5005) },
-          { partition: 0, value: encodePoolBlock(bizTag, 5001, 5005) },
-          { partition: 1, value: encodePoolBlock(bizTag, 5006, 5009, { sig: signPoolBlock('not-the-key-0123456789', bizTag, 0, 5006, 5009) }) },
-          { partition: 2, value: encodePoolBlock(bizTag, 5010, 5020, { sig: signPoolBlock(BLOCK_KEY, other, 0, 5010, 5020) }) },
-          { partition: 3, value: encodePoolBlock(bizTag, 5030, 5040, { sig: signPoolBlock(BLOCK_KEY, bizTag, 0, 5030, 5041) }) },
-        ],
-      });
-    } finally {
-      await producer.disconnect();
-    }
-    const consumer = new KafkaPoolConsumer({ kafka, bizTag, blockKey: BLOCK_KEY });
-    try {
-      const ids = (await consumer.take(1000, { timeoutMs: 20_000 })).map(Number);
-      expect(ids).toHaveLength(1000);
-      expectNoDuplicates(ids);
-      // The genuine segment is 1..1000; the forged blocks claim 5001..5041.
-      expect(ids.filter((id) => id > 1000)).toEqual([]);
-      await until('the five forged blocks counted', () => consumer.rejectedBlocks === 5, { detail: () => `rejected ${consumer.rejectedBlocks}` });
-    } finally {
-      await consumer.close();
-    }
-  }, 60_000);
-
-  it('a block appended twice to a partition is handed out once, the copy dropped and counted', async () => {
-    const bizTag = await newTag('copy');
-    await sink.push(await ts.store.allocate(bizTag, 1000));
-    const seg = await ts.store.allocate(bizTag, 1000);
-    const block = { partition: 0, value: encodePoolBlock(bizTag, seg.start, seg.end, { sig: signPoolBlock(BLOCK_KEY, bizTag, 0, seg.start, seg.end) }) };
-    const producer = kafka.producer();
-    await producer.connect();
-    try {
-      await producer.send({ topic: poolTopic(bizTag), messages: [block, block] });
-    } finally {
-      await producer.disconnect();
-    }
-    const consumer = new KafkaPoolConsumer({ kafka, bizTag, blockKey: BLOCK_KEY });
-    try {
-      // More than there is: the copy would be the next 1,000.
-      const ids = (await consumer.take(3000, { timeoutMs: 4000 })).map(Number);
-      expectNoDuplicates(ids);
-      expect(ids).toHaveLength(2000);
-      await until('the copy counted', () => consumer.rejectedBlocks === 1, { detail: () => `rejected ${consumer.rejectedBlocks}` });
-    } finally {
-      await consumer.close();
-    }
-  }, 60_000);
-
   it('without a fallback, an instance that owns no partition waits for a rebalance that gives it one, and is served', async () => {
     const bizTag = await newTag('waits');
-    const narrow = new KafkaPoolSink({ kafka, blockKey: BLOCK_KEY, partitions: 1 });
-    const consumers = [0, 1].map(() => new KafkaPoolConsumer({ kafka, bizTag, blockKey: BLOCK_KEY, bufferBlocks: 1 }));
+    const narrow = new KafkaPoolSink({ signer: testSigner, kafka, partitions: 1 });
+    const consumers = [0, 1].map(() => new KafkaPoolConsumer({ verifyKey: TEST_VERIFY_KEY, kafka, bizTag, bufferBlocks: 1 }));
     try {
       for (let i = 0; i < 5; i++) await narrow.push(await ts.store.allocate(bizTag, 1000));
       await Promise.all(consumers.map((c) => c.start()));
@@ -215,8 +154,8 @@ describe('Kafka pool topics: demand-driven refills, every consumer fed', () => {
 
   it('an instance beyond the partition count owns none and answers at once; the transport then serves from its fallback', async () => {
     const bizTag = await newTag('beyond');
-    const narrow = new KafkaPoolSink({ kafka, blockKey: BLOCK_KEY, partitions: 1 });
-    const consumers = [0, 1].map(() => new KafkaPoolConsumer({ kafka, bizTag, blockKey: BLOCK_KEY, bufferBlocks: 1 }));
+    const narrow = new KafkaPoolSink({ signer: testSigner, kafka, partitions: 1 });
+    const consumers = [0, 1].map(() => new KafkaPoolConsumer({ verifyKey: TEST_VERIFY_KEY, kafka, bizTag, bufferBlocks: 1 }));
     try {
       for (let i = 0; i < 5; i++) await narrow.push(await ts.store.allocate(bizTag, 1000));
       await consumers[0]!.start();
@@ -238,11 +177,11 @@ describe('Kafka pool topics: demand-driven refills, every consumer fed', () => {
     // A transport whose consumer gets nothing (a dry topic here) asks its fallback for the same tag.
     const dry = await newTag('dry');
     await sink.push(await ts.store.allocate(dry, 10));
-    const consumer = new KafkaPoolConsumer({ kafka, bizTag: dry, blockKey: BLOCK_KEY });
+    const consumer = new KafkaPoolConsumer({ verifyKey: TEST_VERIFY_KEY, kafka, bizTag: dry });
     await consumer.take(10, { timeoutMs: 20_000 });
     await consumer.close();
     const fallback = { fetch: async (_t: string, n: number) => ({ ids: Array.from({ length: n }, (_, i) => String(90_000_000 + i)), source: 'segment' as const }), close: async () => undefined };
-    const transport = kafkaPoolTransport({ kafka: createKafka({ brokers: env('KAFKA_BROKERS'), clientId: 'dry', logger: silentLogger }), blockKey: BLOCK_KEY, fallback, takeTimeoutMs: 300 });
+    const transport = kafkaPoolTransport({ verifyKey: TEST_VERIFY_KEY, kafka: createKafka({ brokers: env('KAFKA_BROKERS'), clientId: 'dry', logger: silentLogger }), fallback, takeTimeoutMs: 300 });
     try {
       expect(await transport.fetch(dry, 5)).toMatchObject({ source: 'segment', ids: ['90000000', '90000001', '90000002', '90000003', '90000004'] });
     } finally {

@@ -15,6 +15,7 @@ import { uniqueName } from '../../support/names.js';
 import { env } from '../../support/env.js';
 import { expectNoDuplicates } from '../../support/unique.js';
 import { until } from '../../support/poll.js';
+import { TEST_VERIFY_KEY, testSigner } from '../../support/signing.js';
 
 const fixture = fileURLToPath(new URL('./fixtures/pool-consumer.ts', import.meta.url));
 const root = fileURLToPath(new URL('../../../', import.meta.url));
@@ -32,12 +33,12 @@ describe('Kafka pool topics', () => {
   beforeAll(async () => {
     kafka = testKafka();
     ts = await storeWithDispenser();
-    sink = new KafkaPoolSink({ kafka, blockSize: 100, registry });
+    sink = new KafkaPoolSink({ signer: testSigner, kafka, blockSize: 100, registry });
   });
 
   afterAll(async () => {
     for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-    for (const tag of tags.made) await sink.remove(tag).catch(() => undefined);
+    for (const tag of tags.made) await sink.deleteTopics(tag).catch(() => undefined);
     await sink.close();
     await ts?.close();
   });
@@ -48,7 +49,7 @@ describe('Kafka pool topics', () => {
     await sink.push(await ts.store.allocate(bizTag, 1000));
     expect(await sink.depth(bizTag, 0)).toBe(1000);
 
-    const consumer = new KafkaPoolConsumer({ kafka, bizTag, bufferBlocks: 1 });
+    const consumer = new KafkaPoolConsumer({ verifyKey: TEST_VERIFY_KEY, kafka, bizTag, bufferBlocks: 1 });
     try {
       const ids = await consumer.take(250, { timeoutMs: 10_000 });
       expect(ids).toHaveLength(250);
@@ -65,7 +66,7 @@ describe('Kafka pool topics', () => {
   it('concurrent takers in one process never share an ID', async () => {
     const bizTag = await newTag('concurrent');
     for (let i = 0; i < 5; i++) await sink.push(await ts.store.allocate(bizTag, 1000));
-    const consumer = new KafkaPoolConsumer({ kafka, bizTag, bufferBlocks: 3 });
+    const consumer = new KafkaPoolConsumer({ verifyKey: TEST_VERIFY_KEY, kafka, bizTag, bufferBlocks: 3 });
     try {
       const batches = await Promise.all(Array.from({ length: 40 }, () => consumer.take(123, { timeoutMs: 20_000 })));
       const all = batches.flat();
@@ -81,7 +82,7 @@ describe('Kafka pool topics', () => {
     const redis = new Redis(env('REDIS_URL'));
     const meta = new RedisPoolMeta({ redis, keyPrefix: `${uniqueName('kafka-test')}:` });
     const processor = createRefillProcessor({ store: ts.store, sinks: { kafka: sink }, meta, minDepth: 2000, maxDepth: 2000 });
-    const consumer = new KafkaPoolConsumer({ kafka, bizTag });
+    const consumer = new KafkaPoolConsumer({ verifyKey: TEST_VERIFY_KEY, kafka, bizTag });
     try {
       expect(await processor.refill(bizTag, 0, 'threshold')).toMatchObject({ status: 'pushed' });
       const full = await sink.depth(bizTag, 0);

@@ -13,6 +13,8 @@ import { storeWithDispenser, type DispensingStore } from '../../support/store.js
 import { uniqueName } from '../../support/names.js';
 import { expectNoDuplicates } from '../../support/unique.js';
 import { until } from '../../support/poll.js';
+import { TEST_SIGNING_KEY, TEST_VERIFY_KEY, testSigner } from '../../support/signing.js';
+import { replyBytes } from '../../../src/kafka/signing.js';
 
 // Request/reply against real Kafka and a real dispenser over Postgres; names unique per file.
 describe('Kafka request/reply', () => {
@@ -29,9 +31,9 @@ describe('Kafka request/reply', () => {
     ts = await storeWithDispenser();
     await ts.store.createBiz({ bizTag: 'order', step: 1000 });
     await createTopic(kafka, requestTopic, 4);
-    responder = createResponder({ kafka, dispenser: ts.dispenser, groupId, requestTopic, registry });
+    responder = createResponder({ signer: testSigner, kafka, dispenser: ts.dispenser, groupId, requestTopic, registry });
     await responder.start();
-    client = createKafkaClient({ kafka, requestTopic, clientId: 'rpc-test' });
+    client = createKafkaClient({ verifyKey: TEST_VERIFY_KEY, kafka, requestTopic, clientId: 'rpc-test' });
     await client.start();
   });
 
@@ -64,7 +66,7 @@ describe('Kafka request/reply', () => {
   it('times out with TIMEOUT when nobody answers', async () => {
     const silentTopic = uniqueName('idmint.requests.silent');
     await createTopic(kafka, silentTopic);
-    const lonely = createKafkaClient({ kafka, requestTopic: silentTopic, clientId: 'lonely' });
+    const lonely = createKafkaClient({ verifyKey: TEST_VERIFY_KEY, kafka, requestTopic: silentTopic, clientId: 'lonely' });
     try {
       await expect(lonely.getIds('order', 1, { timeoutMs: 300 })).rejects.toMatchObject({ code: 'TIMEOUT' });
       expect(lonely.inFlight).toBe(0);
@@ -77,7 +79,7 @@ describe('Kafka request/reply', () => {
   it('retries a timed-out request under a new request id each time', async () => {
     const silentTopic = uniqueName('idmint.requests.retry');
     await createTopic(kafka, silentTopic);
-    const retrying = createKafkaClient({ kafka, requestTopic: silentTopic, clientId: 'retrying', retries: 2 });
+    const retrying = createKafkaClient({ verifyKey: TEST_VERIFY_KEY, kafka, requestTopic: silentTopic, clientId: 'retrying', retries: 2 });
     const seen = kafka.consumer({ groupId: uniqueName('retry-watch') });
     const ids: string[] = [];
     try {
@@ -98,7 +100,7 @@ describe('Kafka request/reply', () => {
   it('keeps the first reply for a request id and drops a second (a redelivered request\'s)', async () => {
     const silentTopic = uniqueName('idmint.requests.dup');
     await createTopic(kafka, silentTopic);
-    const dupClient = createKafkaClient({ kafka, requestTopic: silentTopic, clientId: 'dup' });
+    const dupClient = createKafkaClient({ verifyKey: TEST_VERIFY_KEY, kafka, requestTopic: silentTopic, clientId: 'dup' });
     const fake = kafka.consumer({ groupId: uniqueName('fake-responder') });
     const producer = kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner });
     try {
@@ -113,8 +115,9 @@ describe('Kafka request/reply', () => {
           const req = decodeRequest(message.value, { maxCount: 10, maxBytes: 4096 });
           if (!req.ok) return;
           const { id, replyTo } = req.request;
-          await producer.send({ topic: replyTo, messages: [{ key: id, value: encodeIdsReply(id, ['11', '12'], 'pool') }] });
-          await producer.send({ topic: replyTo, messages: [{ key: id, value: encodeIdsReply(id, ['21', '22'], 'pool') }] });
+          const signed = (ids: string[]) => encodeIdsReply(id, ids, 'pool', undefined, { kid: TEST_SIGNING_KEY.kid, sig: TEST_SIGNING_KEY.sign(replyBytes(replyTo, id, { kind: 'ids', source: 'pool', format: '', ids })) });
+          await producer.send({ topic: replyTo, messages: [{ key: id, value: signed(['11', '12']) }] });
+          await producer.send({ topic: replyTo, messages: [{ key: id, value: signed(['21', '22']) }] });
         },
       });
       await joined;
@@ -130,7 +133,7 @@ describe('Kafka request/reply', () => {
   });
 
   it('refuses to start when the request topic is missing, naming the command that fixes it', async () => {
-    const orphan = createKafkaClient({ kafka, requestTopic: uniqueName('idmint.requests.missing') });
+    const orphan = createKafkaClient({ verifyKey: TEST_VERIFY_KEY, kafka, requestTopic: uniqueName('idmint.requests.missing') });
     await expect(orphan.start()).rejects.toThrow(/missing: run `idmint kafka init`/);
     await orphan.close();
   });
@@ -140,7 +143,7 @@ describe('Kafka request/reply', () => {
     await admin.connect();
     try {
       for (let round = 0; round < 3; round++) {
-        const shortLived = createKafkaClient({ kafka, requestTopic, clientId: `short-${round}` });
+        const shortLived = createKafkaClient({ verifyKey: TEST_VERIFY_KEY, kafka, requestTopic, clientId: `short-${round}` });
         expect(await shortLived.getIds('order', 2, { timeoutMs: 10_000 })).toHaveLength(2);
         await shortLived.close();
         expect(await admin.listTopics()).not.toContain(shortLived.replyTopic);
@@ -153,7 +156,7 @@ describe('Kafka request/reply', () => {
   });
 
   it('50 concurrent clients x 200 requests: zero duplicates across all replies', async () => {
-    const clients = Array.from({ length: 50 }, (_, i) => createKafkaClient({ kafka, requestTopic, clientId: `many-${i}`, timeoutMs: 30_000 }));
+    const clients = Array.from({ length: 50 }, (_, i) => createKafkaClient({ verifyKey: TEST_VERIFY_KEY, kafka, requestTopic, clientId: `many-${i}`, timeoutMs: 30_000 }));
     try {
       await Promise.all(clients.map((c) => c.start()));
       const perClient = await Promise.all(

@@ -6,6 +6,7 @@ import { createKafkaClient } from '../../../src/client/kafka/rpc-client.js';
 import { deleteTopics, testKafka } from '../../support/kafka.js';
 import { storeWithDispenser, type DispensingStore } from '../../support/store.js';
 import { uniqueName } from '../../support/names.js';
+import { TEST_VERIFY_KEY, testSigner } from '../../support/signing.js';
 
 // A responder started on a cluster without its request topic creates it (idempotently), unless
 // IDMINT_KAFKA_CREATE_TOPICS=false, where it refuses and names the command to run.
@@ -37,8 +38,8 @@ describe('Kafka topics at start', () => {
     const requestTopic = uniqueName('idmint-test.requests.created');
     topics.push(requestTopic);
     const config = configFor(requestTopic, 'true');
-    const responder = await startResponderRole({ config, logger: silentLogger, dispenser: ts.dispenser });
-    const client = createKafkaClient({ kafka, requestTopic, clientId: 'topics-at-start' });
+    const responder = await startResponderRole({ config, logger: silentLogger, dispenser: ts.dispenser, signer: testSigner });
+    const client = createKafkaClient({ verifyKey: TEST_VERIFY_KEY, kafka, requestTopic, clientId: 'topics-at-start' });
     try {
       await client.start();
       expect(await client.getIds('order', 3)).toHaveLength(3);
@@ -47,7 +48,7 @@ describe('Kafka topics at start', () => {
       const [meta] = (await admin.fetchTopicMetadata({ topics: [requestTopic] })).topics;
       await admin.disconnect();
       expect(meta?.partitions).toHaveLength(2);
-      const again = await startResponderRole({ config: configFor(requestTopic, 'true'), logger: silentLogger, dispenser: ts.dispenser });
+      const again = await startResponderRole({ config: configFor(requestTopic, 'true'), logger: silentLogger, dispenser: ts.dispenser, signer: testSigner });
       await again.close();
     } finally {
       await client.close();
@@ -57,6 +58,6 @@ describe('Kafka topics at start', () => {
 
   it('with IDMINT_KAFKA_CREATE_TOPICS=false refuses a missing topic and names the command', async () => {
     const requestTopic = uniqueName('idmint-test.requests.missing');
-    await expect(startResponderRole({ config: configFor(requestTopic, 'false'), logger: silentLogger, dispenser: ts.dispenser })).rejects.toThrow(/idmint kafka init/);
+    await expect(startResponderRole({ config: configFor(requestTopic, 'false'), logger: silentLogger, dispenser: ts.dispenser, signer: testSigner })).rejects.toThrow(/idmint kafka init/);
   });
 });

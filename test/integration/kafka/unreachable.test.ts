@@ -5,6 +5,7 @@ import { createKafkaClient } from '../../../src/client/kafka/rpc-client.js';
 import { createResponder } from '../../../src/kafka/responder.js';
 import { KafkaPoolConsumer } from '../../../src/client/kafka/pool-consumer.js';
 import type { IdDispenser } from '../../../src/core/ports.js';
+import { TEST_VERIFY_KEY, testSigner } from '../../support/signing.js';
 
 /** A port nothing listens on: bound, then released. */
 async function deadPort(): Promise<number> {
@@ -22,9 +23,9 @@ describe('Kafka unreachable', () => {
     const kafka = createKafka({ brokers: `127.0.0.1:${await deadPort()}`, config: { retry: { retries: 0 }, connectionTimeout: 200 } });
     const dispenser: IdDispenser = { get: () => Promise.reject(new Error('unused')) };
     const parts = [
-      createKafkaClient({ kafka, joinTimeoutMs: 1000 }),
-      createResponder({ kafka, dispenser, joinTimeoutMs: 1000 }),
-      new KafkaPoolConsumer({ kafka, bizTag: 'order', joinTimeoutMs: 1000 }),
+      createKafkaClient({ verifyKey: TEST_VERIFY_KEY, kafka, joinTimeoutMs: 1000 }),
+      createResponder({ signer: testSigner, kafka, dispenser, joinTimeoutMs: 1000 }),
+      new KafkaPoolConsumer({ verifyKey: TEST_VERIFY_KEY, kafka, bizTag: 'order', joinTimeoutMs: 1000 }),
     ];
     for (const part of parts) {
       await expect(part.start()).rejects.toMatchObject({ code: 'NOT_READY', message: expect.stringMatching(/^Kafka .* is unavailable/) });

@@ -103,29 +103,40 @@ describe('decodeRequest hardening (Kafka points of the adversarial probe)', () =
   const request = (replyTo: string) => Buffer.from(JSON.stringify({ v: 1, id: 'r1', bizTag: 'order', count: 1, replyTo, deadline: Date.now() + 5000 }));
 
   it('checks the size before parsing: a huge message is refused without JSON.parse, reply address sniffed from its head', () => {
-    const huge = Buffer.concat([Buffer.from('{"v":1,"id":"big","replyTo":"my.replies","pad":"'), Buffer.alloc(1_000_000, 'x'), Buffer.from('"')]);
+    const huge = Buffer.concat([Buffer.from('{"v":1,"id":"big","replyTo":"idmint.replies.my","pad":"'), Buffer.alloc(1_000_000, 'x'), Buffer.from('"')]);
     const parse = JSON.parse;
     let parsed = 0;
     JSON.parse = ((...args: Parameters<typeof JSON.parse>) => (parsed++, parse(...args))) as typeof JSON.parse;
     try {
       const decoded = decodeRequest(huge, limits);
-      expect(decoded).toMatchObject({ ok: false, replyTo: 'my.replies', id: 'big' });
+      expect(decoded).toMatchObject({ ok: false, replyTo: 'idmint.replies.my', id: 'big' });
       expect(parsed).toBe(0);
     } finally {
       JSON.parse = parse;
     }
   });
 
-  it.each(['idmint.requests', 'idmint.ids.order', 'idmint.anything'])('refuses replyTo %s, in idmint\'s own namespace, and does not reply there', (topic) => {
-    const decoded = decodeRequest(request(topic), limits);
-    expect(decoded.ok).toBe(false);
-    expect(decoded).not.toHaveProperty('replyTo');
-    if (!decoded.ok) expect(decoded.error.message).toMatch(/own namespace/);
+  // Issue 40: a responder wrote replies into any topic outside idmint.* a request named.
+  it.each(['idmint.requests', 'idmint.ids.order', 'idmint.anything', 'my-service.replies', 'orders', 'idmint.replies.', 'idmint.eu.replies.x'])(
+    'refuses replyTo %s, not a reply topic of the deployment, and does not reply there',
+    (topic) => {
+      const decoded = decodeRequest(request(topic), limits);
+      expect(decoded.ok).toBe(false);
+      expect(decoded).not.toHaveProperty('replyTo');
+      if (!decoded.ok) expect(decoded.error.message).toMatch(/reply topic of this deployment/);
+    },
+  );
+
+  it("accepts the clients' reply topics, of the namespace when there is one", () => {
+    expect(decodeRequest(request('idmint.replies.abc.123'), limits).ok).toBe(true);
+    expect(decodeRequest(request('idmint.eu.replies.abc.123'), { ...limits, replyPrefix: 'idmint.eu.replies.' }).ok).toBe(true);
+    expect(decodeRequest(request('idmint.replies.abc.123'), { ...limits, replyPrefix: 'idmint.eu.replies.' }).ok).toBe(false);
   });
 
-  it('refuses the configured request topic even outside the namespace, and accepts the clients\' reply topics', () => {
-    expect(decodeRequest(request('custom.requests'), { ...limits, requestTopic: 'custom.requests' }).ok).toBe(false);
-    expect(decodeRequest(request('idmint.replies.abc.123'), limits).ok).toBe(true);
-    expect(decodeRequest(request('my-service.replies'), limits).ok).toBe(true);
+  it('a request that is not JSON but names a readable reply topic gets an error reply there', () => {
+    const decoded = decodeRequest(Buffer.from('{"v":1,"id":"r1","replyTo":"idmint.replies.c.1", oops'), limits);
+    expect(decoded).toMatchObject({ ok: false, replyTo: 'idmint.replies.c.1', id: 'r1' });
+    const elsewhere = decodeRequest(Buffer.from('{"replyTo":"my-service.replies", oops'), limits);
+    expect(elsewhere).not.toHaveProperty('replyTo');
   });
 });
