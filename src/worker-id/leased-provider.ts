@@ -251,18 +251,24 @@ export class LeasedWorkerIdProvider implements WorkerIdProvider {
 
   /**
    * The order ids are tried in: the preferred one, this directory's last one, ids this identity
-   * held before, then free ids from the top down (the bottom is left to ordinals), known ones first.
+   * held before, then free ids from the top down (the bottom is left to ordinals): known ones whose
+   * mark the clock has passed, never-used ones, and last known ones whose mark is still ahead (a
+   * holder that died a moment ago). Concurrent starts begin at different places among equals.
    */
   private *candidates(listing: RegistryListing, maxWorkerId: number, first: Array<number | null | undefined>): Generator<number> {
     const seen = new Set<number>();
     const usable = (id: number | undefined | null): id is number => typeof id === 'number' && id >= 0 && id <= maxWorkerId && !seen.has(id) && !listing.reserved.has(id);
+    const soon = this.options.clock.now() + this.options.maxStartWaitMs;
     const mine = [...listing.known].filter(([id, r]) => r.identity === this.options.identity && !listing.held.has(id)).map(([id]) => id);
-    const known = [...listing.known.keys()].filter((id) => !listing.held.has(id)).sort((a, b) => b - a);
+    const free = [...listing.known].filter(([id]) => !listing.held.has(id));
+    const passed = free.filter(([, r]) => (r.markMs ?? 0) <= soon).map(([id]) => id);
+    const ahead = free.filter(([, r]) => (r.markMs ?? 0) > soon).sort(([, a], [, b]) => (a.markMs ?? 0) - (b.markMs ?? 0)).map(([id]) => id);
     const ordered = function* (): Generator<number | null | undefined> {
       yield* first;
       yield* mine.sort((a, b) => a - b);
-      yield* known;
+      yield* rotate(passed.sort((a, b) => b - a));
       for (let id = maxWorkerId; id >= 0; id--) if (!listing.held.has(id) && !listing.known.has(id)) yield id;
+      yield* ahead;
     };
     for (const id of ordered()) {
       if (!usable(id)) continue;
@@ -319,6 +325,12 @@ export class LeasedWorkerIdProvider implements WorkerIdProvider {
     o.logger.info({ workerId, where: registry.where, floorMs, identity: o.identity }, 'worker id leased');
     return { lease };
   }
+}
+
+/** The list from a random place (and round): concurrent starts do not all try the same id first. */
+function rotate<T>(items: T[]): T[] {
+  const at = Math.floor(Math.random() * items.length);
+  return [...items.slice(at), ...items.slice(0, at)];
 }
 
 /** Sleeps until `clock` reads past `ms` (bounded by the caller's checks). */

@@ -80,13 +80,13 @@ export class PostgresRegistry implements WorkerIdRegistry {
   }
 
   async list(maxWorkerId: number): Promise<RegistryListing> {
-    const { rows } = await this.o.db.query<{ worker_id: number; identity: string; held: boolean }>(
-      'SELECT worker_id, identity, lease_until > now() AS held FROM idmint_worker_lease WHERE worker_id BETWEEN 0 AND $1',
+    const { rows } = await this.o.db.query<{ worker_id: number; identity: string; held: boolean; mark_ms: string }>(
+      'SELECT worker_id, identity, lease_until > now() AS held, mark_ms::text AS mark_ms FROM idmint_worker_lease WHERE worker_id BETWEEN 0 AND $1',
       [maxWorkerId],
     );
     return {
       held: new Set(rows.filter((r) => r.held).map((r) => Number(r.worker_id))),
-      known: new Map(rows.map((r) => [Number(r.worker_id), { identity: r.identity }])),
+      known: new Map(rows.map((r) => [Number(r.worker_id), { identity: r.identity, markMs: Number(r.mark_ms) }])),
       reserved: new Set(),
     };
   }

@@ -73,11 +73,12 @@ export class RedisRegistry implements WorkerIdRegistry {
 
   async list(maxWorkerId: number): Promise<RegistryListing> {
     const all = await this.o.redis.hgetall(this.registryKey);
-    const known = new Map<number, { identity: string }>();
+    const known = new Map<number, { identity: string; markMs: number }>();
     for (const [field, value] of Object.entries(all)) {
       const id = Number(field);
       if (field.startsWith('#') || !Number.isSafeInteger(id) || id > maxWorkerId) continue;
-      known.set(id, { identity: value.split('|').slice(2).join('|') });
+      const [mark = '0', , ...identity] = value.split('|');
+      known.set(id, { identity: identity.join('|'), markMs: Number(mark) });
     }
     const ids = [...known.keys()];
     const leases = ids.length === 0 ? [] : await this.o.redis.mget(ids.map((id) => this.leaseKey(id)));

@@ -11,8 +11,8 @@
 export interface RegistryListing {
   /** Ids with a live lease. */
   readonly held: ReadonlySet<number>;
-  /** Ids with a record (a mark), held or not, with the identity that last held them. */
-  readonly known: ReadonlyMap<number, { readonly identity: string }>;
+  /** Ids with a record (a mark), held or not, with the identity that last held them and the mark when the registry can tell cheaply. */
+  readonly known: ReadonlyMap<number, { readonly identity: string; readonly markMs?: number | undefined }>;
   /** Ids the registry must not hand out (ZooKeeper: Leaf-style nodes without a lease). */
   readonly reserved: ReadonlySet<number>;
 }

@@ -108,10 +108,10 @@ export class ZooKeeperRegistry implements WorkerIdRegistry {
     const zk = await this.client_();
     const [leases, workers, forever] = await Promise.all([zk.getChildren(this.leasesPath), zk.getChildren(this.workersPath), zk.getChildren(this.foreverPath).catch(noNode([]))]);
     const held = new Set(leases.map(Number).filter((id) => Number.isSafeInteger(id) && id <= maxWorkerId));
-    const known = new Map<number, { identity: string }>();
+    const known = new Map<number, { identity: string; markMs?: number | undefined }>();
     const ids = workers.map(Number).filter((id) => Number.isSafeInteger(id) && id <= maxWorkerId);
     const records = await Promise.all(ids.map((id) => (held.has(id) ? null : this.read(zk, id).catch(() => null))));
-    ids.forEach((id, i) => known.set(id, { identity: records[i]?.record.identity ?? '' }));
+    ids.forEach((id, i) => known.set(id, { identity: records[i]?.record.identity ?? '', markMs: records[i]?.record.markMs }));
     const reserved = new Set<number>();
     this.legacy = new Map();
     for (const name of forever) {
