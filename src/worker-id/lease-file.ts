@@ -7,7 +7,8 @@ import { writeJsonDurablySync } from './local-time-mark.js';
  * (and of its predecessors whose leases may still be live), and the id it holds. Only one process
  * uses a data directory at a time (src/app/data-lock.ts), so a live lease that carries one of
  * these tokens belongs to a process that is gone: its successor may take the lease over at once
- * instead of waiting for it to expire.
+ * instead of waiting for it to expire. (The id itself is in the clock mark's file, written when it
+ * was taken: one durable write per start fewer.)
  */
 export interface LeaseFileState {
   readonly version: 1;
@@ -15,8 +16,6 @@ export interface LeaseFileState {
   readonly token: string;
   /** Earlier processes of this directory whose leases may still be live (a start that ended before it took one). */
   readonly predecessors: readonly string[];
-  /** The id the writer holds, or null before it took one. */
-  readonly workerId: number | null;
   /** `zookeeper`, `postgres`, `redis`. */
   readonly registry: string;
   readonly updatedAt: string;
@@ -35,7 +34,6 @@ export function readLeaseFile(path: string): LeaseFileState | null {
   try {
     const s = JSON.parse(readFileSync(path, 'utf8')) as Partial<LeaseFileState>;
     if (s.version !== 1 || typeof s.token !== 'string' || !Array.isArray(s.predecessors)) return null;
-    if (s.workerId !== null && !Number.isSafeInteger(s.workerId)) return null;
     return s as LeaseFileState;
   } catch {
     return null;

@@ -125,18 +125,18 @@ export class LeasedWorkerIdProvider implements WorkerIdProvider {
     const token = randomBytes(12).toString('hex');
     const registry = this.makeRegistry();
     // The token is on disk before any lease carries it, so a successor in this directory knows it.
-    this.writeFile({ token, predecessors, workerId: null, registry: registry.kind });
+    this.writeFile({ token, predecessors, registry: registry.kind });
     try {
       await registry.open(maxWorkerId);
     } catch (err) {
       // The registry stays with the pending lease, which opens it again until it answers.
-      return this.startPending(registry, err, earlier, previousMark, token, predecessors, maxWorkerId).catch(async (e: unknown) => {
+      return this.startPending(registry, err, previousMark, token, predecessors, maxWorkerId).catch(async (e: unknown) => {
         await registry.close().catch(() => undefined);
         throw e;
       });
     }
     try {
-      return await this.take(registry, maxWorkerId, token, predecessors, previousMark, earlier?.workerId ?? null);
+      return await this.take(registry, maxWorkerId, token, predecessors, previousMark);
     } catch (err) {
       await registry.close().catch(() => undefined);
       if (err instanceof IdmintError) throw err;
@@ -157,23 +157,22 @@ export class LeasedWorkerIdProvider implements WorkerIdProvider {
    * issue nothing until it is leased again (its lease may have expired and the id be taken
    * meanwhile); without one, refuse.
    */
-  private async startPending(registry: WorkerIdRegistry, err: unknown, earlier: LeaseFileState | null, previousMark: LocalMarkState | null, token: string, predecessors: string[], maxWorkerId: number): Promise<LeasedWorkerIdLease> {
+  private async startPending(registry: WorkerIdRegistry, err: unknown, previousMark: LocalMarkState | null, token: string, predecessors: string[], maxWorkerId: number): Promise<LeasedWorkerIdLease> {
     const o = this.options;
-    const cached = earlier?.workerId;
-    if (cached === null || cached === undefined || cached > maxWorkerId) {
-      throw new IdmintError('WORKER_ID_UNAVAILABLE', `${registry.where} is unreachable and there is no cached worker id in ${this.leaseFilePath}: ${(err as Error).message}`, {
+    const cached = previousMark?.workerId;
+    if (cached === undefined || cached > maxWorkerId) {
+      throw new IdmintError('WORKER_ID_UNAVAILABLE', `${registry.where} is unreachable and there is no cached worker id in ${this.markPath}: ${(err as Error).message}`, {
         cause: err,
-        details: { where: registry.where, path: this.leaseFilePath },
+        details: { where: registry.where, path: this.markPath },
       });
     }
     o.logger.warn({ err, workerId: cached, where: registry.where }, 'worker-id registry unreachable at start; using the cached worker id once it is leased again (no Snowflake IDs until then)');
     const mark = await LocalTimeMark.start({ ...o, key: this.key, workerId: cached, source: registry.kind, previous: previousMark });
-    this.writeFile({ token, predecessors, workerId: cached, registry: registry.kind });
     return LeaseHolder.pending({
       ...this.holderOptions(registry, maxWorkerId, token, predecessors, mark),
       workerId: cached,
-      floorMs: previousMark?.workerId === cached ? previousMark.markMs : Number.NEGATIVE_INFINITY,
-      markCoversPredecessors: previousMark?.workerId === cached,
+      floorMs: previousMark!.markMs,
+      markCoversPredecessors: true,
       pendingReason: `${registry.where} was unreachable at start`,
     });
   }
@@ -195,14 +194,14 @@ export class LeasedWorkerIdProvider implements WorkerIdProvider {
     };
   }
 
-  private async take(registry: WorkerIdRegistry, maxWorkerId: number, token: string, predecessors: string[], previousMark: LocalMarkState | null, lastId: number | null): Promise<LeasedWorkerIdLease> {
+  private async take(registry: WorkerIdRegistry, maxWorkerId: number, token: string, predecessors: string[], previousMark: LocalMarkState | null): Promise<LeasedWorkerIdLease> {
     const o = this.options;
     const request = (workerId: number) => ({ workerId, token, identity: o.identity, successorOf: predecessors });
     let behind: { workerId: number; floorMs: number } | undefined;
     let preferredHeldBy: string | undefined;
     for (let round = 0; round < 3; round++) {
       const listing = await registry.list(maxWorkerId);
-      for (const workerId of this.candidates(listing, maxWorkerId, [o.preferredWorkerId, lastId, previousMark?.workerId])) {
+      for (const workerId of this.candidates(listing, maxWorkerId, [o.preferredWorkerId, previousMark?.workerId])) {
         const preferred = workerId === o.preferredWorkerId;
         let sentAt = o.monotonic();
         let outcome: TakeOutcome = await registry.take(request(workerId));
@@ -309,7 +308,6 @@ export class LeasedWorkerIdProvider implements WorkerIdProvider {
       // Waits until the clock is past this directory's local mark (or refuses, CLOCK_BACKWARDS).
       mark = await LocalTimeMark.start({ ...o, key: this.key, workerId, source: registry.kind, previous: c.previousMark });
       await waitPast(o.clock, floorMs);
-      this.writeFile({ token: c.token, predecessors: [], workerId, registry: registry.kind });
     } catch (err) {
       await giveBack();
       throw err;

@@ -183,7 +183,8 @@ afterAll(async () => {
   await Promise.all(registries.map((r) => r.close()));
 });
 
-describe.each([
+// The three registries at once: each waits on its own server (fsyncs, round trips), not on this process.
+describe.concurrent.each([
   ['zookeeper', zookeeper],
   ['postgres', postgres],
   ['redis', redis],
