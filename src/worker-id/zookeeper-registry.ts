@@ -111,8 +111,12 @@ export class ZooKeeperRegistry implements WorkerIdRegistry {
     const known = new Map<number, { identity: string; markMs?: number | undefined }>();
     const ids = workers.map(Number).filter((id) => Number.isSafeInteger(id) && id <= maxWorkerId);
     const records = await Promise.all(ids.map((id) => (held.has(id) ? null : this.read(zk, id).catch(() => null))));
-    ids.forEach((id, i) => known.set(id, { identity: records[i]?.record.identity ?? '', markMs: records[i]?.record.markMs }));
     const reserved = new Set<number>();
+    ids.forEach((id, i) => {
+      // A record that cannot be read (no mark) is never used: its mark cannot be honoured.
+      if (!held.has(id) && records[i] === null) reserved.add(id);
+      known.set(id, { identity: records[i]?.record.identity ?? '', markMs: records[i]?.record.markMs });
+    });
     this.legacy = new Map();
     for (const name of forever) {
       const cut = name.lastIndexOf('-');
@@ -171,6 +175,7 @@ export class ZooKeeperRegistry implements WorkerIdRegistry {
       }
     } catch (err) {
       await zk.remove(leasePath).catch(() => undefined);
+      if (err instanceof UnreadableRecord) return { taken: false };
       throw err;
     }
     await zk.remove(leasePath).catch(() => undefined);
@@ -254,7 +259,7 @@ export class ZooKeeperRegistry implements WorkerIdRegistry {
     const { data, stat } = await zk.getData(`${this.workersPath}/${workerId}`);
     const record = parse<Partial<ZkWorkerRecord>>(data) ?? {};
     // A record that cannot be read refuses the id rather than guess its mark.
-    if (typeof record.markMs !== 'number' || !Number.isFinite(record.markMs)) throw new Error(`worker record ${this.workersPath}/${workerId} has no mark`);
+    if (typeof record.markMs !== 'number' || !Number.isFinite(record.markMs)) throw new UnreadableRecord(`worker record ${this.workersPath}/${workerId} has no mark`);
     return { record: { ip: '', port: '', timestamp: 0, holder: null, identity: '', ...record } as ZkWorkerRecord, version: stat.version };
   }
 
@@ -296,6 +301,9 @@ export class ZooKeeperRegistry implements WorkerIdRegistry {
     this.sealedTo = maxWorkerId;
   }
 }
+
+/** A record without a readable mark: its id is refused, never guessed at. */
+class UnreadableRecord extends Error {}
 
 function parse<T>(data: Buffer | undefined | null): T | null {
   if (!data || data.length === 0) return null;

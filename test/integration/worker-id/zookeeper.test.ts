@@ -213,6 +213,22 @@ describe('ZooKeeperWorkerIdProvider after session loss', () => {
   });
 });
 
+describe('a worker record without a readable mark', () => {
+  it('is never used (its mark cannot be honoured); the other ids are', async () => {
+    const root = newRoot();
+    const zk = await ZkClient.connect({ connect: env('ZK_CONNECT') });
+    try {
+      await zk.mkdirp(`${root}/workers`);
+      await zk.create(`${root}/workers/1`, Buffer.from('{"ip":"10.0.0.1"}'));
+      expect((await acquire({ root, dataDir: tempDir(), address: '10.9.1.1:8080' }, 1)).workerId).toBe(0);
+      const refused = await acquire({ root, dataDir: tempDir(), address: '10.9.1.2:8080' }, 1).catch((e: unknown) => e);
+      expect(refused).toMatchObject({ code: 'WORKER_ID_UNAVAILABLE' });
+    } finally {
+      zk.close();
+    }
+  });
+});
+
 describe("Leaf's layout (an earlier version's, or Leaf's own nodes)", () => {
   it('keeps ids registered there reserved, lets their own ip:port adopt them above the last report, and seals the sequence past the layout', async () => {
     const root = newRoot();
