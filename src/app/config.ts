@@ -189,8 +189,25 @@ export const envSchema = z.object({
   IDMINT_DEPLOYMENT_CHECK_MS: int(100, 600_000).default(5000),
   /** The fence against a rewound segment counter: auto (ZooKeeper when ZK_CONNECT and DATABASE_URL are set), zookeeper, off. Default auto. */
   IDMINT_SEGMENT_FENCE: z.enum(['auto', 'zookeeper', 'off']).default('auto'),
-  /** Where Snowflake worker ids come from: auto (ZooKeeper if ZK_CONNECT, else Postgres if DATABASE_URL, else the file), zookeeper, postgres, redis, file. Default auto. */
+  /** Where Snowflake worker ids come from: auto (ZooKeeper if ZK_CONNECT, else Postgres if DATABASE_URL, else the file), zookeeper, postgres, redis (these three lease ids and reclaim them), file. Default auto. */
   IDMINT_WORKER_ID_PROVIDER: z.enum(['auto', 'zookeeper', 'postgres', 'redis', 'file']).default('auto'),
+  /**
+   * The worker id this process prefers (Kubernetes: a StatefulSet pod's ordinal, from the label
+   * `apps.kubernetes.io/pod-index` through the downward API), or `hostname` for the number that ends
+   * the host name (`idmint-api-2` → 2). Still held by a lease in the registry (zookeeper, postgres,
+   * redis): while a process with the same identity holds it, a start waits IDMINT_WORKER_ID_WAIT_MS
+   * for that lease to expire; held by another identity, another id is taken. With IDMINT_PROCESSES
+   * = n, process i prefers ordinal × n + i. Default none: any free id.
+   */
+  IDMINT_WORKER_ID_ORDINAL: z
+    .string()
+    .trim()
+    .regex(/^(\d{1,7}|hostname)$/, 'a non-negative integer, or hostname')
+    .optional(),
+  /** How long a worker-id lease lives unrenewed: Postgres and Redis leases, the ZooKeeper session. A holder stops issuing 1 s before. Default 10000. */
+  IDMINT_WORKER_ID_LEASE_MS: int(2000, 300_000).default(10_000),
+  /** How long a start waits for its preferred id (IDMINT_WORKER_ID_ORDINAL) while a process with its identity still holds it. Default 60000. */
+  IDMINT_WORKER_ID_WAIT_MS: int(0, 3_600_000).default(60_000),
   /** The address this process advertises for its ZooKeeper worker node. Default IDMINT_HOST:IDMINT_PORT. */
   IDMINT_ADVERTISE: z
     .string()

@@ -13,7 +13,7 @@ import type { Closers } from './closers.js';
 import { regionOf, type Config } from './config.js';
 import { fenceRoot, fenceWanted } from './fence.js';
 import { keyFingerprint } from './formats.js';
-import { workerIdRegistryOf } from './worker-id.js';
+import { workerIdRegistryOf, ZK_WORKER_ROOT } from './worker-id.js';
 import { ensureSigningKeys, openSigner, type Signer } from './signing.js';
 import { parseSigningKey } from '../kafka/signing.js';
 
@@ -23,6 +23,8 @@ export interface Deployment {
   readonly zk: ZkCredential | undefined;
   /** Where the deployment's segment fence lives in ZooKeeper (as recorded), when this process fences. */
   readonly fenceRoot: string | undefined;
+  /** Where the deployment's ZooKeeper worker ids live (as recorded), when this process takes one there. */
+  readonly zkWorkerRoot: string | undefined;
   /** What this process signs Kafka pool blocks and replies with, when it writes them (refill with Kafka, responder). */
   readonly signer: Signer | undefined;
 }
@@ -37,10 +39,10 @@ export function layoutValue(layout: Layout): string {
  * `serving`: it issues IDs (a Snowflake worker, the layout, the region's worker bits, the key);
  * `zkAuth`: its ZooKeeper credential (null: it has none), when it uses ZooKeeper.
  */
-export function deploymentView(config: Config, options: { serving: boolean; zkAuth?: string | null | undefined; fenceRoot?: string }): DeploymentView {
+export function deploymentView(config: Config, options: { serving: boolean; zkAuth?: string | null | undefined; fenceRoot?: string; zkWorkerRoot?: string }): DeploymentView {
   const view: DeploymentView = { 'segment-fence': fenceWanted(config) ? `zookeeper ${options.fenceRoot ?? fenceRoot(config)}` : 'off' };
   if (options.serving) {
-    view['worker-id-registry'] = workerIdRegistryOf(config, { database: true });
+    view['worker-id-registry'] = workerIdRegistryOf(config, { database: true, zkRoot: options.zkWorkerRoot });
     view['snowflake-layout'] = layoutValue(LEAF_LAYOUT);
     const region = regionOf(config);
     view.region = region ? regionValue(region) : 'single';
@@ -67,7 +69,13 @@ export async function openDeployment(
   const usesZooKeeper = fenceWanted(config) || (deps.serving && workerIdRegistryOf(config, { database: true }).startsWith('zookeeper'));
   const zk = usesZooKeeper ? await zooKeeperCredential(config, record) : undefined;
   const fence = fenceWanted(config) ? await fenceRootOf(config, record) : undefined;
-  const view = deploymentView(config, { serving: deps.serving, zkAuth: usesZooKeeper ? (zk?.auth ?? null) : undefined, ...(fence ? { fenceRoot: fence } : {}) });
+  const zkWorkerRoot = deps.serving && workerIdRegistryOf(config, { database: true }).startsWith('zookeeper') ? await zkWorkerRootOf(record) : undefined;
+  const view = deploymentView(config, {
+    serving: deps.serving,
+    zkAuth: usesZooKeeper ? (zk?.auth ?? null) : undefined,
+    ...(fence ? { fenceRoot: fence } : {}),
+    ...(zkWorkerRoot ? { zkWorkerRoot } : {}),
+  });
   // A process that signs records the deployment's keys if none are (an operator's key is judged
   // like any setting; the record's own keys are followed through rotations, never judged).
   const envKey = config.IDMINT_SIGNING_KEY ? parseSigningKey(config.IDMINT_SIGNING_KEY) : undefined;
@@ -79,8 +87,9 @@ export async function openDeployment(
   // Recorded now (the watch would at its start), so a root chosen by a process that started at
   // the same instant is the one every process uses.
   await record.claim(view);
-  const recordedFence = (await record.read()).values['segment-fence'];
-  if (fence && recordedFence?.startsWith('zookeeper ')) view['segment-fence'] = recordedFence;
+  const recorded = (await record.read()).values;
+  if (fence && recorded['segment-fence']?.startsWith('zookeeper ')) view['segment-fence'] = recorded['segment-fence'];
+  if (zkWorkerRoot && recorded['worker-id-registry']?.startsWith('zookeeper ')) view['worker-id-registry'] = recorded['worker-id-registry'];
 
   const watch = new DeploymentWatch({
     record,
@@ -99,8 +108,9 @@ export async function openDeployment(
   });
   if (unsubscribe) deps.closers.add('deployment changes', async () => unsubscribe());
   const root = view['segment-fence']?.startsWith('zookeeper ') ? view['segment-fence'].slice('zookeeper '.length) : undefined;
+  const workerRoot = view['worker-id-registry']?.startsWith('zookeeper ') ? view['worker-id-registry'].slice('zookeeper '.length) : undefined;
   const signer = deps.signs ? await openSigner(record, { envKey, watch, changes: deps.changes, everyMs: config.IDMINT_DEPLOYMENT_CHECK_MS, logger: deps.logger, closers: deps.closers }) : undefined;
-  return { watch, zk, fenceRoot: root, signer };
+  return { watch, zk, fenceRoot: root, zkWorkerRoot: workerRoot, signer };
 }
 
 /**
@@ -114,6 +124,19 @@ async function fenceRootOf(config: Config, record: PostgresDeploymentRecord): Pr
   if (recorded?.startsWith('zookeeper ')) return recorded.slice('zookeeper '.length);
   if (await record.countersUsed()) return fenceRoot(config);
   return `/idmint/deployments/${await record.id()}/fence`;
+}
+
+/**
+ * Where this deployment's ZooKeeper worker ids live: the root the record holds; else, for a
+ * database with tags already (a deployment of an earlier version, whose processes registered in
+ * Leaf's shared root), that root; else a root of the deployment's own,
+ * `/idmint/deployments/<id>/snowflake`, whose nodes are all the deployment identity's.
+ */
+async function zkWorkerRootOf(record: PostgresDeploymentRecord): Promise<string> {
+  const recorded = (await record.read()).values['worker-id-registry'];
+  if (recorded?.startsWith('zookeeper ')) return recorded.slice('zookeeper '.length);
+  if ((await record.countersUsed()) || (await record.hasTags())) return ZK_WORKER_ROOT;
+  return `/idmint/deployments/${await record.id()}/snowflake`;
 }
 
 /**

@@ -111,6 +111,12 @@ export class PostgresDeploymentRecord {
     return rows.length > 0;
   }
 
+  /** Whether any tag was ever created here (deleted ones count). */
+  async hasTags(): Promise<boolean> {
+    const { rows } = await this.db.query('SELECT 1 FROM idmint_biz LIMIT 1');
+    return rows.length > 0;
+  }
+
   /** The deployment's generated ZooKeeper credential: the one recorded, or `generated` when none is (and none was). */
   async claimCredential(generated: string): Promise<string> {
     await this.db.query('INSERT INTO idmint_setting (name, value, recorded_by) VALUES ($1, $2, $3) ON CONFLICT (name) DO NOTHING', [ZK_CREDENTIAL_SETTING, generated, this.by]);

@@ -62,12 +62,17 @@ export function readLocalMark(path: string): LocalMarkState | null {
 
 /** Durable replace: write a temp file, fsync it, rename over the old one, fsync the directory. */
 export function writeLocalMarkSync(path: string, state: LocalMarkState): void {
+  writeJsonDurablySync(path, state);
+}
+
+/** The durable replace of any small JSON file (the mark, the worker-id lease file). */
+export function writeJsonDurablySync(path: string, value: unknown): void {
   const dir = join(path, '..');
   mkdirSync(dir, { recursive: true });
   const tmp = `${path}.${process.pid}.tmp`;
   const fd = openSync(tmp, 'w');
   try {
-    writeSync(fd, JSON.stringify(state) + '\n');
+    writeSync(fd, JSON.stringify(value) + '\n');
     fsyncSync(fd);
   } finally {
     closeSync(fd);

@@ -39,6 +39,11 @@ export const ZK_CLIENT_DEFAULTS = defaults({
 export const CreateMode = zookeeper.CreateMode;
 export const ZkException = zookeeper.Exception;
 
+/** True when ZooKeeper refused a call for this client's identity (the node is another's). */
+export function isNoAuth(err: unknown): boolean {
+  return err instanceof IdmintError && err.details.zk === 'NO_AUTH';
+}
+
 /** True when `err` is a ZooKeeper exception with the given code (e.g. `ZkException.NO_NODE`). */
 export function isZkError(err: unknown, code: number): boolean {
   return typeof err === 'object' && err !== null && typeof (err as { getCode?: unknown }).getCode === 'function' && (err as { getCode(): number }).getCode() === code;
@@ -236,7 +241,7 @@ export class ZkClient extends EventEmitter {
         clearTimeout(timer);
         if (err && isZkError(err, ZkException.NO_AUTH)) {
           const message = `ZooKeeper at ZK_CONNECT=${this.options.connect} refused ${what}: not authorized (NO_AUTH); the node belongs to other credentials, check IDMINT_ZK_AUTH`;
-          reject(new IdmintError('WORKER_ID_UNAVAILABLE', message, { cause: err, details: { connect: this.options.connect } }));
+          reject(new IdmintError('WORKER_ID_UNAVAILABLE', message, { cause: err, details: { connect: this.options.connect, zk: 'NO_AUTH' } }));
         } else if (err) reject(err);
         else resolve(value);
       });

@@ -136,7 +136,7 @@ describe('one deployment, one truth (issue 39)', () => {
     // `idmint deployment show` names the process that differs.
     const shown = await idmint(['deployment', 'show'], { DATABASE_URL: url, IDMINT_PG_SCHEMA: schema });
     expect(shown.code, shown.out).toBe(0);
-    expect(shown.out).toMatch(/worker-id-registry\s+zookeeper \/idmint\/snowflake/);
+    expect(shown.out).toMatch(/worker-id-registry\s+zookeeper \/idmint\/deployments\/[0-9a-f-]{36}\/snowflake/);
     expect(shown.out).toContain(`127.0.0.1:${new URL(c.url).port}`);
     expect(shown.out).toMatch(/differs/);
   });
@@ -175,10 +175,12 @@ describe('one deployment, one truth (issue 39)', () => {
       expect(Number(before)).toBeGreaterThan(0);
       await expect(setData(zk, mark, '0')).rejects.toMatchObject({ name: 'NO_AUTH' });
       expect(await getData(zk, mark)).toBe(before);
-      const workers = await getChildren(zk, '/idmint/snowflake/forever');
-      const mine = workers.find((w) => w.startsWith(`127.0.0.1:${new URL(a.url).port}-`));
-      expect(mine).toBeDefined();
-      await expect(setData(zk, `/idmint/snowflake/forever/${mine}`, '{}')).rejects.toMatchObject({ name: 'NO_AUTH' });
+      // A fresh deployment's worker ids live under its own id too; each record holds the mark that guards its timestamps.
+      const { rows: registry } = await db.query<{ value: string }>(`SELECT value FROM ${schema}.idmint_setting WHERE name = 'worker-id-registry'`);
+      const workers = `${registry[0]!.value.slice('zookeeper '.length)}/workers`;
+      const records = await getChildren(zk, workers);
+      expect(records.length).toBeGreaterThanOrEqual(2);
+      for (const record of records) await expect(setData(zk, `${workers}/${record}`, '{"markMs":0}')).rejects.toMatchObject({ name: 'NO_AUTH' });
     } finally {
       zk.close();
     }

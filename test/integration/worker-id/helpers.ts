@@ -82,6 +82,15 @@ export async function expireSessionBehindProxy(zk: ZkClient, proxy: { close(): P
   return reopened;
 }
 
+/** Removes a worker-id root: Leaf's layout, the records and the leases (live leases too: they are tests'). */
+export async function removeRoot(zk: ZkClient, root: string): Promise<void> {
+  for (const dir of ['forever', 'workers', 'leases']) {
+    for (const child of await zk.getChildren(`${root}/${dir}`).catch(() => [])) await zk.remove(`${root}/${dir}/${child}`).catch(() => undefined);
+    await zk.remove(`${root}/${dir}`).catch(() => undefined);
+  }
+  await zk.remove(root).catch(() => undefined);
+}
+
 /** Unique ZooKeeper roots for a test file, removed (with their worker nodes) by `removeAll()` in afterAll. */
 export function zkRoots(): { next(): string; removeAll(): Promise<void> } {
   const roots: string[] = [];
@@ -94,9 +103,7 @@ export function zkRoots(): { next(): string; removeAll(): Promise<void> } {
     async removeAll() {
       const zk = await ZkClient.connect({ connect: env('ZK_CONNECT') });
       for (const root of roots) {
-        for (const child of await zk.getChildren(`${root}/forever`).catch(() => [])) await zk.remove(`${root}/forever/${child}`);
-        await zk.remove(`${root}/forever`).catch(() => undefined);
-        await zk.remove(root).catch(() => undefined);
+        await removeRoot(zk, root);
       }
       zk.close();
     },

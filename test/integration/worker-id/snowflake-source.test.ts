@@ -6,7 +6,8 @@ import { ClockBackwardsError } from '../../../src/core/errors.js';
 import { LEAF_LAYOUT } from '../../../src/core/layout.js';
 import type { BizTag } from '../../../src/core/ports.js';
 import { createSnowflakeSource, type SnowflakeSource } from '../../../src/dispenser/sources/snowflake.js';
-import { type ZkClient, ZooKeeperWorkerIdProvider } from '../../../src/worker-id/index.js';
+import type { ZooKeeperRegistry} from '../../../src/worker-id/index.js';
+import { ZooKeeperWorkerIdProvider, type ZooKeeperWorkerIdLease } from '../../../src/worker-id/index.js';
 import { capturingLogger, expireSessionBehindProxy, startProxy, steppedClock, tempDir, zkRoots } from './helpers.js';
 import { env } from '../../support/env.js';
 import { until } from '../../support/poll.js';
@@ -30,12 +31,17 @@ async function start(root: string, address: string, more: Partial<ConstructorPar
   return source;
 }
 
-/** Issues batches until `ms` of wall time passed, yielding between batches; returns every ID. */
-async function issueFor(source: SnowflakeSource, ms: number): Promise<string[]> {
+/** Issues batches until `ms` of wall time passed, yielding between batches; returns every ID. With `pauses`, a refusal (the lease paused) is waited out. */
+async function issueFor(source: SnowflakeSource, ms: number, pauses = false): Promise<string[]> {
   const out: string[] = [];
   const until = Date.now() + ms;
   while (Date.now() < until) {
-    for (const id of await source.take(tag, 50)) out.push(id);
+    try {
+      for (const id of await source.take(tag, 50)) out.push(id);
+    } catch (err) {
+      if (!pauses || !['NOT_READY', 'CLOCK_BACKWARDS'].includes((err as { code?: string }).code ?? '')) throw err;
+      await new Promise((r) => setTimeout(r, 10));
+    }
     await new Promise((r) => setImmediate(r));
   }
   return out;
@@ -62,8 +68,9 @@ describe('SnowflakeSource over ZooKeeper worker ids', () => {
     const all = [...mine.flat(), ...theirs.flatMap((r) => r.stdout.trim().split('\n'))];
     expect(all.length).toBeGreaterThan(60_000);
     expectNoDuplicates(all);
+    // Five holders; a child that starts after the other closed may take its id again, above its mark.
     const workers = new Set(all.map((id) => local[0]!.decode(BigInt(id)).worker));
-    expect(workers.size).toBe(5);
+    expect(workers.size).toBeGreaterThanOrEqual(4);
   });
 
   it('a restart with the clock stepped back 2 s refuses; by less than the mark margin it waits and repeats nothing', async () => {
@@ -84,19 +91,28 @@ describe('SnowflakeSource over ZooKeeper worker ids', () => {
     expectNoDuplicates(ids);
   });
 
-  it('ZooKeeper down at restart: the cached id serves and repeats nothing', async () => {
+  it('ZooKeeper down at restart: starts on the cached id, serves once ZooKeeper leases it again, and repeats nothing', async () => {
     const root = newRoot();
     const dataDir = tempDir();
     const first = await start(root, '10.7.0.1:8080', { dataDir });
     let ids = await issueFor(first, 200);
     await first.close();
-    const second = await start(root, '10.7.0.1:8080', { dataDir, connect: `127.0.0.1:${await freePort()}`, connectTimeoutMs: 300 });
+    const port = await freePort();
+    const second = await start(root, '10.7.0.1:8080', { dataDir, connect: `127.0.0.1:${port}`, connectTimeoutMs: 300, retryEveryMs: 100 });
     expect(second.workerId).toBe(first.workerId);
-    ids = ids.concat(await issueFor(second, 200));
-    expectNoDuplicates(ids);
+    await expect(second.take(tag, 1)).rejects.toMatchObject({ code: 'NOT_READY' });
+    const proxy = await startProxy(port, env('ZK_CONNECT'));
+    try {
+      await until('the cached id to be leased again', () => (second.lease as ZooKeeperWorkerIdLease).registered);
+      ids = ids.concat(await issueFor(second, 200, true));
+      expectNoDuplicates(ids);
+    } finally {
+      await second.close();
+      await proxy.close();
+    }
   });
 
-  it('keeps issuing through a ZooKeeper session expiry, with zero duplicates', async () => {
+  it('through a ZooKeeper session expiry: stops at once, takes its id again, issues on, zero duplicates', async () => {
     const root = newRoot();
     const { logger, lines } = capturingLogger();
     // Through a proxy the test cuts: the session is closed while the client cannot reconnect.
@@ -104,14 +120,15 @@ describe('SnowflakeSource over ZooKeeper worker ids', () => {
     let proxy = await startProxy(port, env('ZK_CONNECT'));
     try {
       const source = await start(root, '10.8.0.1:8080', { dataDir: tempDir(), logger, retryEveryMs: 100, connect: `127.0.0.1:${port}` });
-      const zk = (source.lease as unknown as { zk: ZkClient }).zk;
-      const issuing = issueFor(source, 1500);
+      const zk = (source.lease as unknown as { o: { registry: ZooKeeperRegistry } }).o.registry.client!;
+      const issuing = issueFor(source, 3000, true);
       proxy = await expireSessionBehindProxy(zk, proxy, port, env('ZK_CONNECT'));
-      await until('the session to be re-established', () => lines.some((l) => String(l.msg).includes('re-established')));
+      await until('the id to be leased again', () => lines.some((l) => String(l.msg).includes('worker id leased again')));
       const ids = await issuing;
       expect(lines.some((l) => String(l.msg).includes('session expired'))).toBe(true);
       expectNoDuplicates(ids);
       expect(ids.length).toBeGreaterThan(1000);
+      expect(new Set(ids.map((id) => local(id).worker)).size).toBe(1);
     } finally {
       await proxy.close();
     }

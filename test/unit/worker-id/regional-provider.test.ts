@@ -60,7 +60,7 @@ describe('worker ids of several regions', () => {
   });
 
   it('IDMINT_REGIONS wraps whichever provider the config names', async () => {
-    const base = { IDMINT_DATA_DIR: '/tmp/x', IDMINT_HOST: '127.0.0.1', IDMINT_PORT: 8080, IDMINT_WORKER_ID_PROVIDER: 'auto' as const, IDMINT_POOL_KEY_PREFIX: '' };
+    const base = { IDMINT_DATA_DIR: '/tmp/x', IDMINT_HOST: '127.0.0.1', IDMINT_PORT: 8080, IDMINT_WORKER_ID_PROVIDER: 'auto' as const, IDMINT_POOL_KEY_PREFIX: '', IDMINT_PROCESSES: 1, IDMINT_WORKER_ID_LEASE_MS: 10_000, IDMINT_WORKER_ID_WAIT_MS: 60_000 };
     const provider = await workerIdProviderFromConfig({ ...base, IDMINT_WORKER_ID: 3, IDMINT_REGIONS: 4, IDMINT_REGION: 2 });
     expect(provider).toBeInstanceOf(RegionalWorkerIdProvider);
     const lease = await provider.acquire({ maxWorkerId: LEAF_LAYOUT.maxWorkerId });

@@ -6,7 +6,7 @@ import { ClockBackwardsError, IdmintError } from '../../../src/core/errors.js';
 import { createLayout, LEAF_LAYOUT, MIN_TIME_BASED_ID, UID_LAYOUT } from '../../../src/core/layout.js';
 import type { BizTag, WorkerIdLease, WorkerIdProvider } from '../../../src/core/ports.js';
 import { createSnowflakeSource } from '../../../src/dispenser/sources/snowflake.js';
-import { createSnowflakeSourceFromConfig, workerIdProviderFromConfig } from '../../../src/app/worker-id.js';
+import { createSnowflakeSourceFromConfig, preferredId, workerIdProviderFromConfig } from '../../../src/app/worker-id.js';
 import { networkInterfaces } from 'node:os';
 import { FileWorkerIdProvider, readLocalMark, StaticWorkerIdProvider } from '../../../src/worker-id/index.js';
 import { expectNoDuplicates } from '../../support/unique.js';
@@ -90,7 +90,7 @@ describe('SnowflakeSource', () => {
 });
 
 describe('workerIdProviderFromConfig', () => {
-  const base = { IDMINT_DATA_DIR: '/tmp/x', IDMINT_HOST: '127.0.0.1', IDMINT_PORT: 8080, ZK_CONNECT: undefined, IDMINT_WORKER_ID: undefined, IDMINT_ADVERTISE: undefined, DATABASE_URL: undefined, REDIS_URL: undefined, IDMINT_WORKER_ID_PROVIDER: 'auto' as const, IDMINT_POOL_KEY_PREFIX: '' };
+  const base = { IDMINT_DATA_DIR: '/tmp/x', IDMINT_HOST: '127.0.0.1', IDMINT_PORT: 8080, ZK_CONNECT: undefined, IDMINT_WORKER_ID: undefined, IDMINT_ADVERTISE: undefined, DATABASE_URL: undefined, REDIS_URL: undefined, IDMINT_WORKER_ID_PROVIDER: 'auto' as const, IDMINT_POOL_KEY_PREFIX: '', IDMINT_PROCESSES: 1, IDMINT_WORKER_ID_LEASE_MS: 10_000, IDMINT_WORKER_ID_WAIT_MS: 60_000 };
   const externalIpv4 = Object.values(networkInterfaces())
     .flat()
     .find((a) => a?.family === 'IPv4' && !a.internal)?.address ?? '127.0.0.1';
@@ -100,11 +100,11 @@ describe('workerIdProviderFromConfig', () => {
     const zk = await workerIdProviderFromConfig({ ...base, ZK_CONNECT: 'zk:2181' });
     expect(zk.constructor.name).toBe('ZooKeeperWorkerIdProvider');
     // Loopback names every machine alike; the advertised address uses the machine's own IP.
-    expect((zk as unknown as { options: { address: string } }).options.address).toBe(`${externalIpv4}:8080`);
+    expect((zk as unknown as { zookeeper: { address: string } }).zookeeper.address).toBe(`${externalIpv4}:8080`);
     const db = { query: async () => ({ rows: [] }) };
-    expect((await workerIdProviderFromConfig({ ...base, DATABASE_URL: 'postgres://db/x' }, { db })).constructor.name).toBe('PostgresWorkerIdProvider');
+    expect((await workerIdProviderFromConfig({ ...base, DATABASE_URL: 'postgres://db/x' }, { db })).constructor.name).toBe('PostgresLeaseWorkerIdProvider');
     const advertised = await workerIdProviderFromConfig({ ...base, ZK_CONNECT: 'zk:2181', IDMINT_ADVERTISE: '10.0.0.9:9000' });
-    expect((advertised as unknown as { options: { address: string } }).options.address).toBe('10.0.0.9:9000');
+    expect((advertised as unknown as { zookeeper: { address: string } }).zookeeper.address).toBe('10.0.0.9:9000');
     expect((await workerIdProviderFromConfig(base)).constructor.name).toBe('FileWorkerIdProvider');
   });
 
@@ -115,6 +115,18 @@ describe('workerIdProviderFromConfig', () => {
     expect((await workerIdProviderFromConfig({ ...base, IDMINT_WORKER_ID_PROVIDER: 'file', ZK_CONNECT: 'zk:2181' })).constructor.name).toBe('FileWorkerIdProvider');
     await expect(workerIdProviderFromConfig({ ...base, IDMINT_WORKER_ID_PROVIDER: 'redis' })).rejects.toThrow(/IDMINT_WORKER_ID_PROVIDER=redis needs REDIS_URL/);
     await expect(workerIdProviderFromConfig({ ...base, IDMINT_WORKER_ID_PROVIDER: 'zookeeper' })).rejects.toThrow(/needs ZK_CONNECT/);
+  });
+
+  it('IDMINT_WORKER_ID_ORDINAL: a number or the host name\'s last number, spread over IDMINT_PROCESSES; only with a leasing registry', async () => {
+    expect(preferredId({ IDMINT_WORKER_ID_ORDINAL: '3', IDMINT_PROCESSES: 1, IDMINT_PROCESS_INDEX: undefined })).toBe(3);
+    expect(preferredId({ IDMINT_WORKER_ID_ORDINAL: 'hostname', IDMINT_PROCESSES: 1, IDMINT_PROCESS_INDEX: undefined }, 'idmint-api-12')).toBe(12);
+    expect(preferredId({ IDMINT_WORKER_ID_ORDINAL: '3', IDMINT_PROCESSES: 4, IDMINT_PROCESS_INDEX: 2 })).toBe(14);
+    expect(preferredId({ IDMINT_WORKER_ID_ORDINAL: undefined, IDMINT_PROCESSES: 1, IDMINT_PROCESS_INDEX: undefined })).toBeUndefined();
+    expect(() => preferredId({ IDMINT_WORKER_ID_ORDINAL: 'hostname', IDMINT_PROCESSES: 1, IDMINT_PROCESS_INDEX: undefined }, 'laptop')).toThrow(/does not end in -<number>/);
+    const zk = await workerIdProviderFromConfig({ ...base, ZK_CONNECT: 'zk:2181', IDMINT_WORKER_ID_ORDINAL: '5' });
+    expect((zk as unknown as { options: { preferredWorkerId: number } }).options.preferredWorkerId).toBe(5);
+    await expect(workerIdProviderFromConfig({ ...base, IDMINT_WORKER_ID_ORDINAL: '5' })).rejects.toThrow(/needs a registry that leases ids/);
+    await expect(workerIdProviderFromConfig({ ...base, IDMINT_WORKER_ID: 1, IDMINT_WORKER_ID_ORDINAL: '5' })).rejects.toThrow(/set one/);
   });
 
   it('createSnowflakeSourceFromConfig serves from the file provider by default', async () => {

@@ -1,0 +1,50 @@
+import { IdmintError } from '../core/errors.js';
+import { silentLogger, type Logger } from '../core/logger.js';
+import { checkInteger, defaults, resolveOptions } from '../core/options.js';
+import { systemClock, type Clock } from '../core/ports.js';
+import type { SqlClient } from '../store/db.js';
+import type { Monotonic } from './lease-holder.js';
+import { LeasedWorkerIdProvider } from './leased-provider.js';
+import { PostgresRegistry } from './postgres-registry.js';
+
+export interface PostgresLeaseWorkerIdProviderOptions {
+  /** The process's database. */
+  db: SqlClient;
+  /** This process's identity in the registry (`ip:port`, a pod's address). */
+  identity: string;
+  /** The lease, judged by the database's clock. Default 10000 ms. */
+  leaseMs?: number;
+  /** Lease file and clock mark. Default `./data`. */
+  dataDir?: string;
+  /** The id to prefer (a StatefulSet pod's ordinal); see LeasedWorkerIdOptions. */
+  preferredWorkerId?: number;
+  preferredWaitMs?: number;
+  renewEveryMs?: number;
+  stopMarginMs?: number;
+  retryEveryMs?: number;
+  maxGuardWaitMs?: number;
+  markAheadMs?: number;
+  maxStartWaitMs?: number;
+  clock?: Clock;
+  logger?: Logger;
+  monotonic?: Monotonic;
+}
+
+export const POSTGRES_LEASE_WORKER_ID_DEFAULTS = defaults({ leaseMs: 10_000 });
+
+/**
+ * Worker ids leased in Postgres (`idmint_worker_lease`: a row per id with its lease, judged by the
+ * database's `now()`, and its mark). Unlike PostgresWorkerIdProvider, whose fresh row per start
+ * (uid-generator's, kept for `uid` tags and their 22 worker bits) uses the space up, ids here are
+ * reclaimed once their lease ended. See leased-provider.ts for why no ID repeats.
+ */
+export class PostgresLeaseWorkerIdProvider extends LeasedWorkerIdProvider {
+  constructor(options: PostgresLeaseWorkerIdProviderOptions) {
+    const { db, leaseMs, ...rest } = options;
+    if (!db || typeof db.query !== 'function') throw new IdmintError('BAD_REQUEST', 'PostgresLeaseWorkerIdProvider needs a db', { details: { field: 'db' } });
+    const settings = resolveOptions(POSTGRES_LEASE_WORKER_ID_DEFAULTS, { leaseMs }, (s) => checkInteger('PostgresLeaseWorkerIdProvider', s, 'leaseMs', 100));
+    const clock = rest.clock ?? systemClock;
+    super(() => new PostgresRegistry({ db, leaseMs: settings.leaseMs, clock }), `pg-${rest.identity}`, { ...rest, clock, logger: rest.logger ?? silentLogger });
+  }
+
+}
