@@ -23,7 +23,7 @@ import { PostgresBizStore } from '../src/store/biz-store.js';
 import { migrate } from '../src/store/migrations.js';
 import { createPgDatabase } from '../src/store/pg.js';
 import { duplicatesInTyped, median, perSecond, table, type Section } from './lib.js';
-import { TEST_VERIFY_KEY } from '../test/support/signing.js';
+import { TEST_SIGNING_SECRET, TEST_VERIFY_KEY } from '../test/support/signing.js';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 const ROUNDS = 3;
@@ -140,7 +140,8 @@ function idsPerSecond(client: IdmintKafkaClient, count: number, seconds: number,
 }
 
 function startResponder(env: NodeJS.ProcessEnv): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'workers/responder.ts'], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  // It signs with the key the bench's client verifies with.
+  const child = spawn(process.execPath, ['--import', 'tsx', 'workers/responder.ts'], { cwd: root, env: { ...env, IDMINT_SIGNING_KEY: TEST_SIGNING_SECRET }, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   return new Promise((resolve, reject) => {
     child.stdout!.on('data', (c: Buffer) => {

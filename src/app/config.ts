@@ -204,8 +204,8 @@ export const envSchema = z.object({
     .trim()
     .regex(/^(\d{1,7}|hostname)$/, 'a non-negative integer, or hostname')
     .optional(),
-  /** How long a worker-id lease lives unrenewed: Postgres and Redis leases, the ZooKeeper session. A holder stops issuing 1 s before. Default 10000. */
-  IDMINT_WORKER_ID_LEASE_MS: int(2000, 300_000).default(10_000),
+  /** How long a worker-id lease lives unrenewed: Postgres and Redis leases, the ZooKeeper session (ZooKeeper may cap it: maxSessionTimeout). A holder stops issuing 1 s before: the Snowflake fallback outlives a registry outage this long. Default 30000. */
+  IDMINT_WORKER_ID_LEASE_MS: int(2000, 300_000).default(30_000),
   /** How long a start waits for its preferred id (IDMINT_WORKER_ID_ORDINAL) while a process with its identity still holds it. Default 60000. */
   IDMINT_WORKER_ID_WAIT_MS: int(0, 3_600_000).default(60_000),
   /** The address this process advertises for its ZooKeeper worker node. Default IDMINT_HOST:IDMINT_PORT. */

@@ -24,7 +24,7 @@ export interface Deployment {
   /** Where the deployment's segment fence lives in ZooKeeper (as recorded), when this process fences. */
   readonly fenceRoot: string | undefined;
   /** Where the deployment's ZooKeeper worker ids live (as recorded), when this process takes one there. */
-  readonly zkWorkerRoot: string | undefined;
+  readonly zkWorker: ZkWorkerPlace | undefined;
   /** What this process signs Kafka pool blocks and replies with, when it writes them (refill with Kafka, responder). */
   readonly signer: Signer | undefined;
 }
@@ -39,10 +39,11 @@ export function layoutValue(layout: Layout): string {
  * `serving`: it issues IDs (a Snowflake worker, the layout, the region's worker bits, the key);
  * `zkAuth`: its ZooKeeper credential (null: it has none), when it uses ZooKeeper.
  */
-export function deploymentView(config: Config, options: { serving: boolean; zkAuth?: string | null | undefined; fenceRoot?: string; zkWorkerRoot?: string }): DeploymentView {
+export function deploymentView(config: Config, options: { serving: boolean; zkAuth?: string | null | undefined; fenceRoot?: string; zkWorker?: ZkWorkerPlace }): DeploymentView {
   const view: DeploymentView = { 'segment-fence': fenceWanted(config) ? `zookeeper ${options.fenceRoot ?? fenceRoot(config)}` : 'off' };
   if (options.serving) {
-    view['worker-id-registry'] = workerIdRegistryOf(config, { database: true, zkRoot: options.zkWorkerRoot });
+    const registry = workerIdRegistryOf(config, { database: true });
+    view['worker-id-registry'] = options.zkWorker && registry.startsWith('zookeeper') ? zkRegistryValue(options.zkWorker) : registry;
     view['snowflake-layout'] = layoutValue(LEAF_LAYOUT);
     const region = regionOf(config);
     view.region = region ? regionValue(region) : 'single';
@@ -69,12 +70,12 @@ export async function openDeployment(
   const usesZooKeeper = fenceWanted(config) || (deps.serving && workerIdRegistryOf(config, { database: true }).startsWith('zookeeper'));
   const zk = usesZooKeeper ? await zooKeeperCredential(config, record) : undefined;
   const fence = fenceWanted(config) ? await fenceRootOf(config, record) : undefined;
-  const zkWorkerRoot = deps.serving && workerIdRegistryOf(config, { database: true }).startsWith('zookeeper') ? await zkWorkerRootOf(record) : undefined;
+  const zkWorker = deps.serving && workerIdRegistryOf(config, { database: true }).startsWith('zookeeper') ? await zkWorkerRootOf(record) : undefined;
   const view = deploymentView(config, {
     serving: deps.serving,
     zkAuth: usesZooKeeper ? (zk?.auth ?? null) : undefined,
     ...(fence ? { fenceRoot: fence } : {}),
-    ...(zkWorkerRoot ? { zkWorkerRoot } : {}),
+    ...(zkWorker ? { zkWorker } : {}),
   });
   // A process that signs records the deployment's keys if none are (an operator's key is judged
   // like any setting; the record's own keys are followed through rotations, never judged).
@@ -89,7 +90,7 @@ export async function openDeployment(
   await record.claim(view);
   const recorded = (await record.read()).values;
   if (fence && recorded['segment-fence']?.startsWith('zookeeper ')) view['segment-fence'] = recorded['segment-fence'];
-  if (zkWorkerRoot && recorded['worker-id-registry']?.startsWith('zookeeper ')) view['worker-id-registry'] = recorded['worker-id-registry'];
+  if (zkWorker && parseZkRegistry(recorded['worker-id-registry'])) view['worker-id-registry'] = recorded['worker-id-registry'];
 
   const watch = new DeploymentWatch({
     record,
@@ -108,9 +109,9 @@ export async function openDeployment(
   });
   if (unsubscribe) deps.closers.add('deployment changes', async () => unsubscribe());
   const root = view['segment-fence']?.startsWith('zookeeper ') ? view['segment-fence'].slice('zookeeper '.length) : undefined;
-  const workerRoot = view['worker-id-registry']?.startsWith('zookeeper ') ? view['worker-id-registry'].slice('zookeeper '.length) : undefined;
+  const workerPlace = parseZkRegistry(view['worker-id-registry']);
   const signer = deps.signs ? await openSigner(record, { envKey, watch, changes: deps.changes, everyMs: config.IDMINT_DEPLOYMENT_CHECK_MS, logger: deps.logger, closers: deps.closers }) : undefined;
-  return { watch, zk, fenceRoot: root, zkWorkerRoot: workerRoot, signer };
+  return { watch, zk, fenceRoot: root, zkWorker: workerPlace, signer };
 }
 
 /**
@@ -127,16 +128,34 @@ async function fenceRootOf(config: Config, record: PostgresDeploymentRecord): Pr
 }
 
 /**
- * Where this deployment's ZooKeeper worker ids live: the root the record holds; else, for a
- * database with tags already (a deployment of an earlier version, whose processes registered in
- * Leaf's shared root), that root; else a root of the deployment's own,
- * `/idmint/deployments/<id>/snowflake`, whose nodes are all the deployment identity's.
+ * Where this deployment's ZooKeeper worker ids live: as the record holds it; else under the
+ * deployment's own root, `/idmint/deployments/<id>/snowflake` (its records and leases are the
+ * deployment identity's alone), reading Leaf's shared `/idmint/snowflake/forever` too when the
+ * database has tags already (a deployment of an earlier version registered its workers there:
+ * those ids stay reserved).
  */
-async function zkWorkerRootOf(record: PostgresDeploymentRecord): Promise<string> {
-  const recorded = (await record.read()).values['worker-id-registry'];
-  if (recorded?.startsWith('zookeeper ')) return recorded.slice('zookeeper '.length);
-  if ((await record.countersUsed()) || (await record.hasTags())) return ZK_WORKER_ROOT;
-  return `/idmint/deployments/${await record.id()}/snowflake`;
+async function zkWorkerRootOf(record: PostgresDeploymentRecord): Promise<ZkWorkerPlace> {
+  const recorded = parseZkRegistry((await record.read()).values['worker-id-registry']);
+  if (recorded) return recorded;
+  const root = `/idmint/deployments/${await record.id()}/snowflake`;
+  return (await record.countersUsed()) || (await record.hasTags()) ? { root, leafRoot: ZK_WORKER_ROOT } : { root };
+}
+
+export interface ZkWorkerPlace {
+  readonly root: string;
+  /** Where Leaf's sequential nodes of earlier versions are read (ZooKeeperRegistryOptions.leafRoot). */
+  readonly leafRoot?: string;
+}
+
+/** `zookeeper <root>[ reading <leafRoot>]`, as the record holds the registry. */
+export function zkRegistryValue(place: ZkWorkerPlace): string {
+  return `zookeeper ${place.root}${place.leafRoot ? ` reading ${place.leafRoot}` : ''}`;
+}
+
+export function parseZkRegistry(value: string | undefined): ZkWorkerPlace | undefined {
+  const m = /^zookeeper (\S+)(?: reading (\S+))?$/.exec(value ?? '');
+  if (!m) return undefined;
+  return m[2] ? { root: m[1]!, leafRoot: m[2] } : { root: m[1]! };
 }
 
 /**

@@ -42,7 +42,7 @@ export async function buildDispenser(
   deps: { db: Database; store: BizStore; redis: RedisPools | undefined; deployment: Deployment; changes?: ChangeFeed; metrics: DispenserMetrics; registry: Registry; logger: Logger; closers: Closers },
 ): Promise<DispenserParts> {
   const { db, store, redis, metrics, logger, closers } = deps;
-  const { watch, zk, zkWorkerRoot } = deps.deployment;
+  const { watch, zk, zkWorker } = deps.deployment;
   const memory = new MemoryPool({ allocator: store, logger });
   closers.add('memory pool', () => memory.close());
   const counter = redis && config.IDMINT_LOCAL_BUFFER > 0 ? new LocalBlockBuffer(redis.counter, config.IDMINT_LOCAL_BUFFER) : redis?.counter;
@@ -52,7 +52,7 @@ export async function buildDispenser(
     logger,
     db,
     ...(zk ? { zk } : {}),
-    ...(zkWorkerRoot ? { zkRoot: zkWorkerRoot } : {}),
+    ...(zkWorker ? { zkWorker } : {}),
     guard: () => watch.refusal('snowflake'),
     ...(redis ? { redis: redis.connection.patient } : {}),
     ...(clock ? { clock } : {}),

@@ -38,7 +38,7 @@ export interface WorkerIdDeps {
   /** The deployment's ZooKeeper credential (src/app/deployment.ts); default IDMINT_ZK_AUTH. */
   zk?: ZkCredential;
   /** Where the deployment's ZooKeeper worker ids live (as recorded); default Leaf's `/idmint/snowflake`. */
-  zkRoot?: string | undefined;
+  zkWorker?: { root: string; leafRoot?: string } | undefined;
 }
 
 /**
@@ -72,10 +72,10 @@ function providerKind(config: WorkerIdConfig, database: boolean): ProviderKind {
  * holds it (`zookeeper /idmint/snowflake`, `postgres`, `redis <prefix>`, `file`, `static`): two
  * registries number workers independently, so every process of a deployment must use one.
  */
-export function workerIdRegistryOf(config: WorkerIdConfig, { database, zkRoot = ZK_WORKER_ROOT }: { database: boolean; zkRoot?: string | undefined }): string {
+export function workerIdRegistryOf(config: WorkerIdConfig, { database }: { database: boolean }): string {
   if (config.IDMINT_WORKER_ID !== undefined) return 'static';
   const kind = providerKind(config, database);
-  if (kind === 'zookeeper') return `zookeeper ${zkRoot}`;
+  if (kind === 'zookeeper') return `zookeeper ${ZK_WORKER_ROOT}`;
   if (kind === 'redis') return `redis ${config.IDMINT_POOL_KEY_PREFIX}idmint:`;
   return kind;
 }
@@ -107,7 +107,8 @@ async function localProvider(config: WorkerIdConfig, deps: WorkerIdDeps): Promis
       const zk = deps.zk ?? (config.IDMINT_ZK_AUTH ? { auth: config.IDMINT_ZK_AUTH, generated: false } : undefined);
       return new ZooKeeperWorkerIdProvider({
         connect: config.ZK_CONNECT,
-        root: deps.zkRoot ?? ZK_WORKER_ROOT,
+        root: deps.zkWorker?.root ?? ZK_WORKER_ROOT,
+        ...(deps.zkWorker ? { leafRoot: deps.zkWorker.leafRoot ?? '' } : {}),
         address: stableAddress(config),
         sessionTimeoutMs: config.IDMINT_WORKER_ID_LEASE_MS,
         ...leased,
@@ -150,14 +151,14 @@ export async function createSnowflakeSourceFromConfig(
   config: WorkerIdConfig,
   options: Omit<SnowflakeSourceOptions, 'provider'> & WorkerIdDeps & { guard?: () => string | undefined } = {},
 ): Promise<SnowflakeSource> {
-  const { db, redis, zk, zkRoot, guard, ...rest } = options;
+  const { db, redis, zk, zkWorker, guard, ...rest } = options;
   const provider = await workerIdProviderFromConfig(config, {
     ...(rest.logger ? { logger: rest.logger } : {}),
     ...(rest.clock ? { clock: rest.clock } : {}),
     ...(db ? { db } : {}),
     ...(redis ? { redis } : {}),
     ...(zk ? { zk } : {}),
-    ...(zkRoot ? { zkRoot } : {}),
+    ...(zkWorker ? { zkWorker } : {}),
   });
   return createSnowflakeSource({ ...rest, provider: guard ? new GuardedWorkerIdProvider(provider, guard) : provider });
 }

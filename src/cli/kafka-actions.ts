@@ -1,7 +1,7 @@
 import { loadConfig, type Config } from '../app/config.js';
 import { kafkaFor } from '../app/kafka-client.js';
 import { createLogger } from '../app/log.js';
-import { IdmintError } from '../core/errors.js';
+import { BadRequestError, IdmintError } from '../core/errors.js';
 import { createKafkaClient } from '../client/kafka/rpc-client.js';
 import { initTopics, kafkaNames, underReplicated } from '../kafka/topics.js';
 
@@ -60,12 +60,43 @@ export async function kafkaInit(o: { partitions?: number; poolTags?: string[]; p
   }
 }
 
-export async function kafkaGet(bizTag: string, o: { count: number; timeout: number }): Promise<void> {
-  // The same request topic as the responders this shell's configuration names.
-  const client = createKafkaClient({ kafka: cliKafka(), clientId: 'idmint-cli', requestTopic: loadConfig().IDMINT_KAFKA_REQUEST_TOPIC });
+export async function kafkaGet(bizTag: string, o: { count: number; timeout: number; verifyKey?: string }): Promise<void> {
+  // The same request topic and namespace as the responders this shell's configuration names.
+  const config = loadConfig();
+  const verifyKey = o.verifyKey ?? (process.env.IDMINT_VERIFY_KEY || undefined) ?? (await recordedVerifyKeys(config));
+  const client = createKafkaClient({
+    kafka: cliKafka(),
+    clientId: 'idmint-cli',
+    requestTopic: config.IDMINT_KAFKA_REQUEST_TOPIC,
+    ...(config.IDMINT_KAFKA_NAMESPACE ? { namespace: config.IDMINT_KAFKA_NAMESPACE } : {}),
+    verifyKey,
+  });
   try {
     for (const id of await reachable(() => client.getIds(bizTag, o.count, { timeoutMs: o.timeout }))) print(id);
   } finally {
     await client.close();
+  }
+}
+
+/**
+ * The deployment's public keys, read from its record when this shell names its database: a
+ * reply is accepted only when the deployment signed it (README "Kafka API").
+ */
+async function recordedVerifyKeys(config: Config): Promise<string[]> {
+  if (!config.DATABASE_URL) {
+    throw new BadRequestError('replies are signed by the deployment: pass --verify-key (what `idmint keys public` prints), set IDMINT_VERIFY_KEY, or DATABASE_URL to read it from the deployment record', 'verifyKey');
+  }
+  const [{ createPgDatabase }, { PostgresDeploymentRecord, SIGNING_KEYS_SETTING }, { parseSigningKeys, publicKeys }] = await Promise.all([
+    import('../store/pg.js'),
+    import('../store/deployment-record.js'),
+    import('../app/signing.js'),
+  ]);
+  const db = createPgDatabase({ connectionString: config.DATABASE_URL, schema: config.IDMINT_PG_SCHEMA, max: 1 });
+  try {
+    const keys = parseSigningKeys(await new PostgresDeploymentRecord(db, 'idmint kafka get').secret(SIGNING_KEYS_SETTING));
+    if (!keys) throw new BadRequestError('this deployment has no signing key yet: start a responder (it records one), or pass --verify-key', 'verifyKey');
+    return publicKeys(keys);
+  } finally {
+    await db.close();
   }
 }

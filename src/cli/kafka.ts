@@ -34,5 +34,6 @@ export function registerKafkaCommands(program: Command): void {
     .description('ask the responders for IDs over Kafka and print them, one per line')
     .option('-n, --count <n>', 'how many IDs', positiveInt('--count'), 1)
     .option('--timeout <ms>', 'per-request timeout', positiveInt('--timeout'), 5000)
-    .action(async (bizTag: string, o: { count: number; timeout: number }) => (await import('./kafka-actions.js')).kafkaGet(bizTag, o));
+    .option('--verify-key <keys>', "the deployment's public key(s) replies are verified with (default $IDMINT_VERIFY_KEY, else read from the deployment record at $DATABASE_URL)")
+    .action(async (bizTag: string, o: { count: number; timeout: number; verifyKey?: string }) => (await import('./kafka-actions.js')).kafkaGet(bizTag, o));
 }

@@ -68,6 +68,8 @@ export class LeaseHolder implements LeasedWorkerIdLease {
   private revoked: IdmintError | null = null;
   private closed: Promise<void> | null = null;
   private running: Promise<void> | null = null;
+  /** A re-take landed and its first renewal is on its way: not `registered` until the mark is confirmed. */
+  private settling = false;
   private readonly timer: NodeJS.Timeout;
   private readonly unreachable: Episode;
 
@@ -111,7 +113,7 @@ export class LeaseHolder implements LeasedWorkerIdLease {
   }
 
   get registered(): boolean {
-    return !this.closed && !this.revoked && this.pendingReason === undefined && this.o.monotonic() < this.deadline;
+    return !this.closed && !this.revoked && !this.settling && this.pendingReason === undefined && this.o.monotonic() < this.deadline;
   }
 
   health(): { ok: boolean; message?: string } {
@@ -240,7 +242,12 @@ export class LeaseHolder implements LeasedWorkerIdLease {
     this.floor = Math.max(this.floor, this.maxIssued, outcome.guardMs, others);
     this.deadline = sentAt + registry.leaseMs() - stopMarginMs;
     this.pendingReason = undefined;
-    await this.renew(false);
+    this.settling = true;
+    try {
+      await this.renew(false);
+    } finally {
+      this.settling = false;
+    }
     logger.info({ workerId, floorMs: this.floor }, 'worker id leased again');
   }
 }

@@ -1,3 +1,4 @@
+import { isIdmintError } from '../core/errors.js';
 import type { Clock } from '../core/ports.js';
 import type { SqlClient } from '../store/db.js';
 import type { RegistryListing, RenewOutcome, TakeOutcome, TakeRequest, WorkerIdRegistry } from './registry.js';
@@ -140,8 +141,11 @@ export class PostgresRegistry implements WorkerIdRegistry {
     try {
       const { rows } = await this.o.db.query<{ timeline: number }>(TIMELINE_SQL);
       return rows[0]?.timeline ?? null;
-    } catch {
-      return null; // no WAL functions (PGlite): no failover either
+    } catch (err) {
+      // Postgres unreachable is the registry unreachable (the lease runs on until it could lapse),
+      // never a new timeline: only a server that answers without WAL functions (PGlite) has none.
+      if (isIdmintError(err) && err.code === 'NOT_READY') throw err;
+      return null;
     }
   }
 

@@ -14,8 +14,8 @@ export interface ZooKeeperWorkerIdProviderOptions {
   auth?: string;
   /** `auth` was generated for the deployment (see ZkClientOptions.authGenerated). */
   authGenerated?: boolean;
-  /** The root is shared with other deployments, and may hold Leaf's sequential nodes (ZooKeeperRegistryOptions.shared). Default: it is Leaf's `/idmint/snowflake`. */
-  sharedRoot?: boolean;
+  /** Where Leaf's sequential nodes may be (ZooKeeperRegistryOptions.leafRoot); '' for none. Default: the root itself when it is Leaf's `/idmint/snowflake`, else none. */
+  leafRoot?: string;
   /** Default `/idmint/snowflake`: records `<root>/workers/<id>`, leases `<root>/leases/<id>`, Leaf's `<root>/forever` read. */
   root?: string;
   /** Where the lease file and clock mark live. Default `./data`. */
@@ -82,7 +82,8 @@ export class ZooKeeperWorkerIdProvider extends LeasedWorkerIdProvider {
           auth: merged.auth,
           authGenerated: merged.authGenerated === true,
           root: merged.root,
-          shared: merged.sharedRoot ?? merged.root === LEAF_ROOT,
+          // '' (a deployment that never used Leaf's root) reads none.
+          leafRoot: merged.leafRoot === undefined ? (merged.root === LEAF_ROOT ? LEAF_ROOT : undefined) : merged.leafRoot || undefined,
           address: merged.address,
           connectTimeoutMs: merged.connectTimeoutMs,
           sessionTimeoutMs: merged.sessionTimeoutMs,

@@ -1,6 +1,6 @@
 import type { Logger } from '../core/logger.js';
 import type { Clock } from '../core/ports.js';
-import { CreateMode, isNoAuth, isZkError, ZkClient, ZkException } from '../zookeeper/client.js';
+import { CreateMode, isZkError, ZkClient, ZkException } from '../zookeeper/client.js';
 import type { RegistryListing, RenewOutcome, TakeOutcome, TakeRequest, WorkerIdRegistry } from './registry.js';
 
 export interface ZooKeeperRegistryOptions {
@@ -9,11 +9,12 @@ export interface ZooKeeperRegistryOptions {
   /** `auth` was generated for the deployment (ZkClientOptions.authGenerated). */
   authGenerated?: boolean | undefined;
   /**
-   * The root is Leaf's shared `/idmint/snowflake` (a deployment from before per-deployment roots):
-   * other deployments create nodes under its parents too (ZkClient's `shared` ACL), and Leaf's
-   * sequence there is sealed. A deployment's own root needs neither.
+   * Where Leaf's sequential nodes live (`<leafRoot>/forever`: earlier versions', or Leaf's own),
+   * when this deployment may have registered there: those ids stay reserved (adopted by their own
+   * address), and the sequence is sealed past the layout. Shared with other deployments, so read
+   * and sealed, never taken over. Absent for a deployment that never used it.
    */
-  shared: boolean;
+  leafRoot?: string | undefined;
   /** `<root>/workers/<id>` (the record), `<root>/leases/<id>` (the lease), `<root>/forever` (Leaf's layout, read). */
   root: string;
   /** `ip:port` of this process: written into the record as Leaf's `{ip, port, timestamp}`. */
@@ -80,7 +81,7 @@ export class ZooKeeperRegistry implements WorkerIdRegistry {
   }
 
   get foreverPath(): string {
-    return `${this.o.root}/forever`;
+    return `${this.o.leafRoot ?? this.o.root}/forever`;
   }
 
   /** The session that holds the leases, for tests that expire it. */
@@ -101,11 +102,11 @@ export class ZooKeeperRegistry implements WorkerIdRegistry {
   async open(maxWorkerId: number): Promise<void> {
     const zk = await this.client_();
     if (this.sealedTo >= maxWorkerId) return;
-    const parents = this.o.shared ? 'shared' : 'own';
-    const [leases, forever] = await Promise.all([zk.exists(this.leasesPath), zk.exists(this.foreverPath)]);
-    if (!leases) await Promise.all([zk.mkdirp(this.workersPath, parents), zk.mkdirp(this.leasesPath, parents)]);
-    // A deployment's own root never had Leaf's sequential nodes: nothing to seal there.
-    if (!this.o.shared) {
+    // The records and leases are the deployment's own (its root, its identity); Leaf's nodes, if
+    // any, another path's.
+    const [leases, forever] = await Promise.all([zk.exists(this.leasesPath), this.o.leafRoot === undefined ? null : zk.exists(this.foreverPath)]);
+    if (!leases) await Promise.all([zk.mkdirp(this.workersPath), zk.mkdirp(this.leasesPath)]);
+    if (this.o.leafRoot === undefined) {
       this.sealedTo = maxWorkerId;
       return;
     }
@@ -120,7 +121,11 @@ export class ZooKeeperRegistry implements WorkerIdRegistry {
 
   async list(maxWorkerId: number): Promise<RegistryListing> {
     const zk = await this.client_();
-    const [leases, workers, forever] = await Promise.all([zk.getChildren(this.leasesPath), zk.getChildren(this.workersPath), zk.getChildren(this.foreverPath).catch(noNode([]))]);
+    const [leases, workers, forever] = await Promise.all([
+      zk.getChildren(this.leasesPath),
+      zk.getChildren(this.workersPath),
+      this.o.leafRoot === undefined ? Promise.resolve([]) : zk.getChildren(this.foreverPath).catch(noNode([])),
+    ]);
     const held = new Set(leases.map(Number).filter((id) => Number.isSafeInteger(id) && id <= maxWorkerId));
     const known = new Map<number, { identity: string; markMs?: number | undefined }>();
     const ids = workers.map(Number).filter((id) => Number.isSafeInteger(id) && id <= maxWorkerId);
@@ -149,18 +154,14 @@ export class ZooKeeperRegistry implements WorkerIdRegistry {
     const zk = await this.client_();
     const { workerId } = request;
     const recordPath = `${this.workersPath}/${workerId}`;
-    try {
-      if (!(await zk.exists(recordPath))) {
-        const markMs = await this.legacyFloor(zk, workerId);
-        await zk.create(recordPath, this.data({ markMs, holder: null, identity: '' }), CreateMode.PERSISTENT).catch(exists(undefined));
-      }
-      // The mark guards the id's timestamps: only the deployment's identity may change it. A record
-      // another deployment owns (a shared root) is not this deployment's to take.
-      await zk.secure(recordPath);
-    } catch (err) {
-      if (isNoAuth(err)) return { taken: false };
-      throw err;
+    if (!(await zk.exists(recordPath))) {
+      const markMs = await this.legacyFloor(zk, workerId);
+      await zk.create(recordPath, this.data({ markMs, holder: null, identity: '' }), CreateMode.PERSISTENT).catch(exists(undefined));
     }
+    // The mark guards the id's timestamps: only the deployment's identity may change it (a record
+    // left open, before credentials, is taken over; one of other credentials is refused: NO_AUTH
+    // names IDMINT_ZK_AUTH).
+    await zk.secure(recordPath);
     const leasePath = `${this.leasesPath}/${workerId}`;
     const leaseData = Buffer.from(JSON.stringify({ token: request.token, identity: request.identity, pid: process.pid }));
     let created = false;
@@ -197,7 +198,7 @@ export class ZooKeeperRegistry implements WorkerIdRegistry {
       }
     } catch (err) {
       await zk.remove(leasePath).catch(() => undefined);
-      if (err instanceof UnreadableRecord || isNoAuth(err)) return { taken: false };
+      if (err instanceof UnreadableRecord) return { taken: false };
       throw err;
     }
     await zk.remove(leasePath).catch(() => undefined);

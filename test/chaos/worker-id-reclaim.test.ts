@@ -81,7 +81,7 @@ async function zookeeper(): Promise<Registries> {
     provider: (i, wrap) => {
       if (!wrap) return new ZooKeeperWorkerIdProvider(o(i));
       const { connect, root: r, sessionTimeoutMs } = o(i);
-      return new LeasedWorkerIdProvider(() => wrap(new ZooKeeperRegistry({ connect, root: r, shared: false, address: address(i), connectTimeoutMs: 5000, sessionTimeoutMs, clock: systemClock, logger: silentLogger })), `zk-${address(i)}`, { identity: address(i), dataDir, renewEveryMs: 1000, ...fast });
+      return new LeasedWorkerIdProvider(() => wrap(new ZooKeeperRegistry({ connect, root: r, address: address(i), connectTimeoutMs: 5000, sessionTimeoutMs, clock: systemClock, logger: silentLogger })), `zk-${address(i)}`, { identity: address(i), dataDir, renewEveryMs: 1000, ...fast });
     },
     close: async () => {
       const zk = await ZkClient.connect({ connect: env('ZK_CONNECT') });

@@ -174,7 +174,8 @@ describe('one deployment, one truth (issue 39)', () => {
       const before = await getData(zk, mark);
       expect(Number(before)).toBeGreaterThan(0);
       await expect(setData(zk, mark, '0')).rejects.toMatchObject({ name: 'NO_AUTH' });
-      expect(await getData(zk, mark)).toBe(before);
+      // Never set back (the refill may raise it meanwhile).
+      expect(Number(await getData(zk, mark))).toBeGreaterThanOrEqual(Number(before));
       // A fresh deployment's worker ids live under its own id too; each record holds the mark that guards its timestamps.
       const { rows: registry } = await db.query<{ value: string }>(`SELECT value FROM ${schema}.idmint_setting WHERE name = 'worker-id-registry'`);
       const workers = `${registry[0]!.value.slice('zookeeper '.length)}/workers`;

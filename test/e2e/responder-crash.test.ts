@@ -16,7 +16,7 @@ import { env } from '../support/env.js';
 import { expectNoDuplicates } from '../support/unique.js';
 import { freePort } from '../support/spawn.js';
 import { until } from '../support/poll.js';
-import { TEST_VERIFY_KEY } from '../support/signing.js';
+import { TEST_SIGNING_SECRET, TEST_VERIFY_KEY } from '../support/signing.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -46,6 +46,7 @@ describe('responder process killed with SIGKILL mid-stream', () => {
         IDMINT_KAFKA_REQUEST_TOPIC: requestTopic,
         IDMINT_KAFKA_RESPONDER_GROUP: groupId,
         IDMINT_KAFKA_SESSION_TIMEOUT_MS: '6000',
+        IDMINT_SIGNING_KEY: TEST_SIGNING_SECRET,
         LOG_LEVEL: 'info',
         ...extra,
       },

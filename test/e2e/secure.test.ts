@@ -150,18 +150,22 @@ describe('secured connections', () => {
       client.connect();
     });
     try {
-      // The worker-id records (and the leases beside them) carry the ACL: readable, not writable.
-      const workers = '/idmint/snowflake/workers';
+      // The worker-id records (and the leases beside them) carry the ACL: readable, not writable. A
+      // fresh deployment keeps them under its own root, /idmint/deployments/<id>/snowflake.
+      const { value: deployments } = await call<string[]>((cb) => client.getChildren('/idmint/deployments', (err, c) => cb(err, c)));
+      expect(deployments).toHaveLength(1);
+      const root = `/idmint/deployments/${deployments[0]}/snowflake`;
+      const workers = `${root}/workers`;
       const { value: children } = await call<string[]>((cb) => client.getChildren(workers, (err, c) => cb(err, c)));
       expect(children.length).toBeGreaterThanOrEqual(2);
       const node = `${workers}/${children[0]}`;
       expect((await call<unknown>((cb) => client.getData(node, (err, d) => cb(err, d)))).err).toBeNull();
       expect(String((await call<unknown>((cb) => client.setData(node, Buffer.from('{}'), -1, (err, s) => cb(err, s)))).err)).toMatch(/NO_AUTH/);
       expect(String((await call<unknown>((cb) => client.remove(node, -1, (err) => cb(err, undefined)))).err)).toMatch(/NO_AUTH/);
-      const lease = `/idmint/snowflake/leases/${children[0]}`;
+      const lease = `${root}/leases/${children[0]}`;
       expect(String((await call<unknown>((cb) => client.remove(lease, -1, (err) => cb(err, undefined)))).err)).toMatch(/NO_AUTH/);
-      for (const dir of ['workers', 'leases', 'forever']) {
-        expect(String((await call<unknown>((cb) => client.create(`/idmint/snowflake/${dir}/intruder-`, null, 2, (err, p) => cb(err, p)))).err)).toMatch(/NO_AUTH/);
+      for (const dir of ['workers', 'leases']) {
+        expect(String((await call<unknown>((cb) => client.create(`${root}/${dir}/intruder-`, null, 2, (err, p) => cb(err, p)))).err)).toMatch(/NO_AUTH/);
       }
     } finally {
       client.close();

@@ -27,7 +27,7 @@ describe('Kafka responder under fuzzing (fast-check, real broker)', () => {
   let replies: Consumer;
   const raw: Array<Buffer | null> = [];
   const requestTopic = uniqueName('idmint.requests.fuzz');
-  const replyTopic = uniqueName('fuzz.replies');
+  const replyTopic = uniqueName('idmint.replies.fuzz');
   const groupId = uniqueName('idmint.responders.fuzz');
 
   beforeAll(async () => {

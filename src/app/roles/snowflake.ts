@@ -34,7 +34,7 @@ export async function startSnowflakeProcess({ config, logger }: { config: Config
       logger,
       ...(db ? { db } : {}),
       ...(deployment?.zk ? { zk: deployment.zk } : {}),
-      ...(deployment?.zkWorkerRoot ? { zkRoot: deployment.zkWorkerRoot } : {}),
+      ...(deployment?.zkWorker ? { zkWorker: deployment.zkWorker } : {}),
       ...(watch ? { guard: () => watch.refusal('snowflake') } : {}),
     });
     closers.add('snowflake', () => source.close());

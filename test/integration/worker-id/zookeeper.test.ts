@@ -241,9 +241,9 @@ describe("Leaf's layout (an earlier version's, or Leaf's own nodes)", () => {
       await zk.create(`${root}/forever/10.7.0.1:8080-0000000000`, Buffer.from(JSON.stringify({ ip: '10.7.0.1', port: '8080', timestamp: report })));
       await zk.create(`${root}/forever/10.7.0.2:8080-0000000001`, Buffer.from(JSON.stringify({ ip: '10.7.0.2', port: '8080', timestamp: report })));
       // Another address on a 2-id space: both ids are Leaf's, neither has a lease to prove its holder gone.
-      const refused = await acquire({ root, sharedRoot: true, dataDir: tempDir(), address: '10.7.0.3:8080' }, 1).catch((e: unknown) => e);
+      const refused = await acquire({ root, leafRoot: root, dataDir: tempDir(), address: '10.7.0.3:8080' }, 1).catch((e: unknown) => e);
       expect(refused).toMatchObject({ code: 'WORKER_ID_UNAVAILABLE' });
-      const adopted = (await acquire({ root, sharedRoot: true, dataDir: tempDir(), address: '10.7.0.1:8080' }, 7)) as ZooKeeperWorkerIdLease;
+      const adopted = (await acquire({ root, leafRoot: root, dataDir: tempDir(), address: '10.7.0.1:8080' }, 7)) as ZooKeeperWorkerIdLease;
       expect(adopted.workerId).toBe(0);
       expect(adopted.floorMs).toBe(report + LEGACY_REPORT_GRACE_MS);
       expect(await zk.getChildren(`${root}/forever`)).toEqual(['10.7.0.2:8080-0000000001']);
