@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { issuingRoute, type IssuingGuards } from './gate-pass.js';
 import { BadRequestError, UnknownBizTagError } from '../core/errors.js';
 import { LEAF_KEY_PATTERN, leafKeyToBizTag } from '../core/leaf-key.js';
@@ -13,6 +13,11 @@ export interface IdRoutesOptions {
   gatePass?: string;
   /** Rate limits and tag tokens on the routes that hand out IDs. */
   guards?: IssuingGuards;
+  /**
+   * The tag-token check of the routes that hand out IDs, for decode by a tag: undoing a tag's
+   * format (its obfuscation hides the business volume) needs what taking its IDs needs.
+   */
+  checkTagAccess?: (bizTag: string, request: FastifyRequest) => Promise<void>;
 }
 
 export async function idRoutes(app: FastifyInstance, options: IdRoutesOptions): Promise<void> {
@@ -64,6 +69,8 @@ export async function idRoutes(app: FastifyInstance, options: IdRoutesOptions): 
     let tag: BizTag | null = null;
     if (request.query.bizTag !== undefined) {
       const bizTag = parseBizTag(request.query.bizTag);
+      // Before the lookup, as on the ID routes: an unauthorized caller learns nothing of the tag.
+      await options.checkTagAccess?.(bizTag, request);
       tag = await dispenser.tag(bizTag);
       if (!tag) throw new UnknownBizTagError(bizTag);
     }
@@ -71,7 +78,9 @@ export async function idRoutes(app: FastifyInstance, options: IdRoutesOptions): 
     const codec = tag ? dispenser.codecFor(tag) : undefined;
     if (codec) {
       const raw = BigInt(codec.decode(request.params.id));
-      return { id: request.params.id, raw: raw.toString(), format: codec.format, ...decode(raw, tag) };
+      // The layout's fields describe the raw ID; `id` stays the one asked about (README, "ID formats").
+      const { id: _raw, ...fields } = decode(raw, tag);
+      return { id: request.params.id, raw: raw.toString(), format: codec.format, ...fields };
     }
     if (!tag && !/^\d+$/.test(request.params.id)) {
       // Not decimal: perhaps a formatted tag's ID (base62, sqids...), which only its tag can decode.

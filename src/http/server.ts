@@ -1,4 +1,4 @@
-import type { FastifyInstance, preHandlerHookHandler } from 'fastify';
+import type { FastifyInstance, FastifyRequest, preHandlerHookHandler } from 'fastify';
 import type { Registry } from 'prom-client';
 import { IdmintError } from '../core/errors.js';
 import type { BizStore, BizTag, IdService, TagAdmin, TagTokenStore } from '../core/ports.js';
@@ -122,6 +122,7 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
     decode: options.decode,
     guards,
     ...(options.gatePass !== undefined ? { gatePass: options.gatePass } : {}),
+    ...(gate ? { checkTagAccess: (bizTag: string, request: FastifyRequest) => gate.check(bizTag, presentedToken(request)) } : {}),
   });
   if (options.tokens && gate) {
     const tokens = options.tokens;
