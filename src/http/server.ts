@@ -116,7 +116,8 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
     if (cached !== undefined) return cached ? done(cached) : done();
     gate.check(bizTag, presented).then(() => done(), done);
   };
-  const guards = { before: options.rateLimits ? await rateLimitHandlers(app, options.rateLimits) : [], after: gate ? [checkTagToken] : [] };
+  const limits = options.rateLimits ? await rateLimitHandlers(app, options.rateLimits) : { perClient: [], perTag: [] };
+  const guards = { before: [...limits.perClient, ...limits.perTag], after: gate ? [checkTagToken] : [] };
   await app.register(idRoutes, {
     dispenser: options.dispenser,
     decode: options.decode,
@@ -130,6 +131,8 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
   }
   await app.register(leafSnowflakeRoutes, {
     decode: options.decodeSnowflake,
+    // Per client only: Leaf ignores the key of a Snowflake request, so it names no tag to count or guard.
+    guards: { before: limits.perClient },
     ...(options.nextSnowflakeId ? { nextId: options.nextSnowflakeId } : {}),
     ...(options.gatePass !== undefined ? { gatePass: options.gatePass } : {}),
   });
