@@ -121,6 +121,11 @@ export const envSchema = z.object({
   IDMINT_DATA_DIR: z.string().trim().min(1).default('./data'),
   /** Bearer token for /v1/biz and /ui. Required unless bound to loopback. */
   IDMINT_ADMIN_TOKEN: secret.optional(),
+  /**
+   * Bearer token for /metrics on every process (it names every tag with its issued counts, those
+   * with tokens or obfuscated formats included). Default none: /metrics is open, as Prometheus expects.
+   */
+  IDMINT_METRICS_TOKEN: secret.optional(),
   /** bull-board at /ui without its retry, clean, promote and remove buttons (its API refuses them). Default true unless IDMINT_HOST is loopback. */
   IDMINT_UI_READONLY: z.enum(['true', 'false'], { error: 'true or false' }).optional(),
   /** The dashboard at /dashboard: how often every process reports and one API process samples the pools, milliseconds. Default 10000. */

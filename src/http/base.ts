@@ -4,6 +4,7 @@ import type { Duplex } from 'node:stream';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from 'fastify';
 import type { Registry } from 'prom-client';
 import { silentLogger, type Logger } from '../core/logger.js';
+import { makeTokenGuard } from './auth.js';
 import { installErrorHandling } from './errors.js';
 
 export interface ReadinessReport {
@@ -93,11 +94,16 @@ function clientError(err: NodeJS.ErrnoException, socket: Duplex): void {
   socket.destroy();
 }
 
+/** What every server's ops routes take. */
+export interface OpsOptions {
+  registry: Pick<Registry, 'contentType' | 'metrics'>;
+  readiness?: () => Promise<ReadinessReport>;
+  /** When set, `/metrics` needs `Authorization: Bearer <it>`: it names every tag and its volume. */
+  metricsToken?: string;
+}
+
 /** `/healthz`, `/readyz` (503 when not ready) and `/metrics`, on every server. */
-export function opsRoutes(
-  app: FastifyInstance,
-  options: { registry: Pick<Registry, 'contentType' | 'metrics'>; readiness?: () => Promise<ReadinessReport> },
-): void {
+export function opsRoutes(app: FastifyInstance, options: OpsOptions): void {
   app.get('/healthz', async () => ({ status: 'ok' }));
   // Checks failing at the last probe: a probe every few seconds logs a check when it starts
   // failing and when it recovers, not once per probe.
@@ -120,5 +126,8 @@ export function opsRoutes(
     );
     return reply.status(report.status === 'not_ready' ? 503 : 200).send({ status: report.status, checks });
   });
-  app.get('/metrics', async (_request, reply) => reply.type(options.registry.contentType).send(await options.registry.metrics()));
+  const metricsGuard = makeTokenGuard(options.metricsToken, { variable: 'IDMINT_METRICS_TOKEN', what: 'metrics token' });
+  app.get('/metrics', { onRequest: async (request) => metricsGuard(request) }, async (_request, reply) =>
+    reply.type(options.registry.contentType).send(await options.registry.metrics()),
+  );
 }

@@ -28,6 +28,8 @@ export interface HttpServerOptions {
   registry: Registry;
   /** What `/metrics` serves, when not `registry` alone (a process of an IDMINT_PROCESSES group serves the group's). */
   metricsSource?: Pick<Registry, 'contentType' | 'metrics'>;
+  /** When set, `/metrics` needs it as a bearer token (IDMINT_METRICS_TOKEN). */
+  metricsToken?: string;
   decode: (id: bigint, tag: BizTag | null) => Record<string, unknown>;
   /** Bind address, used to refuse an unauthenticated admin API off loopback. */
   host: string;
@@ -65,12 +67,13 @@ export interface HttpServerOptions {
 export function buildOpsServer(options: {
   registry: Pick<Registry, 'contentType' | 'metrics'>;
   readiness: () => Promise<ReadinessReport>;
+  metricsToken?: string;
   host: string;
   limits?: ConnectionLimits;
   logger?: Logger;
 }): FastifyInstance {
   const app = createFastify({ component: 'http', ...(options.logger ? { logger: options.logger } : {}), ...(options.limits ? { limits: options.limits } : {}) });
-  opsRoutes(app, { registry: options.registry, readiness: options.readiness });
+  opsRoutes(app, { registry: options.registry, readiness: options.readiness, ...(options.metricsToken ? { metricsToken: options.metricsToken } : {}) });
   return app;
 }
 
@@ -96,7 +99,11 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
   const authorize = makeAdminGuard(options.adminToken);
 
   await openApi(app, options.version);
-  opsRoutes(app, { registry: options.metricsSource ?? options.registry, ...(options.readiness ? { readiness: options.readiness } : {}) });
+  opsRoutes(app, {
+    registry: options.metricsSource ?? options.registry,
+    ...(options.readiness ? { readiness: options.readiness } : {}),
+    ...(options.metricsToken ? { metricsToken: options.metricsToken } : {}),
+  });
 
   const gate = options.tokens ? new TokenGate(options.tokens) : undefined;
   if (gate) {

@@ -13,6 +13,8 @@ export interface SnowflakeServerOptions {
   gatePass?: string;
   /** The per-client rate limit (`perTag` does not apply: the route's key names no tag). Default none. */
   rateLimits?: RateLimits;
+  /** When set, `/metrics` needs it as a bearer token (IDMINT_METRICS_TOKEN). */
+  metricsToken?: string;
   /** Timeouts and the connection cap. Default CONNECTION_LIMIT_DEFAULTS. */
   limits?: ConnectionLimits;
   logger?: Logger;
@@ -31,6 +33,7 @@ export async function buildSnowflakeServer(options: SnowflakeServerOptions): Pro
   const app = createFastify({ component: 'snowflake-http', ...(options.logger ? { logger: options.logger } : {}), ...(options.limits ? { limits: options.limits } : {}) });
   opsRoutes(app, {
     registry,
+    ...(options.metricsToken ? { metricsToken: options.metricsToken } : {}),
     readiness: async () => ({ status: 'ready', checks: { snowflake: { ok: true, message: `worker ${source.workerId} from ${source.lease.provider}` } } }),
   });
   const limits = options.rateLimits ? await rateLimitHandlers(app, { ...options.rateLimits, perTag: 0 }) : undefined;

@@ -22,6 +22,7 @@ export async function startSnowflakeProcess({ config, logger }: { config: Config
       limits: connectionLimits(config),
       rateLimits: { perClient: config.IDMINT_RATE_LIMIT_CLIENT, perTag: 0, windowMs: config.IDMINT_RATE_LIMIT_WINDOW_MS },
       ...(config.IDMINT_GATE_PASS ? { gatePass: config.IDMINT_GATE_PASS } : {}),
+      ...(config.IDMINT_METRICS_TOKEN ? { metricsToken: config.IDMINT_METRICS_TOKEN } : {}),
     });
     closers.add('http', () => app.close());
     const url = await listen(app, config.IDMINT_HOST, config.IDMINT_PORT);
