@@ -29,6 +29,9 @@ export interface ConnectionLimits {
 
 export const CONNECTION_LIMIT_DEFAULTS: ConnectionLimits = Object.freeze({ requestTimeoutMs: 10_000, keepAliveTimeoutMs: 5_000, maxConnections: 10_000 });
 
+/** How often node looks for requests past their timeout (its default is 30 s). */
+const REQUEST_CHECK_INTERVAL_MS = 1000;
+
 /** The fastify settings every idmint server shares: logging, error envelope, graceful close, connection limits. */
 export function createFastify(options: { logger?: Logger; component: string; bodyLimit?: number; limits?: ConnectionLimits }): FastifyInstance {
   const limits = options.limits ?? CONNECTION_LIMIT_DEFAULTS;
@@ -42,12 +45,14 @@ export function createFastify(options: { logger?: Logger; component: string; bod
           headersTimeout: Math.min(limits.requestTimeoutMs, 60_000),
           keepAliveTimeout: limits.keepAliveTimeoutMs,
           // Node looks for expired requests on this interval (default 30 s): check every second.
-          connectionsCheckingInterval: 1000,
+          connectionsCheckingInterval: REQUEST_CHECK_INTERVAL_MS,
         },
         handler,
       );
-      // A socket with no traffic at all (not even a request line) is closed too.
-      server.setTimeout(limits.requestTimeoutMs + limits.keepAliveTimeoutMs);
+      // A socket with no traffic at all (not even a request line) is closed too — after node's
+      // check has answered an expired request with its 408 (a Content-Length larger than the body
+      // went silent, and was cut without an answer, when this fired first).
+      server.setTimeout(limits.requestTimeoutMs + limits.keepAliveTimeoutMs + REQUEST_CHECK_INTERVAL_MS);
       server.maxConnections = limits.maxConnections;
       return server;
     },
