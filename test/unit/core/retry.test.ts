@@ -1,15 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { retry } from '../../../src/core/retry.js';
-import { ManualClock } from './helpers.js';
-
-/** A clock whose waits step it, so a retry runs without real time passing. */
-class SteppingClock extends ManualClock {
-  readonly waits: number[] = [];
-  async sleep(ms: number): Promise<void> {
-    this.waits.push(ms);
-    this.advance(ms);
-  }
-}
+import { SteppingClock } from './helpers.js';
 
 const failing = (times: number, error: Error) => {
   let calls = 0;
