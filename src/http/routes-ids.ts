@@ -4,6 +4,7 @@ import { BadRequestError, UnknownBizTagError } from '../core/errors.js';
 import { LEAF_KEY_PATTERN, leafKeyToBizTag } from '../core/leaf-key.js';
 import type { BizTag, IdService } from '../core/ports.js';
 import { parseBizTag, parseId, parseIntParam } from './params.js';
+import { Pacer } from './pacer.js';
 
 export interface IdRoutesOptions {
   dispenser: IdService;
@@ -18,6 +19,8 @@ export interface IdRoutesOptions {
    * format (its obfuscation hides the business volume) needs what taking its IDs needs.
    */
   checkTagAccess?: (bizTag: string, request: FastifyRequest) => Promise<void>;
+  /** Turns for big answers. Default a Pacer of its own. */
+  pacer?: Pacer;
 }
 
 export async function idRoutes(app: FastifyInstance, options: IdRoutesOptions): Promise<void> {
@@ -37,10 +40,16 @@ export async function idRoutes(app: FastifyInstance, options: IdRoutesOptions): 
   // Every route that hands out IDs checks the gate pass; HEAD is off so a probe never burns IDs.
   const issuing = issuingRoute(gatePass, options.guards);
 
+  // Big answers take turns (src/http/pacer.ts): one turn to take the IDs, one to serialise them
+  // (fastify does as soon as the handler resolves), so a pool's I/O between them is not paced out.
+  const pacer = options.pacer ?? new Pacer();
   app.get<{ Params: { bizTag: string }; Querystring: Record<string, string | undefined> }>('/v1/ids/:bizTag', { ...issuing, schema: idsSchema }, async (request) => {
     const bizTag = parseBizTag(request.params.bizTag);
     const count = parseIntParam(request.query.count, 'count', 1, dispenser.maxCount, 1);
-    return dispenser.get(bizTag, count);
+    await pacer.turn(count);
+    const result = await dispenser.get(bizTag, count);
+    await pacer.turn(count, 'finish');
+    return result;
   });
 
   const blocksSchema = {

@@ -6,6 +6,7 @@ import type { Logger } from '../core/logger.js';
 import { assertAdminExposureSafe, makeAdminGuard } from './auth.js';
 import { createFastify, opsRoutes, type ConnectionLimits, type ReadinessReport } from './base.js';
 import { openApi } from './openapi.js';
+import { Pacer } from './pacer.js';
 import { bizRoutes } from './routes-biz.js';
 import { idRoutes } from './routes-ids.js';
 import { leafSnowflakeRoutes } from './routes-leaf-snowflake.js';
@@ -57,6 +58,8 @@ export interface HttpServerOptions {
   bodyLimit?: number;
   /** Timeouts and the connection cap. Default CONNECTION_LIMIT_DEFAULTS. */
   limits?: ConnectionLimits;
+  /** IDs' worth of big answers worked on per turn of the event loop (0 = no turns). Default PACER_DEFAULTS.sliceIds. */
+  sliceIds?: number;
   logger?: Logger;
 }
 
@@ -129,6 +132,7 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
     dispenser: options.dispenser,
     decode: options.decode,
     guards,
+    pacer: new Pacer(options.sliceIds === undefined ? {} : { sliceIds: options.sliceIds }),
     ...(options.gatePass !== undefined ? { gatePass: options.gatePass } : {}),
     ...(gate ? { checkTagAccess: (bizTag: string, request: FastifyRequest) => gate.check(bizTag, presentedToken(request)) } : {}),
   });

@@ -94,6 +94,7 @@ export async function buildApiServer(options: ApiRoleOptions): Promise<FastifyIn
     ...(config.IDMINT_GATE_PASS ? { gatePass: config.IDMINT_GATE_PASS } : {}),
     readiness,
     limits: connectionLimits(config),
+    sliceIds: config.IDMINT_HTTP_SLICE_IDS,
     tokens: new PostgresTagTokenStore(db),
     rateLimits: { perClient: config.IDMINT_RATE_LIMIT_CLIENT, perTag: config.IDMINT_RATE_LIMIT_TAG, windowMs: config.IDMINT_RATE_LIMIT_WINDOW_MS },
     status: { depths: () => options.metrics.depthSource?.() ?? [], history: () => options.metrics.history.snapshot() },
