@@ -46,14 +46,13 @@ describe('/v1/decode with a tag', () => {
     }
   });
 
-  it("answers with the ID asked about as `id`, the raw ID as `raw`, for every formatted mode", async () => {
+  it('answers with the ID asked about as `id`, the raw ID as `raw`, for every formatted mode', async () => {
     for (const bizTag of ['sq', 'ob', 'obflake']) {
       const [asked] = await idsOf(bizTag);
       const decoded = (await runtime.app.inject({ url: `/v1/decode/${encodeURIComponent(asked!)}?bizTag=${bizTag}` })).json() as { id: string; raw: string };
       expect(decoded.id, bizTag).toBe(asked);
+      expect(decoded.raw, bizTag).toMatch(/^\d+$/);
       expect(decoded.raw, bizTag).not.toBe(asked);
-      // The raw ID decodes to itself through a decimal view of the same value.
-      expect(BigInt(decoded.raw) > 0n).toBe(true);
     }
     const [plain] = await idsOf('plain');
     expect((await runtime.app.inject({ url: `/v1/decode/${plain}?bizTag=plain` })).json()).toMatchObject({ id: plain });
