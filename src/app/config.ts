@@ -121,6 +121,11 @@ export const envSchema = z.object({
   IDMINT_DATA_DIR: z.string().trim().min(1).default('./data'),
   /** Bearer token for /v1/biz and /ui. Required unless bound to loopback. */
   IDMINT_ADMIN_TOKEN: secret.optional(),
+  /**
+   * Bearer token for /metrics on every process (it names every tag with its issued counts, those
+   * with tokens or obfuscated formats included). Default none: /metrics is open, as Prometheus expects.
+   */
+  IDMINT_METRICS_TOKEN: secret.optional(),
   /** bull-board at /ui without its retry, clean, promote and remove buttons (its API refuses them). Default true unless IDMINT_HOST is loopback. */
   IDMINT_UI_READONLY: z.enum(['true', 'false'], { error: 'true or false' }).optional(),
   /** The dashboard at /dashboard: how often every process reports and one API process samples the pools, milliseconds. Default 10000. */
@@ -137,6 +142,12 @@ export const envSchema = z.object({
   IDMINT_HTTP_KEEP_ALIVE_MS: int(100, 600_000).default(5_000),
   /** Open HTTP connections at most; more are refused at accept. Default 10000. */
   IDMINT_HTTP_MAX_CONNECTIONS: int(1, 1_000_000).default(10_000),
+  /**
+   * IDs' worth of big answers (1,000 IDs and more) worked on per turn of the event loop, so
+   * /healthz, /readyz and small requests wait a few ms under any ID load; 0 turns it off (more
+   * IDs/s when overloaded, health waiting behind every big request). Default 20000.
+   */
+  IDMINT_HTTP_SLICE_IDS: int(0, 100_000_000).default(20_000),
   /** Largest `count` per request, up to 100000 (large answers are large bodies). Default 10000. */
   IDMINT_MAX_COUNT: int(1, 100_000).default(10_000),
   /** Largest `count` of a blocks request (`/v1/blocks`, Kafka `"as":"blocks"`); its answer stays small. Default 10000000. */

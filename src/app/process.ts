@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import { isIdmintError } from '../core/errors.js';
 import { loadConfig, type Config } from './config.js';
 import { createLogger } from './log.js';
-import { stopOnSignals } from './signals.js';
+import { CLOSE_DEADLINE_MS, stopOnSignals } from './signals.js';
 
 /** A started process: what its role builder opened, closed on a signal. */
 export interface Started {
@@ -31,10 +31,16 @@ export function runProcess(name: string, start: ProcessStart, overrides: Record<
     // synchronous lines may already say "listening" (a CI run caught a signal sent between that
     // line and the handlers). A signal during the start stops the process once it has started; it
     // is handled on the event loop, after `run.starting` is set below.
-    const run: { starting?: Promise<Started> } = {};
-    stopOnSignals(logger, async () => (await run.starting!).close());
+    // A signal during a start that never finishes (a server it waits for never answers) still
+    // stops the process: stopOnSignals exits at CLOSE_DEADLINE_MS whatever the close awaits.
+    const run: { starting?: Promise<Started>; started?: boolean } = {};
+    stopOnSignals(logger, async () => {
+      if (!run.started) logger.warn({ deadlineMs: CLOSE_DEADLINE_MS }, 'stop asked for during the start: stopping once the start has finished, or at the deadline');
+      await (await run.starting!).close();
+    });
     run.starting = start({ config, logger });
     await run.starting;
+    run.started = true;
   })().catch((err: unknown) => {
     process.stderr.write(`${name}: ${startFailure(err)}\n`);
     process.exit(1);

@@ -166,8 +166,11 @@ export function registerClientCommands(program: Command): void {
     .description("decode an ID's fields (time, worker, sequence) on a running server")
     .option('--url <url>', 'server URL (default $IDMINT_URL or http://127.0.0.1:$IDMINT_PORT)')
     .option('--biz-tag <bizTag>', "decode by this tag's layout")
-    .action(async (id: string, o: TargetFlags & { bizTag?: string }) => {
+    .option('--token <token>', "the tag's token, when it has tokens (default $IDMINT_TAG_TOKEN)")
+    .action(async (id: string, o: { url?: string; token?: string; bizTag?: string }) => {
       const query = o.bizTag ? `?bizTag=${encodeURIComponent(o.bizTag)}` : '';
-      print(await call(targetFrom(o), 'GET', `/v1/decode/${encodeURIComponent(id)}${query}`));
+      const tagToken = o.token ?? process.env.IDMINT_TAG_TOKEN;
+      const target = { ...targetFrom({ ...(o.url ? { url: o.url } : {}) }), ...(tagToken ? { tagToken } : {}) };
+      print(await call(target, 'GET', `/v1/decode/${encodeURIComponent(id)}${query}`));
     });
 }

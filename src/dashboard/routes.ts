@@ -22,6 +22,9 @@ export interface DashboardPageOptions {
   links: { ui?: string | undefined; grafana?: string | undefined };
 }
 
+/** The dashboard's Content-Security-Policy: its own script, stylesheet and data, its favicon's data: URL. */
+export const DASHBOARD_CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
 /** The page's script and stylesheet, read once (shipped as files beside the sources, like the Lua scripts). */
 const ASSETS = {
   'app.js': 'text/javascript; charset=utf-8',
@@ -38,11 +41,16 @@ function readAsset(name: keyof typeof ASSETS): string {
  * `/dashboard`: the refill dashboard. One page with, per tag, pool depth against its target over
  * time, the refills with their reason and duration, demand, fallback share, the last refill's
  * age, Kafka pool topics' depth and lag, and every process's health; refreshed live by a small
- * script from `/dashboard/data.json`. Every asset comes from this server; the admin token guards
- * it as it does `/ui` and `/status`.
+ * script from `/dashboard/data.json`. Every asset comes from this server (its CSP allows no other);
+ * the admin token guards it as it does `/ui` and `/status`.
  */
 export async function dashboardRoutes(app: FastifyInstance, options: DashboardPageOptions): Promise<void> {
   app.addHook('onRequest', browserAdminHook(options.authorize));
+  // Only this server's own script and stylesheet run: a value that slipped past escaping still
+  // cannot run script (no inline script, no handler attributes, nothing from elsewhere).
+  app.addHook('onSend', async (_request, reply) => {
+    void reply.header('content-security-policy', DASHBOARD_CSP).header('x-content-type-options', 'nosniff');
+  });
   const assets = Object.fromEntries(Object.keys(ASSETS).map((name) => [name, readAsset(name as keyof typeof ASSETS)])) as Record<keyof typeof ASSETS, string>;
 
   app.get('/dashboard', async (_request, reply) => {

@@ -1,4 +1,6 @@
 import type { Cluster, Redis } from 'ioredis';
+import type { ZodType } from 'zod';
+import { DASHBOARD_SCHEMAS, readEntry } from './schemas.js';
 
 /** IDs issued per source, by one process or summed over the deployment's processes. */
 export interface IssuedCounts {
@@ -174,7 +176,7 @@ export class RedisDashboardStore implements DashboardStore {
   }
 
   async samples(since: number): Promise<Sample[]> {
-    return this.range<Sample>(this.keys.samples, since);
+    return this.range(this.keys.samples, since, DASHBOARD_SCHEMAS.sample);
   }
 
   async addRefill(event: RefillEvent): Promise<void> {
@@ -182,7 +184,7 @@ export class RedisDashboardStore implements DashboardStore {
   }
 
   async refills(since: number): Promise<RefillEvent[]> {
-    return this.range<RefillEvent>(this.keys.refills, since);
+    return this.range(this.keys.refills, since, DASHBOARD_SCHEMAS.refill);
   }
 
   async putReport(report: ProcessReport): Promise<void> {
@@ -190,7 +192,7 @@ export class RedisDashboardStore implements DashboardStore {
   }
 
   async reports(): Promise<ProcessReport[]> {
-    return Object.values(await this.redis.hgetall(this.keys.reports)).flatMap((v) => parse<ProcessReport>(v));
+    return Object.values(await this.redis.hgetall(this.keys.reports)).flatMap((v) => readEntry(DASHBOARD_SCHEMAS.report, v));
   }
 
   async dropReport(id: string): Promise<void> {
@@ -198,23 +200,14 @@ export class RedisDashboardStore implements DashboardStore {
   }
 
   /**
-   * Entries made after `since`, parsed; unreadable ones skipped. Stream ids carry Redis's clock and
-   * `at` the writer's: the range starts a minute early and `at` decides.
+   * Entries made after `since`, checked against their schema; others skipped. Stream ids carry
+   * Redis's clock and `at` the writer's: the range starts a minute early and `at` decides.
    */
-  private async range<T extends { at: number }>(key: string, since: number): Promise<T[]> {
+  private async range<T extends { at: number }>(key: string, since: number, schema: ZodType<T>): Promise<T[]> {
     const entries = await this.redis.xrange(key, String(Math.max(0, Math.floor(since) - CLOCK_SKEW_MS)), '+');
-    return entries.flatMap(([, fields]) => parse<T>(fields[1])).filter((e) => e.at > since);
+    return entries.flatMap(([, fields]) => readEntry(schema, fields[1])).filter((e) => e.at > since);
   }
 }
 
 /** How far a writer's clock may be from Redis's. */
 const CLOCK_SKEW_MS = 60_000;
-
-function parse<T>(text: string | undefined): T[] {
-  if (text === undefined) return [];
-  try {
-    return [JSON.parse(text) as T];
-  } catch {
-    return [];
-  }
-}

@@ -1,7 +1,5 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { BadRequestError, IdmintError, UnknownBizTagError, isIdmintError } from '../core/errors.js';
-import type { BizStore, BizTag, BlocksResult, Clock, DispenseResult, IdService, IdSource, IdSourceName, PoolKind, TakeContext } from '../core/ports.js';
-import { BIZ_TAG_PATTERN, systemClock } from '../core/ports.js';
+import { BIZ_TAG_PATTERN, sleepBy, systemClock, type BizStore, type BizTag, type BlocksResult, type Clock, type DispenseResult, type IdService, type IdSource, type IdSourceName, type PoolKind, type TakeContext } from '../core/ports.js';
 import type { DispenserMetrics } from './metrics.js';
 import { silentLogger, type Logger } from '../core/logger.js';
 import { checkInteger, OptionsError, resolveOptions } from '../core/options.js';
@@ -66,7 +64,7 @@ export interface DispenserOptions {
   maxIdsInFlight?: number;
   /** How long a tag's settings are cached; changes reach every process within this. Default 1000 ms. */
   tagCacheMs?: number;
-  /** The tag cache's time (tests step it). Default the system clock. */
+  /** The tag cache's time and the wait for a short pool, deadline and pauses (tests step it). Default the system clock. */
   clock?: Clock;
   /**
    * How long a tag with fallback `error` waits for a pool that answers but is short (a new tag's
@@ -356,9 +354,10 @@ export class Dispenser implements IdService {
     this.poolOutage.recover();
     let got = size(items);
     if (got >= count || tag.fallback !== 'error') return { items };
-    const deadline = Date.now() + this.options.poolWaitMs;
-    for (let pause = 10; got < count && Date.now() + pause <= deadline; pause = Math.min(pause * 2, 200)) {
-      await sleep(pause);
+    const clock = this.options.clock ?? systemClock;
+    const deadline = clock.now() + this.options.poolWaitMs;
+    for (let pause = 10; got < count && clock.now() + pause <= deadline; pause = Math.min(pause * 2, 200)) {
+      await sleepBy(clock, pause);
       let taken: T[];
       try {
         taken = await take(count - got);

@@ -21,6 +21,11 @@ export function sameSecret(given: string, expected: string): boolean {
  * starts on loopback, and then admin routes are open to local callers.
  */
 export function makeAdminGuard(token: string | undefined): (request: FastifyRequest) => void {
+  return makeTokenGuard(token, { variable: 'IDMINT_ADMIN_TOKEN', what: 'admin token' });
+}
+
+/** The same check for another secret (IDMINT_METRICS_TOKEN), whose refusals name it. */
+export function makeTokenGuard(token: string | undefined, names: { variable: string; what: string }): (request: FastifyRequest) => void {
   return (request) => {
     if (token === undefined) return;
     const header = request.headers.authorization ?? '';
@@ -33,7 +38,7 @@ export function makeAdminGuard(token: string | undefined): (request: FastifyRequ
       const colon = decoded.indexOf(':');
       if (colon >= 0 && sameSecret(decoded.slice(colon + 1), token)) return;
     }
-    throw new IdmintError('UNAUTHORIZED', header === '' ? 'missing Authorization header: send "Authorization: Bearer <IDMINT_ADMIN_TOKEN>"' : 'wrong admin token');
+    throw new IdmintError('UNAUTHORIZED', header === '' ? `missing Authorization header: send "Authorization: Bearer <${names.variable}>"` : `wrong ${names.what}`);
   };
 }
 

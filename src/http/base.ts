@@ -4,6 +4,7 @@ import type { Duplex } from 'node:stream';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from 'fastify';
 import type { Registry } from 'prom-client';
 import { silentLogger, type Logger } from '../core/logger.js';
+import { makeTokenGuard } from './auth.js';
 import { installErrorHandling } from './errors.js';
 
 export interface ReadinessReport {
@@ -28,6 +29,9 @@ export interface ConnectionLimits {
 
 export const CONNECTION_LIMIT_DEFAULTS: ConnectionLimits = Object.freeze({ requestTimeoutMs: 10_000, keepAliveTimeoutMs: 5_000, maxConnections: 10_000 });
 
+/** How often node looks for requests past their timeout (its default is 30 s). */
+const REQUEST_CHECK_INTERVAL_MS = 1000;
+
 /** The fastify settings every idmint server shares: logging, error envelope, graceful close, connection limits. */
 export function createFastify(options: { logger?: Logger; component: string; bodyLimit?: number; limits?: ConnectionLimits }): FastifyInstance {
   const limits = options.limits ?? CONNECTION_LIMIT_DEFAULTS;
@@ -41,12 +45,14 @@ export function createFastify(options: { logger?: Logger; component: string; bod
           headersTimeout: Math.min(limits.requestTimeoutMs, 60_000),
           keepAliveTimeout: limits.keepAliveTimeoutMs,
           // Node looks for expired requests on this interval (default 30 s): check every second.
-          connectionsCheckingInterval: 1000,
+          connectionsCheckingInterval: REQUEST_CHECK_INTERVAL_MS,
         },
         handler,
       );
-      // A socket with no traffic at all (not even a request line) is closed too.
-      server.setTimeout(limits.requestTimeoutMs + limits.keepAliveTimeoutMs);
+      // A socket with no traffic at all (not even a request line) is closed too — after node's
+      // check has answered an expired request with its 408 (a Content-Length larger than the body
+      // went silent, and was cut without an answer, when this fired first).
+      server.setTimeout(limits.requestTimeoutMs + limits.keepAliveTimeoutMs + REQUEST_CHECK_INTERVAL_MS);
       server.maxConnections = limits.maxConnections;
       return server;
     },
@@ -93,11 +99,16 @@ function clientError(err: NodeJS.ErrnoException, socket: Duplex): void {
   socket.destroy();
 }
 
+/** What every server's ops routes take. */
+export interface OpsOptions {
+  registry: Pick<Registry, 'contentType' | 'metrics'>;
+  readiness?: () => Promise<ReadinessReport>;
+  /** When set, `/metrics` needs `Authorization: Bearer <it>`: it names every tag and its volume. */
+  metricsToken?: string;
+}
+
 /** `/healthz`, `/readyz` (503 when not ready) and `/metrics`, on every server. */
-export function opsRoutes(
-  app: FastifyInstance,
-  options: { registry: Pick<Registry, 'contentType' | 'metrics'>; readiness?: () => Promise<ReadinessReport> },
-): void {
+export function opsRoutes(app: FastifyInstance, options: OpsOptions): void {
   app.get('/healthz', async () => ({ status: 'ok' }));
   // Checks failing at the last probe: a probe every few seconds logs a check when it starts
   // failing and when it recovers, not once per probe.
@@ -120,5 +131,8 @@ export function opsRoutes(
     );
     return reply.status(report.status === 'not_ready' ? 503 : 200).send({ status: report.status, checks });
   });
-  app.get('/metrics', async (_request, reply) => reply.type(options.registry.contentType).send(await options.registry.metrics()));
+  const metricsGuard = makeTokenGuard(options.metricsToken, { variable: 'IDMINT_METRICS_TOKEN', what: 'metrics token' });
+  app.get('/metrics', { onRequest: async (request) => metricsGuard(request) }, async (_request, reply) =>
+    reply.type(options.registry.contentType).send(await options.registry.metrics()),
+  );
 }

@@ -19,13 +19,19 @@ export function requestedTag(request: FastifyRequest): string | undefined {
   return params.key === undefined ? undefined : leafKeyToBizTag(params.key);
 }
 
+/** The preHandlers of each limit that is on, to put first on the routes they guard. */
+export interface RateLimitHandlers {
+  perClient: preHandlerAsyncHookHandler[];
+  perTag: preHandlerAsyncHookHandler[];
+}
+
 /**
  * Rate limits for the routes that hand out IDs (@fastify/rate-limit, in memory per process),
- * per client and per tag, answered with 429 `RATE_LIMITED` and `Retry-After`. Returns the
- * preHandlers to put first on those routes.
+ * per client and per tag, answered with 429 `RATE_LIMITED` and `Retry-After`.
  */
-export async function rateLimitHandlers(app: FastifyInstance, limits: RateLimits): Promise<preHandlerAsyncHookHandler[]> {
-  if (limits.perClient <= 0 && limits.perTag <= 0) return [];
+export async function rateLimitHandlers(app: FastifyInstance, limits: RateLimits): Promise<RateLimitHandlers> {
+  const handlers: RateLimitHandlers = { perClient: [], perTag: [] };
+  if (limits.perClient <= 0 && limits.perTag <= 0) return handlers;
   const timeWindow = limits.windowMs ?? 1000;
   // One plugin instance per limit: the plugin lets only the first of its own handlers count a request.
   const limiter = async (max: number, keyGenerator: (request: FastifyRequest) => string): Promise<preHandlerAsyncHookHandler> => {
@@ -40,8 +46,7 @@ export async function rateLimitHandlers(app: FastifyInstance, limits: RateLimits
     });
     return handler as preHandlerAsyncHookHandler;
   };
-  const handlers: preHandlerAsyncHookHandler[] = [];
-  if (limits.perClient > 0) handlers.push(await limiter(limits.perClient, (request) => request.ip));
-  if (limits.perTag > 0) handlers.push(await limiter(limits.perTag, (request) => requestedTag(request) ?? ''));
+  if (limits.perClient > 0) handlers.perClient.push(await limiter(limits.perClient, (request) => request.ip));
+  if (limits.perTag > 0) handlers.perTag.push(await limiter(limits.perTag, (request) => requestedTag(request) ?? ''));
   return handlers;
 }

@@ -1,9 +1,10 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { issuingRoute, type IssuingGuards } from './gate-pass.js';
 import { BadRequestError, UnknownBizTagError } from '../core/errors.js';
 import { LEAF_KEY_PATTERN, leafKeyToBizTag } from '../core/leaf-key.js';
 import type { BizTag, IdService } from '../core/ports.js';
 import { parseBizTag, parseId, parseIntParam } from './params.js';
+import { Pacer } from './pacer.js';
 
 export interface IdRoutesOptions {
   dispenser: IdService;
@@ -13,6 +14,13 @@ export interface IdRoutesOptions {
   gatePass?: string;
   /** Rate limits and tag tokens on the routes that hand out IDs. */
   guards?: IssuingGuards;
+  /**
+   * The tag-token check of the routes that hand out IDs, for decode by a tag: undoing a tag's
+   * format (its obfuscation hides the business volume) needs what taking its IDs needs.
+   */
+  checkTagAccess?: (bizTag: string, request: FastifyRequest) => Promise<void>;
+  /** Turns for big answers. Default a Pacer of its own. */
+  pacer?: Pacer;
 }
 
 export async function idRoutes(app: FastifyInstance, options: IdRoutesOptions): Promise<void> {
@@ -32,10 +40,16 @@ export async function idRoutes(app: FastifyInstance, options: IdRoutesOptions): 
   // Every route that hands out IDs checks the gate pass; HEAD is off so a probe never burns IDs.
   const issuing = issuingRoute(gatePass, options.guards);
 
+  // Big answers take turns (src/http/pacer.ts): one turn to take the IDs, one to serialise them
+  // (fastify does as soon as the handler resolves), so a pool's I/O between them is not paced out.
+  const pacer = options.pacer ?? new Pacer();
   app.get<{ Params: { bizTag: string }; Querystring: Record<string, string | undefined> }>('/v1/ids/:bizTag', { ...issuing, schema: idsSchema }, async (request) => {
     const bizTag = parseBizTag(request.params.bizTag);
     const count = parseIntParam(request.query.count, 'count', 1, dispenser.maxCount, 1);
-    return dispenser.get(bizTag, count);
+    await pacer.turn(count);
+    const result = await dispenser.get(bizTag, count);
+    await pacer.turn(count, 'finish');
+    return result;
   });
 
   const blocksSchema = {
@@ -64,6 +78,8 @@ export async function idRoutes(app: FastifyInstance, options: IdRoutesOptions): 
     let tag: BizTag | null = null;
     if (request.query.bizTag !== undefined) {
       const bizTag = parseBizTag(request.query.bizTag);
+      // Before the lookup, as on the ID routes: an unauthorized caller learns nothing of the tag.
+      await options.checkTagAccess?.(bizTag, request);
       tag = await dispenser.tag(bizTag);
       if (!tag) throw new UnknownBizTagError(bizTag);
     }
@@ -71,7 +87,9 @@ export async function idRoutes(app: FastifyInstance, options: IdRoutesOptions): 
     const codec = tag ? dispenser.codecFor(tag) : undefined;
     if (codec) {
       const raw = BigInt(codec.decode(request.params.id));
-      return { id: request.params.id, raw: raw.toString(), format: codec.format, ...decode(raw, tag) };
+      // The layout's fields describe the raw ID; `id` stays the one asked about (README, "ID formats").
+      const { id: _raw, ...fields } = decode(raw, tag);
+      return { id: request.params.id, raw: raw.toString(), format: codec.format, ...fields };
     }
     if (!tag && !/^\d+$/.test(request.params.id)) {
       // Not decimal: perhaps a formatted tag's ID (base62, sqids...), which only its tag can decode.

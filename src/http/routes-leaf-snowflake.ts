@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { BadRequestError, IdmintError } from '../core/errors.js';
 import { MIN_TIME_BASED_ID, type DecodedId } from '../core/layout.js';
-import { issuingRoute } from './gate-pass.js';
+import { issuingRoute, type IssuingGuards } from './gate-pass.js';
 import { parseId } from './params.js';
 
 export interface LeafSnowflakeRoutesOptions {
@@ -10,6 +10,8 @@ export interface LeafSnowflakeRoutesOptions {
   /** Decodes by the Snowflake layout. */
   decode: (id: bigint) => DecodedId;
   gatePass?: string;
+  /** The per-client rate limit every route that hands out IDs obeys. */
+  guards?: IssuingGuards;
   /** Called once per ID issued (metrics). */
   onIssued?: () => void;
 }
@@ -22,7 +24,7 @@ export interface LeafSnowflakeRoutesOptions {
 export async function leafSnowflakeRoutes(app: FastifyInstance, options: LeafSnowflakeRoutesOptions): Promise<void> {
   const { nextId, decode, onIssued } = options;
 
-  app.get<{ Params: { key: string } }>('/api/snowflake/get/:key', issuingRoute(options.gatePass), async (_request, reply) => {
+  app.get<{ Params: { key: string } }>('/api/snowflake/get/:key', issuingRoute(options.gatePass, options.guards), async (_request, reply) => {
     if (!nextId) throw new IdmintError('NOT_READY', 'this process runs no Snowflake generator');
     const id = nextId();
     onIssued?.();

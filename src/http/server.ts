@@ -1,4 +1,4 @@
-import type { FastifyInstance, preHandlerHookHandler } from 'fastify';
+import type { FastifyInstance, FastifyRequest, preHandlerHookHandler } from 'fastify';
 import type { Registry } from 'prom-client';
 import { IdmintError } from '../core/errors.js';
 import type { BizStore, BizTag, ChangeFeed, IdService, TagAdmin, TagTokenStore } from '../core/ports.js';
@@ -6,6 +6,7 @@ import type { Logger } from '../core/logger.js';
 import { assertAdminExposureSafe, makeAdminGuard } from './auth.js';
 import { createFastify, opsRoutes, type ConnectionLimits, type ReadinessReport } from './base.js';
 import { openApi } from './openapi.js';
+import { Pacer } from './pacer.js';
 import { bizRoutes } from './routes-biz.js';
 import { idRoutes } from './routes-ids.js';
 import { leafSnowflakeRoutes } from './routes-leaf-snowflake.js';
@@ -28,6 +29,8 @@ export interface HttpServerOptions {
   registry: Registry;
   /** What `/metrics` serves, when not `registry` alone (a process of an IDMINT_PROCESSES group serves the group's). */
   metricsSource?: Pick<Registry, 'contentType' | 'metrics'>;
+  /** When set, `/metrics` needs it as a bearer token (IDMINT_METRICS_TOKEN). */
+  metricsToken?: string;
   decode: (id: bigint, tag: BizTag | null) => Record<string, unknown>;
   /** Bind address, used to refuse an unauthenticated admin API off loopback. */
   host: string;
@@ -59,6 +62,8 @@ export interface HttpServerOptions {
   bodyLimit?: number;
   /** Timeouts and the connection cap. Default CONNECTION_LIMIT_DEFAULTS. */
   limits?: ConnectionLimits;
+  /** IDs' worth of big answers worked on per turn of the event loop (0 = no turns). Default PACER_DEFAULTS.sliceIds. */
+  sliceIds?: number;
   logger?: Logger;
 }
 
@@ -69,12 +74,13 @@ export interface HttpServerOptions {
 export function buildOpsServer(options: {
   registry: Pick<Registry, 'contentType' | 'metrics'>;
   readiness: () => Promise<ReadinessReport>;
+  metricsToken?: string;
   host: string;
   limits?: ConnectionLimits;
   logger?: Logger;
 }): FastifyInstance {
   const app = createFastify({ component: 'http', ...(options.logger ? { logger: options.logger } : {}), ...(options.limits ? { limits: options.limits } : {}) });
-  opsRoutes(app, { registry: options.registry, readiness: options.readiness });
+  opsRoutes(app, { registry: options.registry, readiness: options.readiness, ...(options.metricsToken ? { metricsToken: options.metricsToken } : {}) });
   return app;
 }
 
@@ -100,7 +106,11 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
   const authorize = makeAdminGuard(options.adminToken);
 
   await openApi(app, options.version);
-  opsRoutes(app, { registry: options.metricsSource ?? options.registry, ...(options.readiness ? { readiness: options.readiness } : {}) });
+  opsRoutes(app, {
+    registry: options.metricsSource ?? options.registry,
+    ...(options.readiness ? { readiness: options.readiness } : {}),
+    ...(options.metricsToken ? { metricsToken: options.metricsToken } : {}),
+  });
 
   const gate = options.tokens ? new TokenGate(options.tokens) : undefined;
   if (gate && options.changes) {
@@ -127,12 +137,15 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
     if (cached !== undefined) return cached ? done(cached) : done();
     gate.check(bizTag, presented).then(() => done(), done);
   };
-  const guards = { before: options.rateLimits ? await rateLimitHandlers(app, options.rateLimits) : [], after: gate ? [checkTagToken] : [] };
+  const limits = options.rateLimits ? await rateLimitHandlers(app, options.rateLimits) : { perClient: [], perTag: [] };
+  const guards = { before: [...limits.perClient, ...limits.perTag], after: gate ? [checkTagToken] : [] };
   await app.register(idRoutes, {
     dispenser: options.dispenser,
     decode: options.decode,
     guards,
+    pacer: new Pacer(options.sliceIds === undefined ? {} : { sliceIds: options.sliceIds }),
     ...(options.gatePass !== undefined ? { gatePass: options.gatePass } : {}),
+    ...(gate ? { checkTagAccess: (bizTag: string, request: FastifyRequest) => gate.check(bizTag, presentedToken(request)) } : {}),
   });
   if (options.tokens && gate) {
     const tokens = options.tokens;
@@ -140,6 +153,8 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
   }
   await app.register(leafSnowflakeRoutes, {
     decode: options.decodeSnowflake,
+    // Per client only: Leaf ignores the key of a Snowflake request, so it names no tag to count or guard.
+    guards: { before: limits.perClient },
     ...(options.nextSnowflakeId ? { nextId: options.nextSnowflakeId } : {}),
     ...(options.gatePass !== undefined ? { gatePass: options.gatePass } : {}),
   });

@@ -25,6 +25,20 @@ export function isLeaderNotAvailable(err: unknown): boolean {
   return anyCause(err, (e) => /LEADER_NOT_AVAILABLE|no leader for this topic-partition/i.test(`${(e as { type?: string }).type ?? ''} ${e.message}`));
 }
 
+/**
+ * A broker asked as a partition's leader that is not (yet, or any more) its leader: metadata and
+ * the brokers' own state disagree for a moment after an election — a topic created a moment ago,
+ * a broker back from a pause. KafkaJS's admin gives up on it at once; asking again shortly works.
+ */
+export function isNotLeader(err: unknown): boolean {
+  return anyCause(err, (e) => /NOT_LEADER_(FOR_PARTITION|OR_FOLLOWER)|not the leader for that topic-partition/i.test(`${(e as { type?: string }).type ?? ''} ${e.message}`));
+}
+
+/** A partition whose leadership is changing: worth reading again shortly. */
+export function isLeaderMoving(err: unknown): boolean {
+  return isNotLeader(err) || isLeaderNotAvailable(err);
+}
+
 /** A group coordinator that moved or is still loading (a fresh or restarted broker): worth asking again shortly. */
 export function isCoordinatorMoving(err: unknown): boolean {
   const type = (err as { type?: unknown } | null)?.type;

@@ -83,6 +83,19 @@ describe('idmint CLI against a running server', () => {
     expect(run.stderr.trim().split('\n')).toHaveLength(1);
   });
 
+  it('decode: long sqids input is one BAD_REQUEST line (was 503), and a tag with tokens decodes with --token (issue 42)', async () => {
+    expect((await idmint(['biz', 'create', 'cli-sq', '--format', 'sqids'], env)).code).toBe(0);
+    const long = await idmint(['decode', 'zzzzzzzzzzzzzzzzzzzzzz', '--biz-tag', 'cli-sq'], env);
+    expect(long.code).toBe(1);
+    expect(long.stderr).toMatch(/^idmint: BAD_REQUEST: .*format sqids/);
+    const id = (await idmint(['get', 'cli-sq'], env)).stdout.trim();
+    const tagToken = (JSON.parse((await idmint(['biz', 'token', 'create', 'cli-sq'], env)).stdout) as { token: string }).token;
+    expect((await idmint(['decode', id, '--biz-tag', 'cli-sq'], env)).stderr).toMatch(/^idmint: UNAUTHORIZED: /);
+    const decoded = await idmint(['decode', id, '--biz-tag', 'cli-sq', '--token', tagToken], env);
+    expect(decoded.code, decoded.out).toBe(0);
+    expect(JSON.parse(decoded.stdout)).toMatchObject({ id, raw: expect.stringMatching(/^\d+$/), format: 'sqids' });
+  });
+
   it('says how to start a server when none answers', async () => {
     const port = await freePort();
     const run = await idmint(['get', 'demo'], { IDMINT_URL: `http://127.0.0.1:${port}` });

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { spawnServer, type SpawnedServer } from '../support/spawn.js';
 import { expectNoDuplicates } from '../support/unique.js';
-import { sleep, until } from '../support/poll.js';
+import { sleep, until, untilValue } from '../support/poll.js';
 
 /**
  * IDMINT_PROCESSES: n serving processes on one port, on a shared Postgres with ZooKeeper worker
@@ -109,5 +109,34 @@ describe.each([2, 4])('IDMINT_PROCESSES=%i on one port', (processes) => {
       const issued = [...text.matchAll(/^idmint_ids_issued_total\{biz_tag="procs-metrics",[^}]*\} (\d+)$/gm)].reduce((sum, m) => sum + Number(m[1]), 0);
       expect(issued).toBe(400);
     }
+  });
+});
+
+describe('IDMINT_PROCESSES=2: a replacement that dies while it starts', () => {
+  it('is started again after a pause; the other process serves throughout and the group never stops (issue 42)', async () => {
+    server = await spawnServer({
+      DATABASE_URL: process.env.DATABASE_URL!,
+      ZK_CONNECT: process.env.ZK_CONNECT!,
+      IDMINT_PG_SCHEMA: `procs_restart_${process.pid}`,
+      IDMINT_PROCESSES: '2',
+      IDMINT_DATA_DIR: mkdtempSync(join(tmpdir(), 'idmint-procs-')),
+    });
+    const s = server;
+    const opts = { intervalMs: 50, detail: () => s.output() };
+    const allServe = (): number => s.output().split('all 2 processes serve').length - 1;
+    await until('both processes', () => allServe() === 1, opts);
+    const primary = s.child.pid!;
+    const first = children(primary);
+    process.kill(first[0]!, 'SIGKILL');
+    // Its replacement, killed as soon as it exists: long before it can listen (loading alone takes longer).
+    const replacement = await untilValue('the replacement process', () => children(primary).find((pid) => !first.includes(pid)), (pid) => pid !== undefined, { intervalMs: 5, detail: () => `children ${children(primary).join(',')} (first ${first.join(',')})\n${s.output()}` });
+    process.kill(replacement!, 'SIGKILL');
+    await until('the replacement to be started again', () => s.output().includes('a replacement died before serving'), opts);
+    // Meanwhile and after, the port answers: the healthy process was never stopped.
+    for (let i = 0; i < 10; i++) expect((await fetch(`${s.url}/healthz`, { headers: { connection: 'close' } })).status).toBe(200);
+    await until('both processes serving again', () => allServe() === 2, { ...opts, timeoutMs: 60_000 });
+    expect(children(primary)).toHaveLength(2);
+    expect(s.output()).not.toMatch(/stopping the group/);
+    expect(await s.stop()).toBe(0);
   });
 });

@@ -15,9 +15,19 @@ import { METRICS_REPLY, METRICS_REQUEST, type MetricsMessage } from './metrics.j
  * worker-id cache, clock mark, lock), its own ZooKeeper or Redis identity (`ip:port#i`; the
  * Postgres provider already keys by pid), its own segments and buffers; all share one config.
  * A process that dies is replaced with the same index, so the same identity and worker id. A
- * process that fails to start stops the group (its one-line error is already on stderr).
+ * first start that fails stops the group (its one-line error is already on stderr): a bad config
+ * or an unreachable server, which a restart will not fix. A replacement that dies before it
+ * serves is started again after a growing pause (RESTART_BACKOFF_MS), never stopping the others.
  * SIGINT/SIGTERM stop every process gracefully; `/metrics` on any process is the group's sum.
  */
+/** The pause before a replacement's next start: doubling from `first` per failed start in a row, up to `max`. */
+export const RESTART_BACKOFF_MS = Object.freeze({ first: 200, max: 30_000 });
+
+/** The pause before starting index's replacement after `failedStarts` replacements in a row died before serving. */
+export function restartDelay(failedStarts: number): number {
+  return Math.min(RESTART_BACKOFF_MS.first * 2 ** failedStarts, RESTART_BACKOFF_MS.max);
+}
+
 export function runPrimary(config: Config, logger: Logger): void {
   const log = logger.child({ component: 'primary' });
   const count = config.IDMINT_PROCESSES;
@@ -25,9 +35,14 @@ export function runPrimary(config: Config, logger: Logger): void {
   const aggregator = new AggregatorRegistry();
   const indexOf = new Map<Worker, number>();
   const listening = new Set<number>();
+  /** Indexes that have served once: a later death is a replacement's, restarted with backoff. */
+  const served = new Set<number>();
+  /** Replacements in a row that died before serving, per index. */
+  const failedStarts = new Map<number, number>();
   let stopping = false;
 
   const fork = (index: number): void => {
+    if (stopping) return;
     const worker = cluster.fork({
       IDMINT_PROCESS_INDEX: String(index),
       IDMINT_DATA_DIR: join(config.IDMINT_DATA_DIR, `process-${index}`),
@@ -36,6 +51,8 @@ export function runPrimary(config: Config, logger: Logger): void {
     indexOf.set(worker, index);
     worker.on('listening', () => {
       listening.add(index);
+      served.add(index);
+      failedStarts.delete(index);
       if (listening.size === count) log.info({ processes: count, pid: process.pid }, `all ${count} processes serve on port ${config.IDMINT_PORT}`);
     });
     worker.on('message', (message: MetricsMessage) => {
@@ -76,15 +93,24 @@ export function runPrimary(config: Config, logger: Logger): void {
       }
       return;
     }
-    if (!listening.has(index)) {
-      // It never served: a bad config or an unreachable server, which a restart will not fix.
+    if (!served.has(index)) {
+      // Its first start failed: a bad config or an unreachable server, which a restart will not fix.
       log.error({ index, code, signal }, 'a process failed to start; stopping the group');
       stopAll('SIGTERM', 1);
       return;
     }
-    listening.delete(index);
-    log.warn({ index, code, signal }, 'a serving process died; starting its replacement with the same identity');
-    setTimeout(() => fork(index), 200);
+    if (listening.delete(index)) {
+      log.warn({ index, code, signal }, 'a serving process died; starting its replacement with the same identity');
+      setTimeout(() => fork(index), restartDelay(0));
+      return;
+    }
+    // A replacement died while starting (killed, or a server it needs is away for now): the
+    // others keep serving, and it is tried again, less often each time.
+    const failed = (failedStarts.get(index) ?? 0) + 1;
+    failedStarts.set(index, failed);
+    const delayMs = restartDelay(failed);
+    log.warn({ index, code, signal, failedStarts: failed, delayMs }, 'a replacement died before serving; starting it again after a pause');
+    setTimeout(() => fork(index), delayMs);
   });
 
   process.on('SIGINT', () => stopAll('SIGINT'));

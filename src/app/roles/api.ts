@@ -65,9 +65,10 @@ export async function buildApiServer(options: ApiRoleOptions): Promise<FastifyIn
   exportReadiness(options.registry, readiness);
   const metricsSource = config.IDMINT_PROCESS_INDEX !== undefined && process.send ? groupMetrics(options.registry) : options.registry;
   const region = regionOf(config);
+  const metricsToken = config.IDMINT_METRICS_TOKEN ? { metricsToken: config.IDMINT_METRICS_TOKEN } : {};
   const reporterParts = { config, history: options.dashboard.history, roles: options.roles, readiness, metrics: options.metrics, kafkaPools: options.dashboard.kafkaPools, logger: options.logger };
   if (!options.api || !parts) {
-    const ops = await buildOpsServer({ registry: metricsSource, readiness, host: config.IDMINT_HOST, limits: connectionLimits(config), logger: options.logger });
+    const ops = await buildOpsServer({ registry: metricsSource, readiness, ...metricsToken, host: config.IDMINT_HOST, limits: connectionLimits(config), logger: options.logger });
     // Its health and Kafka pool topics still reach the dashboard, through the shared history.
     runDashboardReporter(ops, dashboardReporter({ ...reporterParts, sampler: false }));
     return ops;
@@ -89,6 +90,7 @@ export async function buildApiServer(options: ApiRoleOptions): Promise<FastifyIn
     store,
     registry: options.registry,
     ...(metricsSource !== options.registry ? { metricsSource } : {}),
+    ...metricsToken,
     decode: makeDecoder({ snowflake: snowflake.layout, uid: UID_LAYOUT, ...(region ? { region } : {}) }),
     decodeSnowflake: (id) => snowflake.decode(id),
     nextSnowflakeId: () => snowflake.nextId(),
@@ -98,6 +100,7 @@ export async function buildApiServer(options: ApiRoleOptions): Promise<FastifyIn
     ...(config.IDMINT_GATE_PASS ? { gatePass: config.IDMINT_GATE_PASS } : {}),
     readiness,
     limits: connectionLimits(config),
+    sliceIds: config.IDMINT_HTTP_SLICE_IDS,
     tokens: new PostgresTagTokenStore(db),
     keyFingerprint: parts.keyFingerprint,
     ...(options.changes ? { changes: options.changes } : {}),

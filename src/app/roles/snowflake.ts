@@ -12,9 +12,10 @@ import { openDeployment, type Deployment } from '../deployment.js';
 
 /**
  * Leaf's Snowflake-only server (workers/snowflake.ts): a worker id from ZooKeeper (or the file,
- * or a static id) and the Leaf Snowflake routes, with the API server's gate pass and HEAD rule.
- * With DATABASE_URL it is one process of that deployment, held to its record (the worker-id
- * registry, the layout, the region split) like every other; without, a generator on its own.
+ * or a static id) and the Leaf Snowflake routes, with the API server's gate pass, per-client
+ * rate limit and HEAD rule. With DATABASE_URL it is one process of that deployment, held to its
+ * record (the worker-id registry, the layout, the region split) like every other; without, a
+ * generator on its own.
  */
 export async function startSnowflakeProcess({ config, logger }: { config: Config; logger: Logger }): Promise<Started> {
   const closers = new Closers(logger);
@@ -38,7 +39,14 @@ export async function startSnowflakeProcess({ config, logger }: { config: Config
       ...(watch ? { guard: () => watch.refusal('snowflake') } : {}),
     });
     closers.add('snowflake', () => source.close());
-    const app = await buildSnowflakeServer({ source, logger, limits: connectionLimits(config), ...(config.IDMINT_GATE_PASS ? { gatePass: config.IDMINT_GATE_PASS } : {}) });
+    const app = await buildSnowflakeServer({
+      source,
+      logger,
+      limits: connectionLimits(config),
+      rateLimits: { perClient: config.IDMINT_RATE_LIMIT_CLIENT, perTag: 0, windowMs: config.IDMINT_RATE_LIMIT_WINDOW_MS },
+      ...(config.IDMINT_GATE_PASS ? { gatePass: config.IDMINT_GATE_PASS } : {}),
+      ...(config.IDMINT_METRICS_TOKEN ? { metricsToken: config.IDMINT_METRICS_TOKEN } : {}),
+    });
     closers.add('http', () => app.close());
     const url = await listen(app, config.IDMINT_HOST, config.IDMINT_PORT);
     logger.info({ url, workerId: source.workerId }, `snowflake server at ${url}; try: curl ${url}/api/snowflake/get/any`);

@@ -82,6 +82,8 @@ export function createCodec(format: IdFormat, parts: CodecParts): IdCodec {
     if (format.endsWith('base62')) return fromBase62(s);
     if (format.endsWith('sqids')) {
       const numbers = sqids!.decode(s);
+      // Long input decodes to numbers beyond 2^53, which Sqids' own encode refuses: not an ID.
+      if (!numbers.every((n) => Number.isSafeInteger(n))) return undefined;
       // Sqids decodes some strings it would never produce; only the canonical form is an ID.
       const v = numbers.length === 1 ? BigInt(numbers[0]!) : numbers.length === 2 && numbers[1]! <= 0xffffffff ? (BigInt(numbers[0]!) << 32n) | BigInt(numbers[1]!) : undefined;
       return v !== undefined && toText(v) === s ? v : undefined;

@@ -1,6 +1,7 @@
 // The refill dashboard's script (served at /dashboard/app.js, no build step, no dependency):
 // polls /dashboard/data.json, keeps the history it was given (bounded by historyMs) and draws
-// one panel per tag as SVG. It reads only from this server.
+// one panel per tag as SVG. It reads only from this server. Every value that reaches markup
+// goes through esc(): reports come from a shared Redis, and an admin's browser holds the token.
 (function () {
   'use strict';
   const config = JSON.parse(document.getElementById('dashboard-config').textContent);
@@ -70,8 +71,8 @@
       const checks = Object.entries(p.checks)
         .map(([name, c]) => `<span class="check ${c.ok ? 'ok' : 'bad'}" data-check="${esc(name)}" title="${esc(c.message || (c.ok ? 'ok' : 'failing'))}">${esc(name)}</span>`)
         .join(' ');
-      const who = `${esc(p.host)}:${p.pid}${p.id === state.processes[0].id ? ' (this page)' : ''}`;
-      return `<tr data-process="${esc(p.id)}" class="${p.silent ? 'silent' : ''}"><td>${who}</td><td>${esc(p.roles.join(', '))}</td><td><span class="status ${cls}">${esc(status)}</span></td><td>${checks}</td><td>${esc(p.version)}</td><td>${p.silent ? `silent for ${ago(p.silentMs).replace(' ago', '')}` : ago(p.silentMs)}</td></tr>`;
+      const who = `${esc(p.host)}:${esc(p.pid)}${p.id === state.processes[0].id ? ' (this page)' : ''}`;
+      return `<tr data-process="${esc(p.id)}" class="${p.silent ? 'silent' : ''}"><td>${who}</td><td>${esc(p.roles.join(', '))}</td><td><span class="status ${cls}">${esc(status)}</span></td><td>${checks}</td><td>${esc(p.version)}</td><td>${esc(p.silent ? `silent for ${ago(p.silentMs).replace(' ago', '')}` : ago(p.silentMs))}</td></tr>`;
     });
     document.querySelector('#health tbody').innerHTML = rows.join('');
   }
@@ -110,7 +111,7 @@
     const pushed = refills.filter((e) => e.status === 'pushed');
     const last = pushed[pushed.length - 1];
     const meanMs = pushed.length ? pushed.reduce((n, e) => n + e.ms, 0) / pushed.length : undefined;
-    const stat = (name, key, value, title) => `<div class="stat" data-stat="${key}"${title ? ` title="${esc(title)}"` : ''}><dt>${name}</dt><dd>${value}</dd></div>`;
+    const stat = (name, key, value, title) => `<div class="stat" data-stat="${key}"${title ? ` title="${esc(title)}"` : ''}><dt>${name}</dt><dd>${esc(value)}</dd></div>`;
     const stats = [
       stat('depth', 'depth', latest ? num(latest.depth) : '—'),
       stat('target', 'target', latest ? num(latest.target) : '—'),
@@ -123,10 +124,10 @@
     const kafka = latest ? latest.pools.filter((p) => p.kafka) : [];
     const kafkaTable = kafka.length
       ? `<table class="kafka"><thead><tr><th>topic</th><th>group</th><th>depth (IDs)</th><th>lag per partition (blocks)</th><th>IDs per block</th></tr></thead><tbody>${kafka
-          .map((p) => `<tr data-topic="${esc(p.kafka.topic)}"><td>${esc(p.kafka.topic)}</td><td>${esc(p.kafka.group)}</td><td class="n">${num(p.depth)}</td><td>${esc(p.kafka.lagBlocks.join(' · ') || '—')}</td><td class="n">${num(p.kafka.blockIds)}</td></tr>`)
+          .map((p) => `<tr data-topic="${esc(p.kafka.topic)}"><td>${esc(p.kafka.topic)}</td><td>${esc(p.kafka.group)}</td><td class="n">${esc(num(p.depth))}</td><td>${esc(p.kafka.lagBlocks.join(' · ') || '—')}</td><td class="n">${esc(num(p.kafka.blockIds))}</td></tr>`)
           .join('')}</tbody></table>`
       : '';
-    const what = `${esc(tag.mode)}${pooled ? `, pool ${esc(tag.pool)}${latest ? ` (${esc([...new Set(latest.pools.map((p) => p.kind))].join(', '))})` : ''}` : ''}, ${tag.shards} shard${tag.shards === 1 ? '' : 's'}, fallback ${esc(tag.fallback)}`;
+    const what = `${esc(tag.mode)}${pooled ? `, pool ${esc(tag.pool)}${latest ? ` (${esc([...new Set(latest.pools.map((p) => p.kind))].join(', '))})` : ''}` : ''}, ${esc(tag.shards)} shard${tag.shards === 1 ? '' : 's'}, fallback ${esc(tag.fallback)}`;
     return `<article class="tag" data-tag="${esc(tag.bizTag)}"><h3>${esc(tag.bizTag)} <small>${what}</small></h3><dl class="stats">${stats}</dl>${chart(series, refills, now, from)}${kafkaTable}</article>`;
   }
 
@@ -144,16 +145,16 @@
         const cls = e.status === 'pushed' ? `r-${e.reason}` : `r-${e.status}`;
         const w = Math.max(3, (e.ms / span) * W);
         const title = `${new Date(e.at).toLocaleTimeString()} ${e.reason} refill of shard ${e.shard}: ${e.status}` + (e.status === 'pushed' ? `, ${e.segments} segment(s), ${e.ids.toLocaleString('en-US')} IDs, ${e.ms} ms` : `, ${e.why || ''}`);
-        return `<rect class="refill ${cls}" data-reason="${esc(e.reason)}" data-status="${e.status}" x="${(x(e.at) - w).toFixed(1)}" y="${H - BAND}" width="${w.toFixed(1)}" height="${BAND - 2}"><title>${esc(title)}</title></rect>`;
+        return `<rect class="refill ${esc(cls)}" data-reason="${esc(e.reason)}" data-status="${esc(e.status)}" x="${(x(e.at) - w).toFixed(1)}" y="${H - BAND}" width="${w.toFixed(1)}" height="${BAND - 2}"><title>${esc(title)}</title></rect>`;
       })
       .join('');
     const lastDepth = series.length ? series[series.length - 1].depth : '';
     const label = series.length ? `max ${num(max / 1.1)}` : 'no pool readings yet (pools are read every sample interval)';
-    return `<svg class="chart" viewBox="0 0 ${W} ${H}" width="${W}" height="${H}" role="img" aria-label="pool depth and target over time, refills below" data-points="${series.length}" data-last-depth="${lastDepth}">` +
+    return `<svg class="chart" viewBox="0 0 ${W} ${H}" width="${W}" height="${H}" role="img" aria-label="pool depth and target over time, refills below" data-points="${series.length}" data-last-depth="${esc(lastDepth)}">` +
       `<rect class="plot" width="${W}" height="${plotH}"/><rect class="band" y="${H - BAND}" width="${W}" height="${BAND - 2}"/>` +
       (target ? `<polyline class="target" points="${target}"/>` : '') +
       (depth ? `<polyline class="depth" points="${depth}"/>` : '') +
-      `${marks}<text x="4" y="12">${label}</text><text x="${W - 4}" y="${plotH - 4}" text-anchor="end">now</text><text x="4" y="${plotH - 4}">${span < 120000 ? `${Math.round(span / 1000)} s` : `${Math.round(span / 60000)} min`} ago</text></svg>`;
+      `${marks}<text x="4" y="12">${esc(label)}</text><text x="${W - 4}" y="${plotH - 4}" text-anchor="end">now</text><text x="4" y="${plotH - 4}">${span < 120000 ? `${Math.round(span / 1000)} s` : `${Math.round(span / 60000)} min`} ago</text></svg>`;
   }
 
   poll();

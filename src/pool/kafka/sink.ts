@@ -8,7 +8,8 @@ import { blockBytes, type SigningKey } from '../../kafka/signing.js';
 import { kafkaPoolMetrics } from '../../kafka/metrics.js';
 import type { KafkaPoolMetrics } from '../../kafka/metrics.js';
 import { TopicProducer } from '../../kafka/producer.js';
-import { isCoordinatorMoving, isUnknownTopic } from '../../kafka/errors.js';
+import { isCoordinatorMoving, isLeaderMoving, isUnknownTopic } from '../../kafka/errors.js';
+import { retry } from '../../core/retry.js';
 import { DEFAULT_POOL_PARTITIONS, ensureTopics, existingTopics, kafkaNames, type KafkaNames, logUnderReplicated, POOL_TOPIC_CONFIGS, underReplicated } from '../../kafka/topics.js';
 import { checkInteger, resolveOptions } from '../../core/options.js';
 import { IdmintError } from '../../core/errors.js';
@@ -177,7 +178,7 @@ export class KafkaPoolSink implements PoolSink {
     const offsets = await this.withAdmin(async (admin) => {
       // A topic this sink made or found is not listed again (a listing fails whole while any partition in the cluster has no leader).
       if (!this.ready.has(topic) && !(await existingTopics(admin, [topic])).has(topic)) return null;
-      return Promise.all([admin.fetchTopicOffsets(topic), committedOffsets(admin, this.names.poolGroup(bizTag, shard), topic)]);
+      return Promise.all([topicOffsets(admin, topic), committedOffsets(admin, this.names.poolGroup(bizTag, shard), topic)]);
     });
     if (!offsets) return null;
     const [ends, committed] = offsets;
@@ -285,7 +286,7 @@ export class KafkaPoolSink implements PoolSink {
     const deadline = Date.now() + 30_000;
     for (let wait = 50; ; wait = Math.min(1000, wait * 2)) {
       try {
-        const offsets = await this.withAdmin((admin) => admin.fetchTopicOffsets(topic));
+        const offsets = await this.withAdmin((admin) => topicOffsets(admin, topic));
         const meta = await this.withAdmin((admin) => admin.fetchTopicMetadata({ topics: [topic] }));
         const partitions = meta.topics[0]?.partitions ?? [];
         if (offsets.length === partitions.length && partitions.length > 0 && partitions.every((p) => p.leader >= 0)) return;
@@ -298,18 +299,22 @@ export class KafkaPoolSink implements PoolSink {
   }
 }
 
+/** How long an admin read waits out a leader or coordinator that is moving: an election takes seconds. */
+const ADMIN_READ_RETRY_MS = 30_000;
+
+/**
+ * The topic's offsets; KafkaJS's admin gives up at once on a leader that moved or is not yet
+ * elected (NOT_LEADER_FOR_PARTITION: issue 42's chaos failure, and a topic created a moment ago),
+ * so this asks again, with fresh metadata each time (the admin keeps none between requests).
+ */
+function topicOffsets(admin: Admin, topic: string): ReturnType<Admin['fetchTopicOffsets']> {
+  return retry(() => admin.fetchTopicOffsets(topic), { retriable: isLeaderMoving, timeoutMs: ADMIN_READ_RETRY_MS });
+}
+
 /**
  * The group's committed offsets; KafkaJS's admin does not retry a coordinator that moved or is
- * loading, so this does — up to 30 s: a fresh broker creates its offsets topic on first use.
+ * loading, so this does: a fresh broker creates its offsets topic on first use.
  */
-async function committedOffsets(admin: Admin, groupId: string, topic: string): ReturnType<Admin['fetchOffsets']> {
-  const deadline = Date.now() + 30_000;
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await admin.fetchOffsets({ groupId, topics: [topic] });
-    } catch (err) {
-      if (!isCoordinatorMoving(err) || Date.now() >= deadline) throw err;
-      await new Promise((resolve) => setTimeout(resolve, Math.min(1000, 100 * attempt)));
-    }
-  }
+function committedOffsets(admin: Admin, groupId: string, topic: string): ReturnType<Admin['fetchOffsets']> {
+  return retry(() => admin.fetchOffsets({ groupId, topics: [topic] }), { retriable: isCoordinatorMoving, timeoutMs: ADMIN_READ_RETRY_MS });
 }

@@ -21,6 +21,8 @@ export interface TakersResult {
   notReady: number;
   /** Takes that came back short (pool ran dry) and were retried. */
   short: number;
+  /** The most takes in flight at once: how concurrent the takers really were. */
+  maxInFlight: number;
 }
 
 /**
@@ -44,6 +46,8 @@ export async function runTakers(opts: {
   const giveUpAt = Date.now() + (opts.giveUpMs ?? 120_000);
   // IDs asked for but not yet back: keeps concurrent loops from asking for more than `total`.
   let reserved = 0;
+  let inFlight = 0;
+  let maxInFlight = 0;
   const loop = async () => {
     while (n < opts.total) {
       if (Date.now() > giveUpAt) throw new Error(`takers gave up with ${n}/${opts.total} IDs`);
@@ -54,6 +58,7 @@ export async function runTakers(opts: {
       }
       reserved += want;
       let got: string[];
+      maxInFlight = Math.max(maxInFlight, ++inFlight);
       try {
         got = await opts.source.take(opts.tag, want);
       } catch (err) {
@@ -64,6 +69,8 @@ export async function runTakers(opts: {
           continue;
         }
         throw err;
+      } finally {
+        inFlight--;
       }
       reserved -= want;
       if (got.length > want) throw new Error(`asked for ${want} IDs, got ${got.length}`);
@@ -76,7 +83,7 @@ export async function runTakers(opts: {
     }
   };
   await Promise.all(Array.from({ length: opts.takers }, loop));
-  return { ids: ids.subarray(0, n), notReady: live.notReady, short };
+  return { ids: ids.subarray(0, n), notReady: live.notReady, short, maxInFlight };
 }
 
 

@@ -16,6 +16,18 @@ export class ManualClock implements Clock {
   }
 }
 
+/** A manual clock whose waits step it: code that waits by its clock runs without real time passing. */
+export class SteppingClock extends ManualClock {
+  readonly waits: number[] = [];
+  /** Called after each wait, with the clock's time: what the test lets happen meanwhile. */
+  onWait: (nowMs: number) => void = () => undefined;
+  async sleep(ms: number): Promise<void> {
+    this.waits.push(ms);
+    this.advance(ms);
+    this.onWait(this.ms);
+  }
+}
+
 /** A pino logger whose lines land in an array, as pino's own tests do. */
 export function memoryLogger(): { logger: pino.Logger; lines: Array<Record<string, unknown>> } {
   const lines: Array<Record<string, unknown>> = [];

@@ -6,6 +6,7 @@ import { Dispenser, MAX_REMEMBERED_MISSES, type DispenserPlugin } from '../../..
 import { DispenserMetrics } from '../../../src/dispenser/metrics.js';
 import { expectNoDuplicates } from '../../support/unique.js';
 import { testTag } from '../../support/tags.js';
+import { SteppingClock } from '../core/helpers.js';
 
 // Pure dispenser logic over in-process implementations of our own interfaces; the real
 // store and pools are exercised by the integration and e2e suites.
@@ -61,14 +62,16 @@ class CounterSource implements IdSource {
   }
 }
 
-function setup(tags: BizTag[] = [tag('order')]) {
+function setup(tags: BizTag[] = [tag('order')], options: { poolWaitMs?: number } = {}) {
   const store = new TagTable(...tags);
   const pool = new CounterSource('pool', 1n);
   const segment = new CounterSource('segment', 1_000_000n);
   const snowflake = new CounterSource('snowflake', 1n << 53n);
   const metrics = new DispenserMetrics(new Registry());
-  const dispenser = new Dispenser({ store, pools: { memory: pool }, segment, snowflake, metrics, poolWaitMs: 50 });
-  return { store, pool, segment, snowflake, metrics, dispenser };
+  // The dispenser's time: its waits step it, so no test here waits on (or races) real time.
+  const clock = new SteppingClock(Date.UTC(2026, 0, 1));
+  const dispenser = new Dispenser({ store, pools: { memory: pool }, segment, snowflake, metrics, poolWaitMs: options.poolWaitMs ?? 50, clock });
+  return { store, pool, segment, snowflake, metrics, dispenser, clock };
 }
 
 describe('Dispenser', () => {
@@ -143,17 +146,33 @@ describe('Dispenser', () => {
   });
 
   it('fallback error: a pool that answers but is short is waited for (the first refill of a new tag), and serves the whole batch from the pool', async () => {
-    const { dispenser, pool, segment } = setup([tag('order', { fallback: 'error' })]);
+    const { dispenser, pool, segment, clock } = setup([tag('order', { fallback: 'error' })]);
+    // The refill lands 20 ms (of the dispenser's clock) after the first short take.
+    const refillAfter = (ms: number): void => {
+      const at = clock.ms + ms;
+      clock.onWait = (now) => void (now >= at && (pool.limit = Infinity));
+    };
     pool.limit = 2;
-    setTimeout(() => (pool.limit = Infinity), 20);
+    refillAfter(20);
     const listed = await dispenser.get('order', 5);
     expect(listed).toEqual({ bizTag: 'order', ids: ['1', '2', '3', '4', '5'], source: 'pool' });
     pool.limit = 0;
-    setTimeout(() => (pool.limit = Infinity), 20);
+    refillAfter(20);
     const blocks = await dispenser.getBlocks('order', 4);
     expect(blocks.source).toBe('pool');
     expect(blocks.blocks.reduce((n, b) => n + b.end - b.start + 1, 0)).toBe(4);
     expect(segment.next).toBe(1_000_000n); // the segment rung was never asked
+  });
+
+  it('fallback error: the wait for a short pool ends at poolWaitMs by the injected clock, not by real time (issue 42)', async () => {
+    // A minute by the dispenser's clock, none by the wall's: a real wait would outlast the test's timeout.
+    const { dispenser, pool, clock } = setup([tag('order', { fallback: 'error' })], { poolWaitMs: 60_000 });
+    pool.limit = 0;
+    const startedAt = clock.ms;
+    await expect(dispenser.get('order', 1)).rejects.toMatchObject({ code: 'POOL_EMPTY' });
+    expect(clock.ms - startedAt).toBeGreaterThan(59_000);
+    expect(clock.ms - startedAt).toBeLessThanOrEqual(60_000);
+    expect(Math.max(...clock.waits)).toBe(200);
   });
 
   it('keeps the pool failure as the error when the policy is error', async () => {
