@@ -116,7 +116,7 @@ const REPLICATED_FAULTS: readonly Fault[] = [
 ];
 
 /** The single servers' own faults: with `ha`, each kind's replicated faults and Patroni failovers take their place. */
-const SINGLE_SERVER_KINDS = new Set(['redis-kill', 'redis-old-snapshot', 'redis-pause', 'postgres-restart', 'postgres-down', 'zookeeper-down', 'kafka-restart', 'kafka-kill']);
+const SINGLE_SERVER_KINDS = new Set(['redis-kill', 'redis-old-snapshot', 'redis-pause', 'postgres-restart', 'postgres-down', 'zookeeper-down', 'zookeeper-expiry', 'kafka-restart', 'kafka-kill']);
 
 /** The fault kinds of a topology. */
 export function faultsFor(kind: TopologyKind): readonly Fault[] {
@@ -135,6 +135,15 @@ export const FAULTS: readonly Fault[] = [
       await Promise.all(roles.map((r) => t.killRole(r)));
       await sleep(1000);
       await Promise.all(roles.map((r) => t.startRole(r)));
+    },
+  },
+  {
+    kind: 'api-freeze',
+    what: 'SIGSTOP an api process for 12 s, longer than its ZooKeeper sessions (worker-id lease 6 s, fence 10 s): they expire meanwhile; on SIGCONT it must issue nothing under the old lease and take its id again',
+    async inject(t, rng) {
+      const role = pick(['api-1', 'api-2'] as RoleName[], rng);
+      await t.freezeRole(role, 12_000);
+      await t.untilRoleReady(role, 60_000);
     },
   },
   {
@@ -202,6 +211,15 @@ export const FAULTS: readonly Fault[] = [
       await t.startRole(role);
       await sleep(2000);
       await t.server('zookeeper').start();
+    },
+  },
+  {
+    kind: 'zookeeper-expiry',
+    what: "SIGSTOP ZooKeeper for 12 s, longer than every session's timeout: on SIGCONT it expires them, and every client (lease, fence) must open a new session and take its nodes again",
+    async inject(t) {
+      await t.server('zookeeper').pause();
+      await sleep(12_000);
+      await t.server('zookeeper').resume();
     },
   },
   {

@@ -90,6 +90,9 @@ export class Topology {
         IDMINT_REFILL_EVERY_MS: '2000',
         IDMINT_POOL_SECONDS: '5',
         IDMINT_KAFKA_SESSION_TIMEOUT_MS: '6000',
+        // Worker-id leases (and their ZooKeeper sessions) short enough that the expiry faults
+        // (a frozen api process, a hung ZooKeeper) outlast them within a short run.
+        IDMINT_WORKER_ID_LEASE_MS: '6000',
         IDMINT_KAFKA_PARTITIONS: '4',
         // Every role signs with the key the load's SDK readers verify with.
         IDMINT_SIGNING_KEY: TEST_SIGNING_SECRET,
@@ -161,6 +164,31 @@ export class Topology {
   /** Steps a role's clock by `offsetMs` from real time (0: back to real time). */
   setClockOffset(name: RoleName, offsetMs: number): void {
     writeFileSync(this.clockFile(name), `${offsetMs}\n`);
+  }
+
+  /** SIGSTOP the role's process for `ms` (a long GC pause, a frozen VM: its sockets stay open), then SIGCONT. */
+  async freezeRole(name: RoleName, ms: number): Promise<void> {
+    const pid = this.roles.get(name)!.server?.child.pid;
+    if (pid === undefined) throw new Error(`${name} is not running`);
+    process.kill(pid, 'SIGSTOP');
+    try {
+      await new Promise((r) => setTimeout(r, ms));
+    } finally {
+      process.kill(pid, 'SIGCONT');
+    }
+  }
+
+  /** Waits until the role's /readyz says `ready` (its sessions and leases back). */
+  async untilRoleReady(name: RoleName, timeoutMs: number): Promise<void> {
+    const url = `http://127.0.0.1:${this.roles.get(name)!.port}/readyz`;
+    const deadline = Date.now() + timeoutMs;
+    let last = '';
+    while (Date.now() < deadline) {
+      last = await fetch(url).then((r) => r.text(), (err: unknown) => String(err));
+      if (/"status":"ready"/.test(last)) return;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    throw new Error(`${name} not ready within ${timeoutMs} ms: ${last.slice(0, 300)}`);
   }
 
   /** SIGKILL, and wait for the exit. */

@@ -18,6 +18,8 @@ export interface ReadinessSources {
   deployment: () => { ok: boolean; message: string; hint: string } | undefined;
   /** Why this process cannot sign what it writes to Kafka, when it writes there and cannot. */
   signing?: () => { ok: boolean; message: string; hint: string } | undefined;
+  /** The segment fence (ZooKeeper), where segments are fenced: down, no segment can be claimed. */
+  fence?: (() => { ok: boolean; message?: string }) | undefined;
   refillState: RoleState;
   responderState: RoleState;
 }
@@ -38,6 +40,7 @@ export function readinessOf(sources: ReadinessSources): () => Promise<ReadinessR
       checks.database = { ok: false, message: (err as Error).message };
     }
     if (sources.redis) checks.redis = sources.redis.connection.check();
+    if (sources.fence) checks['segment-fence'] = sources.fence();
     const { snowflake } = sources;
     if (snowflake) {
       try {
@@ -61,9 +64,8 @@ export function readinessOf(sources: ReadinessSources): () => Promise<ReadinessR
     if (Object.values(checks).every((c) => c.ok)) return { status: 'ready', checks };
     // A process that hands out IDs serves while any rung can: a pool (Redis), a segment
     // (Postgres) or Snowflake. A refill worker does nothing without both Postgres and Redis.
-    const canServe = snowflake
-      ? checks.database.ok || checks.redis?.ok === true || checks.snowflake?.ok === true
-      : checks.database.ok && checks.redis?.ok === true;
+    const segments = checks.database.ok && checks['segment-fence']?.ok !== false;
+    const canServe = snowflake ? segments || checks.redis?.ok === true || checks.snowflake?.ok === true : segments && checks.redis?.ok === true;
     return { status: canServe ? 'degraded' : 'not_ready', checks };
   };
 }

@@ -91,10 +91,12 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     const signs = config.KAFKA_BROKERS !== undefined && (roles.has('responder') || (roles.has('refill') && usesRedis(config)));
     const deployment = await openDeployment(config, db, { serving, signs, roles: [...roles], address: advertisedAddress(config), changes, registry, logger, closers });
     let base = new PostgresBizStore(db, { logger });
+    let fence: (() => { ok: boolean; message?: string }) | undefined;
     if (deployment.fenceRoot !== undefined) {
       const fenced = await openFencedStore(config, base, { metrics, logger, closers, zk: deployment.zk, root: deployment.fenceRoot });
       base = fenced.store;
       onFailover = fenced.onFailover;
+      fence = fenced.fence.health?.bind(fenced.fence);
     }
     const store = instrumentStore(guardAllocation(base, () => deployment.watch.refusal('segments')), metrics);
     // Redis, BullMQ and KafkaJS are loaded only by processes configured to use them: the embedded
@@ -142,7 +144,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       }
     }
 
-    const app = await buildApiServer({ config, db, store, parts, redis, deployment, changes, refillState, responderState, registry, metrics, logger, api: roles.has('api'), roles: [...roles], dashboard: { history, kafkaPools } });
+    const app = await buildApiServer({ config, db, store, parts, redis, deployment, fence, changes, refillState, responderState, registry, metrics, logger, api: roles.has('api'), roles: [...roles], dashboard: { history, kafkaPools } });
     closers.add('http', () => app.close());
     const url = await listen(app, config.IDMINT_HOST, config.IDMINT_PORT);
     return { app, dispenser: parts?.dispenser, store, registry, url, roles, close: () => closers.closeAll() };

@@ -7,6 +7,7 @@ import { BadRequestError, IdmintError, SegmentExhaustedError, TimeoutError } fro
 import type { Clock, Segment } from './ports.js';
 import { MAX_SEGMENT_ID, MAX_STEP, systemClock } from './ports.js';
 import { silentLogger, type Logger } from './logger.js';
+import { Episode } from './episode.js';
 import { checkInteger, defaults, OptionsError, resolveOptions } from './options.js';
 
 export interface SegmentBufferOptions {
@@ -76,6 +77,8 @@ function resolveBufferOptions(options: SegmentBufferOptions): ResolvedOptions {
 export class SegmentBuffer {
   private opts: ResolvedOptions;
   private readonly log: Logger;
+  /** Allocations failing for a reason we expect (a server down): one episode, not a line per try. */
+  private readonly failing: Episode;
   // The current half: the next value to hand out, its inclusive end, and where the next load starts.
   private cur = 1;
   private end = 0;
@@ -98,6 +101,7 @@ export class SegmentBuffer {
     this.opts = resolveBufferOptions(options);
     this.currentStep = this.options.baseStep;
     this.log = (options.logger ?? silentLogger).child({ component: 'segment-buffer', bizTag: this.options.bizTag });
+    this.failing = new Episode(this.log, 'segment allocations failing', { clock: this.options.clock });
   }
 
   get options(): ResolvedOptions {
@@ -320,12 +324,15 @@ export class SegmentBuffer {
         if (this.closed) return;
         this.highWater = segment.end;
         this.ready = segment;
+        this.failing.recover();
         this.log.debug({ start: segment.start, end: segment.end, step }, 'segment loaded');
       } catch (err) {
         this.retryAt = clock.now() + this.options.retryDelayMs;
         // Re-arm the background trigger, whoever started this load.
         if (!this.closed && this.end >= this.cur) this.loadMark = this.cur;
-        if (!(err instanceof SegmentExhaustedError)) this.log.warn({ err, step }, 'segment allocation failed');
+        // A server down (NOT_READY, TIMEOUT) is expected: one episode without a stack. Anything else is a bug's trace.
+        if (err instanceof IdmintError && err.retriable && !(err instanceof SegmentExhaustedError)) this.failing.fail({ step, code: err.code }, err.message);
+        else if (!(err instanceof SegmentExhaustedError)) this.log.warn({ err, step }, 'segment allocation failed');
         else if (!this.exhaustionLogged) {
           this.exhaustionLogged = true;
           this.log.warn({ code: err.code, step }, err.message);

@@ -24,6 +24,8 @@ export interface SegmentFence {
   claim(bizTag: string, shard: number, start: number, end: number): Promise<boolean>;
   /** Every recorded mark, for the check after a failover. */
   all(): Promise<Array<{ bizTag: string; shard: number; end: number }>>;
+  /** Whether marks can be read and claimed now (for /readyz). */
+  health?(): { ok: boolean; message?: string };
   close(): Promise<void>;
 }
 

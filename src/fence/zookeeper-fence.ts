@@ -1,12 +1,15 @@
 import { IdmintError } from '../core/errors.js';
 import { silentLogger, type Logger } from '../core/logger.js';
-import { CreateMode, isZkError, ZkClient, ZkException, type ZkClientOptions } from '../zookeeper/client.js';
+import { Circuit } from '../resilience/circuit.js';
+import { CreateMode, isZkError, isZkOutage, ZkClient, ZkException, type ZkClientOptions } from '../zookeeper/client.js';
 import type { SegmentFence } from './fence.js';
 
 export interface ZookeeperFenceOptions extends Omit<ZkClientOptions, 'logger'> {
   /** Where the marks live: `<root>/<bizTag>/<shard>`, the decimal end as data. Default `/idmint/fence`. */
   root?: string;
   logger?: Logger;
+  /** How often, while ZooKeeper is known to be unreachable, one probe looks for it. Default 1000 ms. */
+  probeEveryMs?: number;
 }
 
 /**
@@ -14,6 +17,11 @@ export interface ZookeeperFenceOptions extends Omit<ZkClientOptions, 'logger'> {
  * handed out, raised with a version check (never lowered, never deleted: a re-created tag keeps its
  * mark). Writes are quorum commits; `current` confirms its read through the leader, so a mark
  * raised by any process before the call is always seen.
+ *
+ * A circuit stands in front: once ZooKeeper is known to be unreachable (the session's connection
+ * dropped, a call timed out), every call fails at once with NOT_READY, so a request that needs a
+ * segment falls back (or answers 503 with Retry-After) without waiting; the client's reconnect or
+ * a probe closes it.
  */
 export class ZookeeperFence implements SegmentFence {
   private readonly made = new Set<string>();
@@ -22,11 +30,28 @@ export class ZookeeperFence implements SegmentFence {
   /** The session, opened on first use and again after a failed connect or an expiry: ZooKeeper down never stops the process, only its segments. */
   private session: Promise<ZkClient> | undefined;
   private closed = false;
+  private readonly circuit: Circuit;
+  private live: ZkClient | undefined;
 
   constructor(options: ZookeeperFenceOptions) {
-    const { root = '/idmint/fence', logger = silentLogger, ...zk } = options;
+    const { root = '/idmint/fence', logger = silentLogger, probeEveryMs, ...zk } = options;
     this.root = root.replace(/\/+$/, '');
-    this.connectOptions = { ...zk, logger: logger.child({ component: 'segment-fence' }) };
+    const log = logger.child({ component: 'segment-fence' });
+    this.connectOptions = { ...zk, logger: log };
+    this.circuit = new Circuit({
+      name: `the segment fence (ZooKeeper at ZK_CONNECT=${zk.connect})`,
+      isOutage: isZkOutage,
+      probe: async () => (await this.client()).exists(this.root),
+      logger: log,
+      // A read, or a claim whose outcome is never learned: a gap at worst, never a duplicate.
+      abandonOnOpen: true,
+      ...(probeEveryMs === undefined ? {} : { probeEveryMs }),
+    });
+  }
+
+  /** For /readyz: whether segments can be claimed now. */
+  health(): { ok: boolean; message?: string } {
+    return this.circuit.health();
   }
 
   /** A fence whose session is open (for tests and tools that want a connection error at once). */
@@ -36,7 +61,11 @@ export class ZookeeperFence implements SegmentFence {
     return fence;
   }
 
-  async current(bizTag: string, shard: number): Promise<number> {
+  current(bizTag: string, shard: number): Promise<number> {
+    return this.circuit.run(() => this.read(bizTag, shard));
+  }
+
+  private async read(bizTag: string, shard: number): Promise<number> {
     const zk = await this.client();
     const path = await this.node(zk, bizTag, shard);
     for (;;) {
@@ -55,7 +84,11 @@ export class ZookeeperFence implements SegmentFence {
     await this.claim(bizTag, shard, end, end);
   }
 
-  async claim(bizTag: string, shard: number, start: number, end: number): Promise<boolean> {
+  claim(bizTag: string, shard: number, start: number, end: number): Promise<boolean> {
+    return this.circuit.run(() => this.claimOnce(bizTag, shard, start, end));
+  }
+
+  private async claimOnce(bizTag: string, shard: number, start: number, end: number): Promise<boolean> {
     const zk = await this.client();
     const path = await this.node(zk, bizTag, shard);
     for (;;) {
@@ -71,7 +104,11 @@ export class ZookeeperFence implements SegmentFence {
     }
   }
 
-  async all(): Promise<Array<{ bizTag: string; shard: number; end: number }>> {
+  all(): Promise<Array<{ bizTag: string; shard: number; end: number }>> {
+    return this.circuit.run(() => this.readAll());
+  }
+
+  private async readAll(): Promise<Array<{ bizTag: string; shard: number; end: number }>> {
     const zk = await this.client();
     if (!(await zk.exists(this.root))) return [];
     const marks: Array<{ bizTag: string; shard: number; end: number }> = [];
@@ -86,6 +123,7 @@ export class ZookeeperFence implements SegmentFence {
 
   async close(): Promise<void> {
     this.closed = true;
+    this.circuit.shutdown();
     const session = this.session;
     this.session = undefined;
     (await session?.catch(() => undefined))?.close();
@@ -95,10 +133,19 @@ export class ZookeeperFence implements SegmentFence {
     if (this.closed) return Promise.reject(new IdmintError('NOT_READY', 'the segment fence is closed'));
     this.session ??= ZkClient.connect(this.connectOptions).then(
       (zk) => {
+        // The connection's own events are the first to know: no call waits out a timeout to learn it.
+        // A closed (expired) session's late events say nothing about the current one.
+        const current = (): boolean => this.live === zk;
+        zk.on('disconnected', () => current() && this.circuit.trip('the ZooKeeper connection dropped'));
+        zk.on('connected', () => current() && this.circuit.reset());
         zk.once('expired', () => {
-          if (this.session) this.session = undefined;
+          if (current()) {
+            this.live = undefined;
+            this.session = undefined;
+          }
           zk.close();
         });
+        this.live = zk;
         return zk;
       },
       (err: unknown) => {

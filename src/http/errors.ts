@@ -22,6 +22,11 @@ export function installErrorHandling(app: FastifyInstance): void {
         lastLogged.set(error.code, { at: Date.now(), suppressed: 0 });
       }
     } else request.log.debug({ reqId: request.id, code: error.code, reason: error.message }, 'request refused');
+    // Every 503 says when to ask again: a server known to be down (an open circuit) says its probe period, anything else 1 s.
+    if (error.status === 503) {
+      const retryAfterMs = typeof error.details.retryAfterMs === 'number' ? error.details.retryAfterMs : 1000;
+      void reply.header('retry-after', String(Math.max(1, Math.ceil(retryAfterMs / 1000))));
+    }
     void reply.status(error.status).type('application/json; charset=utf-8').send(error.toJSON());
   });
   const allowedMethods = trackAllowedMethods(app);

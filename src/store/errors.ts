@@ -1,4 +1,4 @@
-import { IdmintError, notReady } from '../core/errors.js';
+import { IdmintError } from '../core/errors.js';
 
 /**
  * Maps a driver failure to what callers can act on: SQL errors (constraint, syntax) pass through
@@ -12,7 +12,17 @@ export function mapDriverError(what: string, err: unknown): unknown {
   // Class 08 connection, 53 resources, 57 operator intervention (shutdown): the server, not the
   // query; 25006, a write on a read-only server: the primary became a standby (a failover).
   if (code !== undefined && !/^(08|53|57)/.test(code) && code !== '25006') return err;
-  return notReady(what, err);
+  return unreachable(`${what} is unavailable: ${err instanceof Error ? err.message : String(err)}`, err);
+}
+
+/** NOT_READY marked as "the server is not there" (isPgOutage), which opens the database's circuit. */
+export function unreachable(message: string, cause?: unknown, details: Record<string, unknown> = {}): IdmintError {
+  return new IdmintError('NOT_READY', message, { cause, details: { ...details, pgUnreachable: true } });
+}
+
+/** Whether a failure means Postgres is not there, as opposed to an answer (a SQL error) or a caller's own NOT_READY. */
+export function isPgOutage(err: unknown): boolean {
+  return err instanceof IdmintError && err.details.pgUnreachable === true;
 }
 
 /** The five-character SQLSTATE of a Postgres error, if it has one. */

@@ -2,7 +2,8 @@ import pg from 'pg';
 import { IdmintError } from '../core/errors.js';
 import { silentLogger, type Logger } from '../core/logger.js';
 import type { Database, SqlClient } from './db.js';
-import { mapDriverError, sqlState } from './errors.js';
+import { isPgOutage, mapDriverError, sqlState, unreachable } from './errors.js';
+import { Circuit } from '../resilience/circuit.js';
 import { checkInteger, defaults, OptionsError, resolveOptions } from '../core/options.js';
 import { Episode } from '../core/episode.js';
 import { splitPostgresUrl } from './pg-hosts.js';
@@ -17,6 +18,8 @@ export interface PgDatabaseOptions {
   max?: number;
   /** How long to wait for a connection before failing with NOT_READY. Default 5000. */
   connectionTimeoutMillis?: number;
+  /** While Postgres is known to be unreachable, how often one probe looks for it (queries fail at once meanwhile). Default 1000. */
+  probeEveryMs?: number;
   /** Called when a connection reaches a server on another timeline or system than before: a failover happened. */
   onFailover?: (from: PgIdentity, to: PgIdentity) => void;
   logger?: Logger;
@@ -40,7 +43,7 @@ export interface PgDatabase extends Database {
   server(): PgServer;
 }
 
-export const PG_DATABASE_DEFAULTS = defaults({ max: 10, connectionTimeoutMillis: 5000 });
+export const PG_DATABASE_DEFAULTS = defaults({ max: 10, connectionTimeoutMillis: 5000, probeEveryMs: 1000 });
 
 const SCHEMA_PATTERN = /^[a-z_][a-z0-9_]{0,62}$/;
 type TypeId = Parameters<typeof pg.types.getTypeParser>[0];
@@ -54,6 +57,7 @@ export function createPgDatabase(options: PgDatabaseOptions): PgDatabase {
     if (o.schema !== undefined && !SCHEMA_PATTERN.test(o.schema)) throw new OptionsError('Postgres', 'schema', `must match ${String(SCHEMA_PATTERN)}`);
     checkInteger('Postgres', o, 'max', 1);
     checkInteger('Postgres', o, 'connectionTimeoutMillis', 1);
+    checkInteger('Postgres', o, 'probeEveryMs', 1);
   });
   const log = (opts.logger ?? silentLogger).child({ component: 'pg' });
 
@@ -118,7 +122,7 @@ export function createPgDatabase(options: PgDatabaseOptions): PgDatabase {
         await pool.end().catch(() => undefined);
       }
     }
-    throw new IdmintError('NOT_READY', `postgres: no writable primary among ${hosts.names.join(', ')} (${reasons.join('; ')})`, { details: { hosts: hosts.names } });
+    throw unreachable(`postgres: no writable primary among ${hosts.names.join(', ')} (${reasons.join('; ')})`, undefined, { hosts: hosts.names });
   };
 
   const currentPool = (): pg.Pool | Promise<pg.Pool> => active?.pool ?? (choosing ??= choose().finally(() => (choosing = undefined)));
@@ -146,7 +150,7 @@ export function createPgDatabase(options: PgDatabaseOptions): PgDatabase {
     return ready;
   };
 
-  const query = async <R>(sql: string, params?: readonly unknown[]): Promise<{ rows: R[] }> => {
+  const rawQuery = async <R>(sql: string, params?: readonly unknown[]): Promise<{ rows: R[] }> => {
     await ensureReady();
     const pool = await currentPool();
     try {
@@ -164,7 +168,7 @@ export function createPgDatabase(options: PgDatabaseOptions): PgDatabase {
     }
   };
 
-  const transaction = async <T>(fn: (tx: SqlClient) => Promise<T>): Promise<T> => {
+  const rawTransaction = async <T>(fn: (tx: SqlClient) => Promise<T>): Promise<T> => {
     await ensureReady();
     const pool = await currentPool();
     let client: pg.PoolClient;
@@ -209,9 +213,16 @@ export function createPgDatabase(options: PgDatabaseOptions): PgDatabase {
     }
   };
 
+  // Once Postgres is known to be gone, no caller waits for a connection timeout to learn it again:
+  // queries fail at once (NOT_READY, Retry-After) while one probe at a time looks for it.
+  const circuit = new Circuit({ name: `Postgres (${hosts.names.join(', ')})`, isOutage: isPgOutage, probe: () => rawQuery('SELECT 1'), logger: log, probeEveryMs: opts.probeEveryMs });
+  const query = <R>(sql: string, params?: readonly unknown[]): Promise<{ rows: R[] }> => circuit.run(() => rawQuery<R>(sql, params));
+  const transaction = <T>(fn: (tx: SqlClient) => Promise<T>): Promise<T> => circuit.run(() => rawTransaction(fn));
+
   const listeners = new Set<() => Promise<void>>();
   const close = (): Promise<void> => {
     closing ??= (async () => {
+      circuit.shutdown();
       for (const stop of listeners) await stop();
       await choosing?.catch(() => undefined);
       await active?.pool.end().catch((err: unknown) => log.warn({ err }, 'closing the postgres pool failed'));

@@ -50,6 +50,16 @@ export function isZkError(err: unknown, code: number): boolean {
 }
 
 /**
+ * Whether a failure means ZooKeeper is not there (no session, no answer in time, the connection
+ * dropped), as opposed to an answer (a version conflict, a missing node, NO_AUTH).
+ */
+export function isZkOutage(err: unknown): boolean {
+  if (err instanceof TimeoutError) return true;
+  if ([ZkException.CONNECTION_LOSS, ZkException.SESSION_EXPIRED, ZkException.OPERATION_TIMEOUT].some((code) => isZkError(err, code))) return true;
+  return err instanceof IdmintError && err.details.zkUnreachable === true;
+}
+
+/**
  * A promise wrapper over node-zookeeper-client: connect with a deadline, per-operation deadlines
  * (the library queues requests forever while disconnected), and `expired` / `disconnected` /
  * `connected` events. An expired session never comes back: the owner opens a new ZkClient.
@@ -106,7 +116,7 @@ export class ZkClient extends EventEmitter {
         zk.close();
         reject(
           new IdmintError('NOT_READY', `ZooKeeper at ZK_CONNECT=${zk.options.connect} did not accept a session within ${zk.options.connectTimeoutMs} ms`, {
-            details: { connect: zk.options.connect },
+            details: { connect: zk.options.connect, zkUnreachable: true },
           }),
         );
       }, zk.options.connectTimeoutMs);
@@ -233,7 +243,7 @@ export class ZkClient extends EventEmitter {
   }
 
   private call<T>(what: string, run: (cb: (err: Error | null, value: T) => void) => void): Promise<T> {
-    if (this.closed) return Promise.reject(new IdmintError('NOT_READY', `ZooKeeper ${what}: client is closed`));
+    if (this.closed) return Promise.reject(new IdmintError('NOT_READY', `ZooKeeper ${what}: client is closed`, { details: { zkUnreachable: true } }));
     const timeoutMs = this.options.operationTimeoutMs;
     return new Promise<T>((resolve, reject) => {
       const timer = setTimeout(() => reject(new TimeoutError(`ZooKeeper ${what}`, timeoutMs)), timeoutMs);

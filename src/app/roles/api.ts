@@ -35,6 +35,8 @@ export interface ApiRoleOptions {
   redis: RedisPools | undefined;
   /** The deployment record this process is held to (its differences reach /readyz). */
   deployment: Deployment;
+  /** The segment fence's state, where segments are fenced in ZooKeeper. */
+  fence?: (() => { ok: boolean; message?: string }) | undefined;
   /** Changes made anywhere in the deployment (tag tokens are dropped from the gate at once). */
   changes?: ChangeFeed;
   /** Whether the refill role runs here (for /v1/stats and /readyz), and whether the Kafka responder has started (for /readyz). */
@@ -59,6 +61,7 @@ export async function buildApiServer(options: ApiRoleOptions): Promise<FastifyIn
     snowflake: parts?.snowflake,
     deployment: () => options.deployment.watch.health(),
     signing: () => options.deployment.signer?.health(),
+    fence: options.fence,
     refillState: options.refillState,
     responderState: options.responderState,
   });
