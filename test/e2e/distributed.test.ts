@@ -77,7 +77,7 @@ describe('idmint serve with Postgres, Redis, Kafka and ZooKeeper', () => {
   it('reports every dependency ready, with its worker id from ZooKeeper', async () => {
     const report = await untilReady(server.url, { output: server.output });
     expect(report.checks.snowflake?.message).toMatch(/from zookeeper/);
-    expect(Object.keys(report.checks).sort()).toEqual(['database', 'kafka', 'redis', 'refill', 'snowflake', 'zookeeper']);
+    expect(Object.keys(report.checks).sort()).toEqual(['database', 'kafka', 'redis', 'refill', 'segment-fence', 'snowflake', 'zookeeper']);
   });
 
   it('hands out one tag over HTTP and Kafka at once with zero duplicates, from the Redis pool', async () => {

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -20,12 +20,20 @@ afterEach(async () => {
   server = undefined;
 });
 
+/** The primary's serving processes: its children, less esbuild's service (run from the sources, tsx starts one). */
 const children = (pid: number): number[] =>
   execFileSync('pgrep', ['-P', String(pid)], { encoding: 'utf8' })
     .trim()
     .split('\n')
     .filter(Boolean)
-    .map(Number);
+    .map(Number)
+    .filter((child) => {
+      try {
+        return !readFileSync(`/proc/${child}/cmdline`, 'utf8').includes('esbuild');
+      } catch {
+        return false; // exited meanwhile
+      }
+    });
 
 
 describe.each([2, 4])('IDMINT_PROCESSES=%i on one port', (processes) => {
