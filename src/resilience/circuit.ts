@@ -95,6 +95,8 @@ export class Circuit {
 
   /** Runs `fn` unless the server is known to be unreachable, then fails at once with NOT_READY. */
   async run<T>(fn: () => Promise<T>): Promise<T> {
+    // Shut down with its owner: the owner's own "closed" answer is the one to give.
+    if (this.closed) return fn();
     const fired = this.breaker.fire(fn) as Promise<T>;
     let abandon: ((err: Error) => void) | undefined;
     try {

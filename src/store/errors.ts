@@ -12,7 +12,20 @@ export function mapDriverError(what: string, err: unknown): unknown {
   // Class 08 connection, 53 resources, 57 operator intervention (shutdown): the server, not the
   // query; 25006, a write on a read-only server: the primary became a standby (a failover).
   if (code !== undefined && !/^(08|53|57)/.test(code) && code !== '25006') return err;
-  return unreachable(`${what} is unavailable: ${err instanceof Error ? err.message : String(err)}`, err);
+  const message = `${what} is unavailable: ${err instanceof Error ? err.message : String(err)}`;
+  // Only a server that cannot be reached opens the circuit: one connection killed (57P01 on a
+  // busy pool, a reset) says nothing about the next, which may well succeed.
+  return cannotConnect(err) ? unreachable(message, err) : new IdmintError('NOT_READY', message, { cause: err });
+}
+
+const CONNECT_ERRNO = new Set(['ECONNREFUSED', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
+
+/** No connection could be made (refused, unreachable, timed out, the server starting or stopping), or a query's read timed out. */
+function cannotConnect(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code === 'string' && (CONNECT_ERRNO.has(code) || code === '57P03')) return true;
+  const message = err instanceof Error ? err.message : '';
+  return /timeout exceeded when trying to connect|Connection terminated due to connection timeout|Query read timeout/i.test(message);
 }
 
 /** NOT_READY marked as "the server is not there" (isPgOutage), which opens the database's circuit. */
