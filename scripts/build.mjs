@@ -11,6 +11,8 @@ import { distIsFresh } from '../bin/freshness.mjs';
 const root = fileURLToPath(new URL('..', import.meta.url));
 if (process.argv.includes('--if-stale') && distIsFresh(root)) process.exit(0);
 const started = Date.now();
+// npm start compiles only when a source changed: a compile takes seconds, so it says so first.
+if (process.argv.includes('--if-stale')) process.stderr.write('idmint: compiling the sources to dist/ (not built yet, or a source changed since)...\n');
 const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
 execFileSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.build.json')], { stdio: 'inherit', cwd: root });
 mkdirSync(join(root, 'dist'), { recursive: true });

@@ -5,6 +5,8 @@
 // the local servers keep running (`npm run infra:down` stops them).
 //   IDMINT_DEV_PORT   first port (default $IDMINT_PORT, else 8080): api-1 on it, api-2 on +1,
 //                     refill +2, responder +3
+//   IDMINT_INFRA_DIR  the servers' state (default .infra): its env names them, and the
+//                     processes' data directories live under its dev/
 import { execFileSync, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
@@ -12,6 +14,8 @@ import { clearTimeout, setTimeout } from 'node:timers';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
+// infra.sh up writes its env under IDMINT_INFRA_DIR: read that one, not the checkout's.
+const infra = process.env.IDMINT_INFRA_DIR || `${root}.infra`;
 const base = Number(process.env.IDMINT_DEV_PORT || process.env.IDMINT_PORT || 8080);
 if (!Number.isInteger(base) || base < 1 || base > 65532) {
   console.error(`npm run dev: IDMINT_DEV_PORT (or IDMINT_PORT) must be a port number, got "${process.env.IDMINT_DEV_PORT || process.env.IDMINT_PORT}"`);
@@ -20,7 +24,7 @@ if (!Number.isInteger(base) || base < 1 || base > 65532) {
 
 execFileSync('bash', ['scripts/infra.sh', 'up'], { cwd: root, stdio: ['ignore', 'inherit', 'inherit'] });
 const servers = Object.fromEntries(
-  readFileSync(`${root}.infra/env`, 'utf8')
+  readFileSync(`${infra}/env`, 'utf8')
     .split('\n')
     .map((line) => /^export (\w+)=(.*)$/.exec(line))
     .filter(Boolean)
@@ -38,7 +42,7 @@ const width = Math.max(...processes.map((p) => p.label.length));
 const children = processes.map(({ label, roles, port }) => {
   const child = spawn(process.execPath, ['bin/idmint.js', 'serve'], {
     cwd: root,
-    env: { ...process.env, ...servers, IDMINT_ROLES: roles, IDMINT_PORT: String(port), IDMINT_DATA_DIR: `${root}.infra/dev/${label}` },
+    env: { ...process.env, ...servers, IDMINT_ROLES: roles, IDMINT_PORT: String(port), IDMINT_DATA_DIR: `${infra}/dev/${label}` },
     // In this script's process group, so whatever kills the group kills them too: a Ctrl-C reaches
     // each child from the terminal and again from this script's SIGTERM, which a server takes as
     // the same stop request (it comes within a second: src/app/signals.ts).

@@ -11,8 +11,9 @@
 # is reused, never started twice. down stops only what this checkout started.
 # A server named by the environment (DATABASE_URL, REDIS_URL, KAFKA_BROKERS, ZK_CONNECT,
 # pointing somewhere other than our own port) is used as is and never started or stopped.
-# Ports: IDMINT_INFRA_{KAFKA,CONTROLLER,ZK,REDIS,PG}_PORT, defaults below. IDMINT_INFRA_DIR and
-# IDMINT_INFRA_LIB move the state and the jar cache: a private instance for a fault test.
+# Ports: IDMINT_INFRA_{KAFKA,CONTROLLER,ZK,REDIS,PG}_PORT, defaults below. IDMINT_INFRA_DIR moves
+# the state (a private instance for a fault test); the jars stay in the checkout's .infra/lib,
+# shared by every instance, unless IDMINT_INFRA_LIB names another cache.
 #
 # IDMINT_INFRA_SECURE=1 starts the secured profile (use it with its own IDMINT_INFRA_DIR and
 # ports): a throwaway CA and a server certificate for 127.0.0.1 made with openssl under
@@ -34,7 +35,8 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 INFRA="${IDMINT_INFRA_DIR:-$ROOT/.infra}"
-LIB="${IDMINT_INFRA_LIB:-$INFRA/lib}" # shared by private instances (test/support/servers.ts)
+# One jar cache per checkout, whatever IDMINT_INFRA_DIR says: a private instance never downloads again.
+LIB="${IDMINT_INFRA_LIB:-$ROOT/.infra/lib}"
 LOGS="$INFRA/logs"
 PIDS="$INFRA/pids"
 HOST=127.0.0.1
@@ -526,7 +528,12 @@ cmd_down() {
   [[ -d "$PG_HA_DIR" ]] && { pg_ha down || true; }
   # The replicated profile ran Postgres alone from this directory.
   [[ -d "$HA_DIR" ]] && { list=(postgres); infra_ha down || true; }
-  for s in "${list[@]}"; do stop_server "$s" || true; done
+  for s in "${list[@]}"; do
+    # What this checkout started stops even when the environment names another server: a shell
+    # that sourced the env of IDMINT_INFRA_PG_HA=1 has DATABASE_URL on Patroni's nodes.
+    if own_pid "$s" >/dev/null; then (unset "$(env_var "$s")"; stop_server "$s") || true
+    else stop_server "$s" || true; fi
+  done
 }
 
 pg_ha() { ZK_CONNECT="$(ha_var ZK_CONNECT || url_of zookeeper)" IDMINT_PG_HA_DIR="$PG_HA_DIR" bash "$ROOT/scripts/pg-ha.sh" "$@"; }

@@ -15,8 +15,9 @@
 #   bash scripts/pg-ha.sh wait     until there is a leader and all three members run or stream
 #
 # Settings (environment):
-#   ZK_CONNECT              the ZooKeeper Patroni uses (default: the one in .infra/env)
-#   IDMINT_PG_HA_DIR        state directory (default .infra/pg-ha)
+#   ZK_CONNECT              the ZooKeeper Patroni uses (default: the one in $IDMINT_INFRA_DIR/env)
+#   IDMINT_INFRA_DIR        infra.sh's state directory (default .infra), where its env and pg-ha/ are
+#   IDMINT_PG_HA_DIR        state directory (default $IDMINT_INFRA_DIR/pg-ha, as infra.sh starts it)
 #   IDMINT_PG_HA_PORT       first Postgres port; REST ports follow at +100 (default 15441)
 #   IDMINT_PG_HA_SCOPE      Patroni's cluster name, unique per cluster on one ZooKeeper (default idmint)
 #   IDMINT_PG_HA_SYNC=1     synchronous_mode: a commit waits for a replica (no lost commits)
@@ -28,7 +29,9 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-DIR="${IDMINT_PG_HA_DIR:-$PWD/.infra/pg-ha}"
+INFRA="${IDMINT_INFRA_DIR:-$PWD/.infra}"
+# infra.sh (IDMINT_INFRA_PG_HA=1) keeps the cluster under its own state directory: find it there.
+DIR="${IDMINT_PG_HA_DIR:-$INFRA/pg-ha}"
 PORT="${IDMINT_PG_HA_PORT:-15441}"
 SCOPE="${IDMINT_PG_HA_SCOPE:-idmint}"
 NODES=(1 2 3)
@@ -38,8 +41,8 @@ say() { echo "[pg-ha] $*" >&2; }
 
 zk() {
   if [[ -n "${ZK_CONNECT:-}" ]]; then echo "$ZK_CONNECT"; return; fi
-  [[ -f .infra/env ]] && (. .infra/env && echo "${ZK_CONNECT:-}") | grep . && return
-  die "no ZooKeeper: set ZK_CONNECT or run npm run infra:up first"
+  [[ -f "$INFRA/env" ]] && (. "$INFRA/env" && echo "${ZK_CONNECT:-}") | grep . && return
+  die "no ZooKeeper: set ZK_CONNECT or run npm run infra:up first (no env in $INFRA)"
 }
 
 bin_dir() {
@@ -121,8 +124,19 @@ url() {
   echo "postgres://postgres:postgres@$(IFS=,; echo "${hosts[*]}")/postgres?target_session_attrs=read-write"
 }
 
-kill_member() { # kill_member <n>: SIGKILL its Patroni, then its Postgres and every child
-  local n="$1" i pids
+kill_member() { # kill_member <n> [quiet]: SIGKILL its Patroni, then its Postgres and every child
+  local n="$1" i pids found=0
+  # A kill that finds nothing must say so: a fault test would otherwise pass without its fault.
+  if [[ ! -f "$DIR/n$n.yml" ]]; then
+    [[ "${2:-}" == quiet ]] && return 0
+    die "kill n$n: no cluster in $DIR (started with another IDMINT_INFRA_DIR or IDMINT_PG_HA_DIR?)"
+  fi
+  pgrep -f "patroni $DIR/n$n.yml" >/dev/null && found=1
+  pgrep -f -- "-D $DIR/data$n( |\$)" >/dev/null && found=1
+  if [[ "$found" == 0 ]]; then
+    [[ "${2:-}" == quiet ]] && return 0
+    die "kill n$n: member n$n runs neither Patroni nor Postgres (already killed? state in $DIR)"
+  fi
   pkill -9 -f "patroni $DIR/n$n.yml" 2>/dev/null || true
   # Patroni may have been starting Postgres (no postmaster.pid yet): find it by its data dir, and
   # kill the whole family (a frozen WAL sender would keep the socket open), until none is left.
@@ -192,7 +206,7 @@ freeze_senders() { # freeze_senders <n>: SIGSTOP the WAL senders of member n's P
 
 down() {
   local n
-  for n in "${NODES[@]}"; do kill_member "$n"; done
+  for n in "${NODES[@]}"; do kill_member "$n" quiet; done
   rm -rf "$DIR"
   say "stopped; $DIR removed"
 }
@@ -204,7 +218,7 @@ case "${1:-}" in
   leader) leader ;;
   kill | start | freeze)
     [[ "${2:-}" =~ ^n?[123]$ ]] || die "$1 needs a member: n1, n2 or n3"
-    case "$1" in kill) kill_member "${2#n}" ;; start) start_member "${2#n}" ;; freeze) freeze_senders "${2#n}" ;; esac ;;
+    case "$1" in kill) kill_member "${2#n}" && say "n${2#n} killed" ;; start) start_member "${2#n}" ;; freeze) freeze_senders "${2#n}" ;; esac ;;
   switchover)
     [[ "${2:-}" =~ ^n?[123]$ ]] || die "switchover needs the leader: n1, n2 or n3"
     patronictl -c "$DIR/n1.yml" switchover --leader "n${2#n}" --force ;;

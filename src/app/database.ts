@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from '../core/logger.js';
@@ -23,8 +24,12 @@ export async function openDatabase(config: Config, logger: Logger, closers: Clos
     closers.add('postgres', () => db.close());
   } else {
     if (dataDir === undefined) throw new Error('openDatabase: the embedded database needs a data directory');
+    const dir = join(dataDir, 'pglite');
+    // The first start creates the cluster (PGlite's initdb in WebAssembly, seconds): say so first.
+    if (existsSync(join(dir, 'PG_VERSION'))) logger.info({ dataDir: dir }, 'opening the embedded database');
+    else logger.info({ dataDir: dir }, 'creating the embedded database (first start: PGlite initdb, a few seconds)');
     const { createPgliteDatabase } = await import('../store/pglite.js');
-    db = await createPgliteDatabase({ dataDir: join(dataDir, 'pglite'), logger });
+    db = await createPgliteDatabase({ dataDir: dir, logger });
     closers.add('pglite', () => db.close());
   }
   try {

@@ -53,6 +53,12 @@ describe('embedded server (idmint serve with PGlite)', () => {
     rmSync(dataDir, { recursive: true, force: true });
   });
 
+  it('says first what a first start is doing: creating the embedded database, before it serves', () => {
+    const lines = server.output().split('\n').filter(Boolean);
+    expect(lines[0]).toMatch(/creating the embedded database \(first start/);
+    expect(server.output().indexOf('creating the embedded database')).toBeLessThan(server.output().indexOf('idmint is serving'));
+  });
+
   it('creates a demo tag on first start and serves it', async () => {
     const response = await fetch(`${server.url}/v1/ids/demo?count=3`);
     expect(response.status).toBe(200);
@@ -95,6 +101,8 @@ describe('embedded server (idmint serve with PGlite)', () => {
     expect(server.output()).toMatch(/stopped cleanly/);
     server = await spawnServer({ IDMINT_DATA_DIR: dataDir, IDMINT_ADMIN_TOKEN: TOKEN, IDMINT_PORT: port });
     expect((await fetch(`${server.url}/v1/ids/order`)).status).toBe(200);
+    expect(server.output()).toMatch(/opening the embedded database/);
+    expect(server.output()).not.toMatch(/creating the embedded database/);
   });
 
   it('refuses a second server on the same data directory with a clear message', async () => {

@@ -10,9 +10,10 @@ import { freePort } from '../support/spawn.js';
 /**
  * The README runs as written: every `sh` and `ts` block is marked `<!-- test: embedded -->`,
  * `<!-- test: distributed -->` or `<!-- test: skip: <why> -->`, and the blocks of a session run
- * in order, in one shell, on a clean copy of the checkout, as a user pastes them. What the harness
- * changes, and only that: the ports (the README's 8080 and 8081 become free ones, P and P+1, with
- * P+2 and P+3 free too for `npm run dev`), `npm install` (the copy shares this
+ * in order, in one shell, on a clean copy of the checkout, as a user pastes them. The blocks follow
+ * `IDMINT_PORT` themselves (`${IDMINT_PORT:-8080}`), so the harness only sets it to a free port P
+ * (with P+1..P+3 free too for `npm run dev`). What the harness changes, and only that:
+ * `npm install` (the copy shares this
  * checkout's node_modules and dist/), a `ts` block (saved to a file and run with tsx), a
  * `# {...}` comment under a command (its expected output, compared), and `npm start` (run in the
  * background, awaited on /readyz, stopped at the end). The distributed session gets its own
@@ -60,9 +61,6 @@ function cleanCopy(): string {
 
 const q = (s: string): string => `'${s.replace(/'/g, `'\\''`)}'`;
 
-/** The README's ports, as the harness moves them. */
-const movePorts = (text: string, port: number): string => text.replaceAll('127.0.0.1:8080', `127.0.0.1:${port}`).replaceAll('127.0.0.1:8081', `127.0.0.1:${port + 1}`);
-
 /** A free port P with P+1..P+3 free too (npm run dev takes four). */
 async function fourFreePorts(): Promise<number> {
   for (;;) {
@@ -74,7 +72,7 @@ async function fourFreePorts(): Promise<number> {
 }
 
 /** One bash script for a session's blocks, with the substitutions the header lists. */
-function script(blocks: Block[], dir: string, port: number): string {
+function script(blocks: Block[], dir: string): string {
   const lines = [
     'set -euo pipefail',
     // On a failure, the background processes' logs say why (npm run dev writes dev.log).
@@ -84,11 +82,11 @@ function script(blocks: Block[], dir: string, port: number): string {
   blocks.forEach((block, i) => {
     lines.push(`echo ${q(`### README block ${i + 1} (${block.lang})`)}`);
     if (block.lang === 'ts') {
-      writeFileSync(join(dir, `readme-${i + 1}.mts`), movePorts(block.text, port));
+      writeFileSync(join(dir, `readme-${i + 1}.mts`), block.text);
       lines.push(`node --import tsx readme-${i + 1}.mts`);
       return;
     }
-    const source = movePorts(block.text, port).split('\n');
+    const source = block.text.split('\n');
     source.forEach((raw, j) => {
       const line = raw.replace(/\s+#.*$/, '').trim();
       if (line === '' || line.startsWith('#')) return;
@@ -111,7 +109,7 @@ async function runSession(session: Session, env: Record<string, string>): Promis
   dirs.push(dir);
   const port = await fourFreePorts();
   const file = join(dir, `readme-${session}.sh`);
-  writeFileSync(file, script(readmeBlocks().filter((b) => b.session === session), dir, port));
+  writeFileSync(file, script(readmeBlocks().filter((b) => b.session === session), dir));
   // The servers the test harness exports are not inherited: each session names its own.
   const base = { ...process.env, KAFKA_BROKERS: '', ZK_CONNECT: '', REDIS_URL: '', DATABASE_URL: '', IDMINT_ADMIN_TOKEN: '' };
   const child = spawn('bash', [file], { cwd: dir, env: { ...base, IDMINT_PORT: String(port), ...env }, detached: true });
@@ -137,6 +135,11 @@ describe('README', () => {
     const blocks = readmeBlocks();
     expect(blocks.filter((b) => b.session === 'embedded').length).toBeGreaterThanOrEqual(4);
     expect(blocks.filter((b) => b.session === 'distributed').length).toBeGreaterThanOrEqual(2);
+  });
+
+  it('names no fixed port in a block that runs: each follows IDMINT_PORT, as the harness sets it', () => {
+    const fixed = readmeBlocks().filter((b) => b.session !== 'skip' && /127\.0\.0\.1:\d/.test(b.text));
+    expect(fixed.map((b) => b.text)).toEqual([]);
   });
 
   it('runs the embedded blocks in order on a clean copy: npm start, curl, the SDK snippet, the CLI', async () => {
