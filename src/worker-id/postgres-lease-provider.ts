@@ -1,33 +1,18 @@
 import { IdmintError } from '../core/errors.js';
-import { silentLogger, type Logger } from '../core/logger.js';
+import { silentLogger } from '../core/logger.js';
 import { checkInteger, defaults, resolveOptions } from '../core/options.js';
-import { systemClock, type Clock } from '../core/ports.js';
+import { systemClock } from '../core/ports.js';
 import type { SqlClient } from '../store/db.js';
-import type { Monotonic } from './lease-holder.js';
-import { LeasedWorkerIdProvider } from './leased-provider.js';
+import { LeasedWorkerIdProvider, type LeasedWorkerIdOptions } from './leased-provider.js';
 import { PostgresRegistry } from './postgres-registry.js';
 
-export interface PostgresLeaseWorkerIdProviderOptions {
+export interface PostgresLeaseWorkerIdProviderOptions extends LeasedWorkerIdOptions {
   /** The process's database. */
   db: SqlClient;
   /** This process's identity in the registry (`ip:port`, a pod's address). */
   identity: string;
   /** The lease, judged by the database's clock. Default 10000 ms. */
   leaseMs?: number;
-  /** Lease file and clock mark. Default `./data`. */
-  dataDir?: string;
-  /** The id to prefer (a StatefulSet pod's ordinal); see LeasedWorkerIdOptions. */
-  preferredWorkerId?: number;
-  preferredWaitMs?: number;
-  renewEveryMs?: number;
-  stopMarginMs?: number;
-  retryEveryMs?: number;
-  maxGuardWaitMs?: number;
-  markAheadMs?: number;
-  maxStartWaitMs?: number;
-  clock?: Clock;
-  logger?: Logger;
-  monotonic?: Monotonic;
 }
 
 export const POSTGRES_LEASE_WORKER_ID_DEFAULTS = defaults({ leaseMs: 10_000 });

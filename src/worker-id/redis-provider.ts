@@ -1,13 +1,12 @@
 import type { Cluster, Redis } from 'ioredis';
 import { IdmintError } from '../core/errors.js';
-import { silentLogger, type Logger } from '../core/logger.js';
+import { silentLogger } from '../core/logger.js';
 import { checkInteger, defaults, resolveOptions } from '../core/options.js';
-import { systemClock, type Clock } from '../core/ports.js';
-import type { Monotonic } from './lease-holder.js';
-import { LeasedWorkerIdProvider } from './leased-provider.js';
+import { systemClock } from '../core/ports.js';
+import { LeasedWorkerIdProvider, type LeasedWorkerIdOptions } from './leased-provider.js';
 import { RedisRegistry } from './redis-registry.js';
 
-export interface RedisWorkerIdProviderOptions {
+export interface RedisWorkerIdProviderOptions extends Omit<LeasedWorkerIdOptions, 'identity'> {
   redis: Redis | Cluster;
   /** Application name: part of the identity (`app:ip:port`). */
   app: string;
@@ -17,19 +16,6 @@ export interface RedisWorkerIdProviderOptions {
   keyPrefix?: string;
   /** The lease: a key TTL, renewed by the holder. Default 10000 ms. */
   leaseMs?: number;
-  /** Lease file and clock mark. Default `./data`. */
-  dataDir?: string;
-  preferredWorkerId?: number;
-  preferredWaitMs?: number;
-  renewEveryMs?: number;
-  stopMarginMs?: number;
-  retryEveryMs?: number;
-  maxGuardWaitMs?: number;
-  clock?: Clock;
-  logger?: Logger;
-  markAheadMs?: number;
-  maxStartWaitMs?: number;
-  monotonic?: Monotonic;
 }
 
 export const REDIS_WORKER_ID_DEFAULTS = defaults({ keyPrefix: 'idmint:', dataDir: './data', leaseMs: 10_000 });
