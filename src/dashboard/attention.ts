@@ -1,7 +1,7 @@
 import { processLabel, type ProcessRow } from './processes.js';
 import type { RefillEvent, Sample } from './store.js';
 
-/** A pool under this share of its target is below target: the refill threshold, so a refill should be on its way. */
+/** A pool under this share of its target is below target: the refill threshold, so a refill should be on its way. An empty pool without a target is too. */
 export const LOW_RATIO = 0.2;
 
 /** What the page knows of a tag's definition (from Postgres, as last read, or only its name from the history). */
@@ -83,7 +83,8 @@ export function tagRows(tags: readonly TagInfo[], samples: readonly Sample[], re
     const lastRefillAt = events.reduce<number | null>((at, e) => (e.status === 'pushed' && (at === null || e.at > at) ? e.at : at), null);
     const failing = failingOf(events);
     const attention: Attention[] = [];
-    if (fill !== null && fill < LOW_RATIO) attention.push('below-target');
+    // An empty pool with no target (Redis lost its data, or no refill ever landed) serves nothing either.
+    if ((fill !== null && fill < LOW_RATIO) || (depth === 0 && target === null)) attention.push('below-target');
     if (failing) attention.push('failing-refills');
     return { ...tag, depth, target, fill, rate: sampled ? sampled.rate : null, sampledAt: sampled ? sampled.at : null, lastRefillAt, failing, attention };
   });

@@ -27,9 +27,10 @@ describe('tag rows', () => {
     expect(rows.map((r) => r.attention)).toEqual([[], ['below-target'], []]);
   });
 
-  it('a pool with no target yet (never refilled) has no fill ratio and is not called below target', () => {
-    const [row] = tagRows([tag('a')], [sample(NOW, [pool('a', 0, null)])], []);
-    expect(row).toMatchObject({ depth: 0, target: null, fill: null, attention: [] });
+  it('a pool with no target (its meta lost with Redis, or never refilled) has no fill ratio; empty, it is below target', () => {
+    const [empty, some] = tagRows([tag('a'), tag('b')], [sample(NOW, [pool('a', 0, null), pool('b', 10, null)])], []);
+    expect(empty).toMatchObject({ depth: 0, target: null, fill: null, attention: ['below-target'] });
+    expect(some).toMatchObject({ depth: 10, target: null, fill: null, attention: [] });
   });
 
   it('failing refills: the shards whose refills failed since their last push; skips change nothing, a push ends it', () => {
