@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium } from '../support/chromium.js';
 import { colourOf, GREY, RED, screenshot } from '../support/dashboard-page.js';
 import { uid } from '../support/names.js';
-import { until, untilValue } from '../support/poll.js';
+import { until } from '../support/poll.js';
 import { startPrivateServer, type PrivateServer, type ServerName } from '../support/servers.js';
 import { spawnServer, untilReady, type SpawnedServer } from '../support/spawn.js';
 
@@ -25,8 +25,8 @@ const admin = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/j
 interface Data {
   tags: Array<{ bizTag: string }>;
   tagsFrom: { source: string };
-  processes: Array<{ id: string; name: string; state: string }>;
-  down: Array<{ id: string; name: string; message: string }>;
+  processes: Array<{ id: string; name: string; state: string; status: string; silent: boolean; checks: Record<string, { ok: boolean }> }>;
+  down?: Array<{ id: string; name: string; message: string }>;
   summary: { silentProcesses: string[] };
   storeError?: string;
 }
@@ -83,9 +83,9 @@ describe('the dashboard through each single outage, in real headless Chromium', 
     page = await browser.newPage({ viewport: { width: 1200, height: 1400 }, httpCredentials: { username: 'admin', password: TOKEN } });
     // Every text the status line ever shows, kept across reloads (injected by the browser, not by the page: the CSP stays as served).
     await page.addInitScript({ content: RECORD_STATUS_LINES });
-    await until('every pool sampled and both processes ready', async () => {
+    await until('both processes on the dashboard and nothing down', async () => {
       const d = await data();
-      return d.down.length === 0 && d.processes.filter((p) => p.state === 'ready').length === 2;
+      return (d.down ?? []).length === 0 && d.processes.filter((p) => p.status === 'ready' && !p.silent).length === 2;
     }, { timeoutMs: 120_000, intervalMs: 1000 });
   }, 600_000);
 
@@ -98,15 +98,28 @@ describe('the dashboard through each single outage, in real headless Chromium', 
 
   const statusLines = async (): Promise<string[]> => JSON.parse(((await page.evaluate('sessionStorage.getItem("updates")')) as string | null) ?? '[]') as string[];
 
+  /** The readiness check of the page's own process that names `server`. */
+  const CHECK: Record<ServerName, string> = { redis: 'redis', postgres: 'database', zookeeper: 'zookeeper', kafka: 'kafka' };
+
+  /** Whether the page's server has noticed the outage: it says so, or its own check fails, or data.json no longer answers 200. */
+  async function noticed(server: ServerName): Promise<boolean> {
+    const res = await fetch(`${a.url}/dashboard/data.json`, { headers: admin });
+    if (res.status !== 200) return true;
+    const d = (await res.json()) as Data;
+    return (d.down ?? []).some((x) => x.id === server) || d.processes[0]?.checks[CHECK[server]]?.ok === false;
+  }
+
   /** Opens a fresh page while `server` is down and checks what every outage must keep. */
   async function freshPageDuring(server: ServerName): Promise<void> {
-    await untilValue(`data.json to name ${server} as down`, data, (d) => d.down.some((x) => x.id === server), { timeoutMs: 120_000, intervalMs: 1000 });
+    await until(`the server to notice ${server} down`, () => noticed(server), { timeoutMs: 120_000, intervalMs: 1000 });
+    expect((await fetch(`${a.url}/dashboard/data.json`, { headers: admin })).status, 'data.json answers').toBe(200);
     const before = (await statusLines()).length;
     await page.goto(`${a.url}/dashboard`);
+    // Let a few polls pass: none may say the server cannot be reached (it answers).
+    await until('a few polls', async () => (await statusLines()).slice(before).length >= 3, { timeoutMs: 30_000 });
+    expect((await statusLines()).filter((l) => /cannot reach/.test(l))).toEqual([]);
     const banner = `#down p[data-server="${server}"]`;
     await page.locator(banner).waitFor({ timeout: 30_000 });
-    // Let a few polls pass: none may say the server cannot be reached.
-    await until('a few polls', async () => (await statusLines()).slice(before).filter((l) => l.startsWith('updated')).length >= 3, { timeoutMs: 30_000 });
     expect(await colourOf(page, banner)).toBe(RED);
     expect(await page.textContent(`${banner} b`)).toMatch(/^(Redis|Postgres|ZooKeeper|Kafka) is down$/);
     expect(await page.textContent('#summary [data-summary="servers-down"]')).toContain((await page.textContent(`${banner} b`))!.replace(' is down', ''));
@@ -122,7 +135,7 @@ describe('the dashboard through each single outage, in real headless Chromium', 
 
   async function back(server: ServerName): Promise<void> {
     await servers[server].start();
-    await until(`${server} back on the dashboard`, async () => !(await data()).down.some((x) => x.id === server), { timeoutMs: 120_000, intervalMs: 1000 });
+    await until(`${server} back on the dashboard`, async () => !((await data()).down ?? []).some((x) => x.id === server), { timeoutMs: 120_000, intervalMs: 1000 });
   }
 
   it('Redis down: the history from the server\'s memory, the other API unheard (grey) with Postgres saying it is alive', async () => {
