@@ -96,7 +96,8 @@ describe('the dashboard through each single outage, in real headless Chromium', 
     for (const d of dirs) rmSync(d, { recursive: true, force: true });
   });
 
-  const statusLines = async (): Promise<string[]> => JSON.parse(((await page.evaluate('sessionStorage.getItem("updates")')) as string | null) ?? '[]') as string[];
+  const statusLines = async (): Promise<string[]> =>
+    page.url().startsWith('http') ? (JSON.parse(((await page.evaluate('sessionStorage.getItem("updates")')) as string | null) ?? '[]') as string[]) : [];
 
   /** The readiness check of the page's own process that names `server`. */
   const CHECK: Record<ServerName, string> = { redis: 'redis', postgres: 'database', zookeeper: 'zookeeper', kafka: 'kafka' };
