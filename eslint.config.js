@@ -17,9 +17,9 @@ export default tseslint.config(
     rules: { 'no-console': 'error' },
   },
   {
-    // The dashboard's page script runs in the browser.
+    // The dashboard's page scripts run in the browser, as ES modules.
     files: ['src/dashboard/assets/**/*.js'],
-    languageOptions: { sourceType: 'script', globals: { document: 'readonly', fetch: 'readonly', setTimeout: 'readonly' } },
+    languageOptions: { sourceType: 'module', globals: { document: 'readonly', fetch: 'readonly', setTimeout: 'readonly', URLSearchParams: 'readonly', location: 'readonly', history: 'readonly', Node: 'readonly' } },
   },
   {
     files: ['bin/**/*.js', 'scripts/**/*.js', 'scripts/**/*.mjs', 'bench/**/*.mjs', 'test/**/*.mjs', '.ci/**/*.mjs'],

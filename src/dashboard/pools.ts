@@ -18,16 +18,28 @@ export interface KafkaPoolReading {
   autoKind: ConcretePoolKind;
 }
 
-/** Every Kafka pool topic: depth in IDs, and its group's lag in blocks per partition. */
+/** Kafka could not be read (not Postgres's tag list, not Redis's pool meta): the dashboard says Kafka is down. */
+export class KafkaPoolReadError extends Error {
+  constructor(cause: unknown) {
+    super((cause as Error).message, { cause });
+    this.name = 'KafkaPoolReadError';
+  }
+}
+
+/**
+ * Every Kafka pool topic: depth in IDs, and its group's lag in blocks per partition. Only a
+ * failure to read Kafka is a KafkaPoolReadError; without Redis a topic is read without its target
+ * and demand (they live in Redis).
+ */
 export async function kafkaPoolPoints(options: KafkaPoolReading): Promise<PoolPoint[]> {
   const points: PoolPoint[] = [];
   for (const tag of await options.store.listBiz()) {
     if (tag.mode !== 'segment' || poolKindOf(tag, options.autoKind) !== 'kafka') continue;
     for (let shard = 0; shard < tag.shards; shard++) {
       const [state, target, rate] = await Promise.all([
-        options.sink.state(tag.bizTag, shard),
-        options.meta.target(tag.bizTag, shard),
-        options.meta.rate(tag.bizTag, shard),
+        options.sink.state(tag.bizTag, shard).catch((err: unknown) => Promise.reject(new KafkaPoolReadError(err))),
+        options.meta.target(tag.bizTag, shard).catch(() => null),
+        options.meta.rate(tag.bizTag, shard).catch(() => 0),
       ]);
       const lagBlocks = state?.unconsumed ?? [];
       const blockIds = state?.blockIds ?? 0;

@@ -2,15 +2,23 @@ import { existsSync, readFileSync } from 'node:fs';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { browserAdminHook } from '../http/auth.js';
 import { IdmintError } from '../core/errors.js';
-import type { BizTag } from '../core/ports.js';
-import { SILENT_INTERVALS, type DashboardReporter } from './reporter.js';
-import type { DashboardStore, ProcessReport } from './store.js';
+import { withDeadline } from '../core/last-known.js';
+import type { RememberedTags } from './known-tags.js';
+import type { MirroredDashboardStore } from './mirror.js';
+import { dashboardPageHtml, type PageLinks } from './page.js';
+import type { LiveProcess } from './processes.js';
+import type { DashboardReporter } from './reporter.js';
+import { dashboardView } from './view.js';
 
 export interface DashboardPageOptions {
-  store: DashboardStore;
+  /** The history, mirrored in memory: the page answers from memory while the shared store (Redis) is down. */
+  store: Pick<MirroredDashboardStore, 'read' | 'held'>;
   /** This process's reporter: its report is made fresh for every page load, store or not. */
-  reporter: DashboardReporter;
-  tags: () => Promise<BizTag[]>;
+  reporter: Pick<DashboardReporter, 'report'>;
+  /** The tags now, or as last read (Postgres down). */
+  tags: Pick<RememberedTags, 'read'>;
+  /** The processes Postgres saw heartbeating lately: asked while Redis cannot be read. */
+  live?: (() => Promise<readonly LiveProcess[]>) | undefined;
   /** Throws UNAUTHORIZED for a request without the admin token. */
   authorize: (request: FastifyRequest) => void;
   sampleMs: number;
@@ -19,17 +27,24 @@ export interface DashboardPageOptions {
   /** 'redis' when the history is shared by the deployment, 'memory' when it is this process's. */
   storeKind: 'redis' | 'memory';
   /** Links shown in the header besides /status, /metrics and /docs. */
-  links: { ui?: string | undefined; grafana?: string | undefined };
+  links: PageLinks;
 }
 
-/** The dashboard's Content-Security-Policy: its own script, stylesheet and data, its favicon's data: URL. */
+/** The dashboard's Content-Security-Policy: its own scripts, stylesheet and data, its favicon's data: URL. */
 export const DASHBOARD_CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
-/** The page's script and stylesheet, read once (shipped as files beside the sources, like the Lua scripts). */
+/** The page's scripts (ES modules) and stylesheet, read once (shipped as files beside the sources, like the Lua scripts). */
 const ASSETS = {
   'app.js': 'text/javascript; charset=utf-8',
+  'dom.js': 'text/javascript; charset=utf-8',
+  'overview.js': 'text/javascript; charset=utf-8',
+  'tags.js': 'text/javascript; charset=utf-8',
+  'chart.js': 'text/javascript; charset=utf-8',
   'app.css': 'text/css; charset=utf-8',
 } as const;
+
+/** How long the page waits for Postgres's list of live processes. */
+const LIVE_TIMEOUT_MS = 1500;
 
 function readAsset(name: keyof typeof ASSETS): string {
   const beside = new URL(`./assets/${name}`, import.meta.url);
@@ -38,15 +53,16 @@ function readAsset(name: keyof typeof ASSETS): string {
 }
 
 /**
- * `/dashboard`: the refill dashboard. One page with, per tag, pool depth against its target over
- * time, the refills with their reason and duration, demand, fallback share, the last refill's
- * age, Kafka pool topics' depth and lag, and every process's health; refreshed live by a small
- * script from `/dashboard/data.json`. Every asset comes from this server (its CSP allows no other);
- * the admin token guards it as it does `/ui` and `/status`.
+ * `/dashboard`: the refill dashboard. An attention-first summary (tags below target, failing
+ * refills, silent processes, servers down), every process, and per tag its pool depth against its
+ * target over time, refills, demand, fallback share and Kafka lag, filtered and sorted in the
+ * page; refreshed live by a small script from `/dashboard/data.json`. Through any one server's
+ * outage it answers 200 with what is still known and names the server that is down. Every asset
+ * comes from this server (its CSP allows no other); the admin token guards it as it does `/ui`.
  */
 export async function dashboardRoutes(app: FastifyInstance, options: DashboardPageOptions): Promise<void> {
   app.addHook('onRequest', browserAdminHook(options.authorize));
-  // Only this server's own script and stylesheet run: a value that slipped past escaping still
+  // Only this server's own scripts and stylesheet run: a value that slipped past escaping still
   // cannot run script (no inline script, no handler attributes, nothing from elsewhere).
   app.addHook('onSend', async (_request, reply) => {
     void reply.header('content-security-policy', DASHBOARD_CSP).header('x-content-type-options', 'nosniff');
@@ -55,7 +71,7 @@ export async function dashboardRoutes(app: FastifyInstance, options: DashboardPa
 
   app.get('/dashboard', async (_request, reply) => {
     const config = { sampleMs: options.sampleMs, historyMs: options.historyMs, store: options.storeKind };
-    return reply.type('text/html; charset=utf-8').header('cache-control', 'no-store').send(page(config, options.links));
+    return reply.type('text/html; charset=utf-8').header('cache-control', 'no-store').send(dashboardPageHtml(config, options.links));
   });
 
   for (const name of Object.keys(ASSETS) as Array<keyof typeof ASSETS>) {
@@ -65,15 +81,10 @@ export async function dashboardRoutes(app: FastifyInstance, options: DashboardPa
   app.get('/dashboard/data.json', async (request) => {
     const since = sinceOf((request.query as Record<string, unknown>).since, options.historyMs);
     const now = Date.now();
-    const self = await options.reporter.report(now);
-    const tags = await options.tags();
-    try {
-      const [samples, refills, reports] = await Promise.all([options.store.samples(since), options.store.refills(since), options.store.reports()]);
-      return { now, store: options.storeKind, self: self.id, tags: tags.map(tagView), processes: processesView(reports, self, now, options.sampleMs), samples, refills };
-    } catch (err) {
-      // The store is Redis and Redis is down: this process's health, and what the page already has.
-      return { now, store: options.storeKind, storeError: (err as Error).message, self: self.id, tags: tags.map(tagView), processes: processesView([], self, now, options.sampleMs), samples: [], refills: [] };
-    }
+    // Each read is bounded and none is fatal: a server that is down is named, not a 503.
+    const [self, tags, history] = await Promise.all([options.reporter.report(now), options.tags.read(), options.store.read(since)]);
+    const live = history.error !== undefined && options.storeKind === 'redis' && options.live ? await withDeadline(options.live(), LIVE_TIMEOUT_MS, 'listing the live processes in Postgres').catch(() => undefined) : undefined;
+    return dashboardView({ now, sampleMs: options.sampleMs, storeKind: options.storeKind, self, tags, history, held: options.store.held(now - options.historyMs), live });
   });
 }
 
@@ -86,44 +97,4 @@ function sinceOf(raw: unknown, historyMs: number): number {
     throw new IdmintError('BAD_REQUEST', 'since must be a time in epoch milliseconds, e.g. since=1764201600000');
   }
   return Math.max(floor, since);
-}
-
-function tagView(t: BizTag) {
-  return { bizTag: t.bizTag, mode: t.mode, pool: t.pool, shards: t.shards, fallback: t.fallback };
-}
-
-function processesView(reports: ProcessReport[], self: ProcessReport, now: number, sampleMs: number) {
-  const others = reports.filter((r) => r.id !== self.id);
-  return [self, ...others.sort((a, b) => a.id.localeCompare(b.id))].map((r) => {
-    const { issued: _issued, kafka: _kafka, ...rest } = r;
-    return { ...rest, silentMs: now - r.at, silent: now - r.at > SILENT_INTERVALS * sampleMs };
-  });
-}
-
-function page(config: Record<string, unknown>, links: DashboardPageOptions['links']): string {
-  const link = (href: string, text: string) => `<a href="${esc(href)}">${esc(text)}</a>`;
-  const nav = [
-    links.ui ? link(links.ui, 'BullMQ (/ui)') : '',
-    link('status', 'status'),
-    link('docs', 'API docs'),
-    link('metrics', 'metrics'),
-    links.grafana ? link(links.grafana, 'Grafana') : '',
-  ].filter(Boolean).join(' · ');
-  return `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>idmint dashboard</title>
-<meta name="viewport" content="width=device-width, initial-scale=1"><link rel="icon" href="data:,">
-<link rel="stylesheet" href="dashboard/app.css"></head>
-<body>
-<header><h1>idmint</h1><nav>${nav}</nav><span id="updated" aria-live="polite">loading…</span></header>
-<section><h2>Servers and processes</h2><table id="health"><thead><tr><th>process</th><th>roles</th><th>status</th><th>checks</th><th>version</th><th>last report</th></tr></thead><tbody></tbody></table>
-<p id="store-note"></p></section>
-<section><h2>Tags</h2><div class="legend"><span><i class="depth"></i>depth</span><span><i class="target"></i>target</span><span>refills: <i class="r-threshold"></i>threshold <i class="r-cron"></i>cron <i class="r-manual"></i>manual <i class="r-failed"></i>failed <i class="r-skipped"></i>skipped</span></div>
-<div id="tags"></div></section>
-<script type="application/json" id="dashboard-config">${JSON.stringify(config).replace(/</g, '\\u003c')}</script>
-<script src="dashboard/app.js"></script>
-</body></html>`;
-}
-
-function esc(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }

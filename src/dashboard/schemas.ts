@@ -26,6 +26,7 @@ const poolPoint = z.object({
 
 const processReport = z.object({
   id: text(300),
+  address: text(300).optional(),
   host: text(255),
   pid: count,
   roles: z.array(text(64)).max(16),
@@ -36,6 +37,7 @@ const processReport = z.object({
   checks: z.record(text(64), z.object({ ok: z.boolean(), message: text(2000).optional(), hint: text(2000).optional() })),
   issued: z.record(text(128), issuedCounts),
   kafka: z.array(poolPoint).max(10_000).optional(),
+  stoppedAt: amount.optional(),
 });
 
 const sample = z.object({ at: amount, pools: z.array(poolPoint).max(100_000), issued: z.record(text(128), issuedCounts) });

@@ -48,7 +48,10 @@ export interface RefillEvent {
 
 /** What a process says about itself that does not change. */
 export interface ProcessIdentity {
+  /** `host:pid`: unique per process, the key of its report and the `by` of its refills. */
   readonly id: string;
+  /** `host:port` as the process advertises it (`#index` added for one of IDMINT_PROCESSES): how the page names it. Absent in reports of before. */
+  readonly address?: string;
   readonly host: string;
   readonly pid: number;
   readonly roles: string[];
@@ -60,9 +63,11 @@ export interface ProcessIdentity {
 export interface ProcessReport extends ProcessIdentity {
   /** When this report was made, epoch ms. */
   readonly at: number;
-  /** ready, degraded or not_ready (what its /readyz says). */
-  readonly status: string;
-  readonly checks: Record<string, { ok: boolean; message?: string }>;
+  /** What its /readyz says. */
+  readonly status: 'ready' | 'degraded' | 'not_ready';
+  readonly checks: Record<string, { ok: boolean; message?: string; hint?: string }>;
+  /** When it stopped cleanly (its last report): the page shows it stopped, in grey, not silent. */
+  readonly stoppedAt?: number;
   /** IDs it issued since it started, by tag. */
   readonly issued: Record<string, IssuedCounts>;
   /** Kafka pool topics as its refill role sees them. */

@@ -10,7 +10,7 @@ import { Pacer } from './pacer.js';
 import { bizRoutes } from './routes-biz.js';
 import { idRoutes } from './routes-ids.js';
 import { leafSnowflakeRoutes } from './routes-leaf-snowflake.js';
-import { statusRoutes } from './status-page.js';
+import { statusRoutes, type StatusPageOptions } from './status-page.js';
 import { rateLimitHandlers, requestedTag, type RateLimits } from './rate-limits.js';
 import { presentedToken, tokenRoutes, TokenGate } from './tag-tokens.js';
 import type { HistoryBucket } from '../core/history.js';
@@ -55,7 +55,7 @@ export interface HttpServerOptions {
   /** Rate limits on the routes that hand out IDs. Default none. */
   rateLimits?: RateLimits;
   /** The `/status` page's data (tags come from the store). */
-  status?: { depths: () => DepthReading[]; history: () => HistoryBucket[] };
+  status?: { depths: () => DepthReading[]; history: () => HistoryBucket[]; tags?: StatusPageOptions['tags'] };
   /** The package's version, shown in /openapi.json. */
   version?: string;
   /** Largest request body. Default 64 KiB: admin bodies are small. */

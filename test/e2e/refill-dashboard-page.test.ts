@@ -9,7 +9,7 @@ import { env } from '../support/env.js';
 import { uid } from '../support/names.js';
 import { until } from '../support/poll.js';
 import { startPrivateServer, type PrivateServer } from '../support/servers.js';
-import { spawnServer, type SpawnedServer } from '../support/spawn.js';
+import { freePort, spawnServer, type SpawnedServer } from '../support/spawn.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const ARTIFACTS = `${ROOT}test/artifacts`;
@@ -182,5 +182,44 @@ describe('the dashboard of a deployment with separate API and refill processes',
 
     await refill.stop('SIGKILL');
     await until('the killed refill process shown silent', async () => refillId(await data())?.silent === true, { timeoutMs: 10_000 });
+  });
+
+  it('a Ctrl-C restart (SIGINT) shows the old process stopped, not silent; a killed one restarted on its address is stopped too', async () => {
+    const shared = {
+      DATABASE_URL: env('DATABASE_URL'),
+      IDMINT_PG_SCHEMA: `dashr_${uid()}`.replace(/-/g, '_'),
+      REDIS_URL: env('REDIS_URL'),
+      IDMINT_POOL_KEY_PREFIX: `dashr-${uid()}:`,
+      IDMINT_REFILL_QUEUE: `dashr-${uid()}`,
+      IDMINT_ADMIN_TOKEN: TOKEN,
+      IDMINT_DASHBOARD_SAMPLE_MS: '300',
+    };
+    const dataDir = mkdtempSync(join(tmpdir(), 'idmint-dashboard-'));
+    dirs.push(dataDir);
+    const api = await spawnServer({ ...shared, IDMINT_ROLES: 'api', IDMINT_DATA_DIR: dataDir });
+    servers.push(api);
+    const port = String(await freePort());
+    type Data = { processes: Array<{ id: string; name: string; state: string }> };
+    const data = async (): Promise<Data> => (await fetch(`${api.url}/dashboard/data.json`, { headers: admin })).json() as Promise<Data>;
+    const state = async (s: SpawnedServer) => (await data()).processes.find((p) => p.id.endsWith(`:${s.child.pid}`))?.state;
+
+    const first = await spawnServer({ ...shared, IDMINT_ROLES: 'refill', IDMINT_PORT: port });
+    servers.push(first);
+    await until('the refill process ready', async () => (await state(first)) === 'ready', { timeoutMs: 30_000 });
+    expect(await first.stop('SIGINT')).toBe(0);
+    const second = await spawnServer({ ...shared, IDMINT_ROLES: 'refill', IDMINT_PORT: port });
+    servers.push(second);
+    await until('the new process ready', async () => (await state(second)) === 'ready', { timeoutMs: 30_000 });
+    expect(await state(first)).toBe('stopped');
+
+    await second.stop('SIGKILL');
+    const third = await spawnServer({ ...shared, IDMINT_ROLES: 'refill', IDMINT_PORT: port });
+    servers.push(third);
+    await until('the third process ready and the killed one past its silence', async () => (await state(third)) === 'ready' && (await state(second)) !== 'ready', { timeoutMs: 30_000 });
+    // Its address is held by a process started after it: it was restarted, not lost.
+    expect(await state(second)).toBe('stopped');
+    const d = await data();
+    expect(d.processes.filter((p) => p.state === 'silent')).toEqual([]);
+    expect(d.processes.find((p) => p.id.endsWith(`:${third.child.pid}`))!.name).toMatch(new RegExp(`:${port}$`));
   });
 });

@@ -19,6 +19,7 @@ import { packageVersion } from '../version.js';
 import { DEFAULT_REDIS_POOL } from '../../core/pool-kind.js';
 import { dashboardPage, dashboardReporter, runDashboardReporter, type DashboardHistory } from '../dashboard.js';
 import { fromPoolStats } from '../../dashboard/pools.js';
+import { RememberedTags } from '../../dashboard/known-tags.js';
 import type { PoolPoint } from '../../dashboard/store.js';
 import { regionsReport, regionsRoute } from '../../regions/report.js';
 import { KEY_FINGERPRINT_SETTING } from '../formats.js';
@@ -77,16 +78,18 @@ export async function buildApiServer(options: ApiRoleOptions): Promise<FastifyIn
     return ops;
   }
   const { snowflake } = parts;
+  // The tags as last read: the pool sampler, the dashboard and /status keep them through a Postgres outage.
+  const tags = new RememberedTags(store);
   // The BullMQ dashboard and refill stats only where Redis pools are: nothing else loads them.
   const [bullBoardModule, refillStats] = redis ? await Promise.all([import('../../http/bull-board.js'), import('../../refill/stats.js')]) : [];
   const stats = redis && refillStats
-    ? () => refillStats.collectRefillStats({ store, sinks: { 'redis-list': redis.list, 'redis-counter': redis.counter }, meta: redis.statsMeta, queue: redis.queue, autoKind: DEFAULT_REDIS_POOL })
+    ? () => refillStats.collectRefillStats({ store: tags, sinks: { 'redis-list': redis.list, 'redis-counter': redis.counter }, meta: redis.statsMeta, queue: redis.queue, autoKind: DEFAULT_REDIS_POOL })
     : undefined;
   // The dashboard samples every Redis pool, or without Redis this process's buffers.
   const pools = stats
     ? async () => fromPoolStats((await stats()).pools)
     : async () => (options.metrics.depthSource?.() ?? []).map((d) => ({ bizTag: d.bizTag, shard: d.shard, kind: 'buffer', depth: d.depth, target: null, rate: 0 }));
-  const reporter = dashboardReporter({ ...reporterParts, pools, sampler: true });
+  const reporter = dashboardReporter({ ...reporterParts, pools, sampler: true, tags });
   const bullBoard = redis !== undefined;
   const app = await buildHttpServer({
     dispenser: parts.dispenser,
@@ -108,10 +111,10 @@ export async function buildApiServer(options: ApiRoleOptions): Promise<FastifyIn
     keyFingerprint: parts.keyFingerprint,
     ...(options.changes ? { changes: options.changes } : {}),
     rateLimits: { perClient: config.IDMINT_RATE_LIMIT_CLIENT, perTag: config.IDMINT_RATE_LIMIT_TAG, windowMs: config.IDMINT_RATE_LIMIT_WINDOW_MS },
-    status: { depths: () => options.metrics.depthSource?.() ?? [], history: () => options.metrics.history.snapshot() },
+    status: { depths: () => options.metrics.depthSource?.() ?? [], history: () => options.metrics.history.snapshot(), tags },
     extensions: [
       regionsRoute(() => regionsReport(db, KEY_FINGERPRINT_SETTING)),
-      dashboardPage({ config, history: options.dashboard.history, reporter, store, bullBoard }),
+      dashboardPage({ config, history: options.dashboard.history, reporter, tags, db, bullBoard }),
       // Read-only by default off loopback: the board's buttons retry, clean and remove jobs.
       ...(redis && bullBoardModule ? [bullBoardModule.bullBoardExtension({ queues: [redis.queue.queue], readOnly: uiReadOnly(config) })] : []),
     ],

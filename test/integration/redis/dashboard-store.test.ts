@@ -43,7 +43,7 @@ describe('RedisDashboardStore', () => {
   it('keeps one report per process and skips an unreadable entry', async () => {
     const prefix = `t-${uid()}:`;
     const store = new RedisDashboardStore(a, { samples: 5, refills: 5 }, prefix);
-    const report = { id: 'p1', host: 'h', pid: 1, roles: ['api'], version: 't', startedAt: 0, at: 1, status: 'ready', checks: {}, issued: {} };
+    const report = { id: 'p1', host: 'h', pid: 1, roles: ['api'], version: 't', startedAt: 0, at: 1, status: 'ready' as const, checks: {}, issued: {} };
     await store.putReport(report);
     await store.putReport({ ...report, at: 2 });
     await a.hset(`${prefix}idmint:dashboard:reports`, 'broken', '{not json');

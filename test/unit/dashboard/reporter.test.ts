@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { KafkaPoolReadError } from '../../../src/dashboard/pools.js';
 import { DashboardReporter, type HealthReport } from '../../../src/dashboard/reporter.js';
 import { recordingRefills } from '../../../src/dashboard/refill-log.js';
 import { MemoryDashboardStore, type DashboardStore, type IssuedCounts, type ProcessReport } from '../../../src/dashboard/store.js';
@@ -67,6 +68,55 @@ describe('DashboardReporter', () => {
     const report = await r.report();
     expect(report.status).toBe('not_ready');
     expect(report.checks.health).toEqual({ ok: false, message: 'boom' });
+  });
+});
+
+describe('DashboardReporter: stopping, naming, hung servers', () => {
+  it('writes a last report saying it stopped when closed, and nothing after it (the page shows it grey, not silent)', async () => {
+    const store = new MemoryDashboardStore({ samples: 10, refills: 10 });
+    const r = new DashboardReporter({
+      store,
+      identity: { id: 'vm:1', host: 'vm', pid: 1, roles: ['api'], version: 't', startedAt: 0 },
+      address: () => '10.0.0.5:8081',
+      health: async () => ({ status: 'ready', checks: {} }),
+      issued: () => ({}),
+      sampler: false,
+      sampleMs: SAMPLE_MS,
+    });
+    r.start();
+    await r.close();
+    await r.tick();
+    const [last] = await store.reports();
+    expect(last).toMatchObject({ id: 'vm:1', address: '10.0.0.5:8081', stoppedAt: expect.any(Number) });
+    await r.close();
+    expect(await store.reports()).toHaveLength(1);
+  });
+
+  it('says Kafka is down only when Kafka itself cannot be read (not when the tag list or the pool meta fail)', async () => {
+    let failure: Error = new Error('Postgres down');
+    const r = new DashboardReporter({
+      store: new MemoryDashboardStore({ samples: 1, refills: 1 }),
+      identity: { id: 'vm:1', host: 'vm', pid: 1, roles: ['refill'], version: 't', startedAt: 0 },
+      health: async () => ({ status: 'ready', checks: { redis: { ok: true } } }),
+      issued: () => ({}),
+      kafkaPools: async () => Promise.reject(failure),
+      sampler: false,
+      sampleMs: SAMPLE_MS,
+    });
+    await r.tick();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect((await r.report()).checks.kafka).toBeUndefined();
+    failure = new KafkaPoolReadError(new Error('Connection error: connect ECONNREFUSED 127.0.0.1:9092'));
+    await r.tick();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect((await r.report()).checks.kafka).toEqual({ ok: false, message: 'the Kafka pool topics cannot be read: Connection error: connect ECONNREFUSED 127.0.0.1:9092' });
+  });
+
+  it('reports readiness checks that hang as not ready (a hung server must not hang the page)', async () => {
+    const r = reporter(new MemoryDashboardStore({ samples: 1, refills: 1 }), 'me', { health: () => new Promise(() => undefined) });
+    const report = await r.report();
+    expect(report.status).toBe('not_ready');
+    expect(report.checks.health?.message).toMatch(/did not complete within/);
   });
 });
 
