@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { ProcessReport, RefillEvent, Sample } from './store.js';
+import type { ProcessReport, RefillEvent, Sample } from './entries.js';
 
 /**
  * What the dashboard accepts from its shared store (Redis): any process, or anyone who can write
