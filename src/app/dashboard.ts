@@ -4,7 +4,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Logger } from '../core/logger.js';
 import type { ReadinessReport } from '../http/server.js';
 import type { DispenserMetrics } from '../dispenser/metrics.js';
-import type { RememberedTags } from '../dashboard/known-tags.js';
+import type { RememberedTags } from '../core/remembered-tags.js';
 import { MirroredDashboardStore } from '../dashboard/mirror.js';
 import { SILENT_INTERVALS } from '../dashboard/processes.js';
 import { DashboardReporter } from '../dashboard/reporter.js';

@@ -3,7 +3,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { browserAdminHook } from '../http/auth.js';
 import { IdmintError } from '../core/errors.js';
 import { withDeadline } from '../core/last-known.js';
-import type { RememberedTags } from './known-tags.js';
+import type { RememberedTags } from '../core/remembered-tags.js';
 import type { MirroredDashboardStore } from './mirror.js';
 import { dashboardPageHtml, type PageLinks } from './page.js';
 import type { LiveProcess } from './processes.js';

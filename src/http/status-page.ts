@@ -3,7 +3,7 @@ import { browserAdminHook } from './auth.js';
 import type { HistoryBucket } from '../core/history.js';
 import { withDeadline } from '../core/last-known.js';
 import type { BizStore, BizTag } from '../core/ports.js';
-import { RememberedTags } from '../dashboard/known-tags.js';
+import { RememberedTags } from '../core/remembered-tags.js';
 import type { DepthReading } from '../dispenser/metrics.js';
 
 export interface StatusPageOptions {

@@ -19,7 +19,7 @@ import { packageVersion } from '../version.js';
 import { DEFAULT_REDIS_POOL } from '../../core/pool-kind.js';
 import { dashboardPage, dashboardReporter, runDashboardReporter, type DashboardHistory } from '../dashboard.js';
 import { fromPoolStats } from '../../dashboard/pools.js';
-import { RememberedTags } from '../../dashboard/known-tags.js';
+import { RememberedTags } from '../../core/remembered-tags.js';
 import type { PoolPoint } from '../../dashboard/store.js';
 import { regionsReport, regionsRoute } from '../../regions/report.js';
 import { KEY_FINGERPRINT_SETTING } from '../formats.js';

@@ -1,6 +1,6 @@
-import { IdmintError } from '../core/errors.js';
-import { LastKnown, type KnownValue } from '../core/last-known.js';
-import type { BizStore, BizTag } from '../core/ports.js';
+import { IdmintError } from './errors.js';
+import { LastKnown, type KnownValue } from './last-known.js';
+import type { BizStore, BizTag } from './ports.js';
 
 /** How long a page waits for the tag list before answering with the one last read. */
 export const TAG_READ_TIMEOUT_MS = 2000;
