@@ -63,7 +63,9 @@ describe('workers/refill.ts as a process', () => {
       // One assembly with idmint serve: ops routes, and no dispenser or worker id it would never use.
       const ready = (await (await fetch(`${w.url}/readyz`)).json()) as { status: string; checks: Record<string, unknown> };
       expect(ready.status).toBe('ready');
-      expect(Object.keys(ready.checks).sort()).toEqual(['database', 'redis', 'refill']);
+      // The refill worker allocates segments, so it claims them in the fence when ZooKeeper is set.
+      const fence = process.env.ZK_CONNECT ? ['segment-fence'] : [];
+      expect(Object.keys(ready.checks).sort()).toEqual(['database', 'redis', 'refill', ...fence]);
       expect(await (await fetch(`${w.url}/metrics`)).text()).toContain('idmint_');
       expect(w.output()).not.toMatch(/worker id/);
       w.child.kill('SIGTERM');
