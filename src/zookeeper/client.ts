@@ -93,6 +93,7 @@ export class ZkClient extends EventEmitter {
     this.authenticated = auth !== undefined;
     this.sharedParents = options.authGenerated === true;
     guardSocketParser(this.client, this.logger);
+    guardHandshake(this.client, this.logger, handshakeTimeoutMs(this.options.sessionTimeoutMs));
     const lost = new Episode(this.logger, 'ZooKeeper connection lost; the client keeps retrying');
     this.client.on('connected', () => {
       lost.recover({ connect: this.options.connect });
@@ -262,8 +263,45 @@ export class ZkClient extends EventEmitter {
 
 interface ConnectionManagerInternals {
   onSocketData?: (this: ConnectionManagerInternals, buffer: Buffer) => void;
+  onSocketConnected?: (this: ConnectionManagerInternals) => void;
   pendingBuffer?: Buffer | null;
-  socket?: { destroy(): void } | null;
+  socket?: { destroy(): void; once(event: 'close', listener: () => void): unknown } | null;
+  /** node-zookeeper-client's ConnectionManager state: 1 while connecting (its STATES.CONNECTING). */
+  state?: number;
+}
+
+const CM_CONNECTING = 1;
+
+/** How long a connection may take from TCP connect to the session's answer: a quarter of the session, 1 to 4 s. */
+export function handshakeTimeoutMs(sessionTimeoutMs: number): number {
+  return Math.min(4000, Math.max(1000, Math.floor(sessionTimeoutMs / 4)));
+}
+
+/**
+ * node-zookeeper-client 1.1 clears its connect deadline when the TCP connection opens, then waits
+ * for the server's answer to its ConnectRequest without any deadline. A ZooKeeper that accepts the
+ * connection while starting (its port bound, the server not yet running) can leave a client
+ * there for good: after a restart one API process's worker-id client never reconnected, and
+ * issued no Snowflake IDs, until restarted. The Java client applies its connect timeout until the
+ * session is established; this does the same: no answer within `timeoutMs`, the socket is dropped
+ * and the client tries again (with the same session).
+ */
+function guardHandshake(client: Client, logger: Logger, timeoutMs: number): void {
+  const cm = (client as unknown as { connectionManager?: ConnectionManagerInternals }).connectionManager;
+  const original = cm?.onSocketConnected;
+  if (!cm || typeof original !== 'function') return;
+  cm.onSocketConnected = function guarded(): void {
+    original.call(this);
+    const socket = this.socket;
+    if (!socket) return;
+    const timer = setTimeout(() => {
+      if (this.socket !== socket || this.state !== CM_CONNECTING) return;
+      logger.debug({ timeoutMs }, 'ZooKeeper accepted the connection but did not answer the session request in time; reconnecting');
+      socket.destroy();
+    }, timeoutMs);
+    timer.unref();
+    socket.once('close', () => clearTimeout(timer));
+  };
 }
 
 /**

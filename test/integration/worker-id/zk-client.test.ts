@@ -1,3 +1,4 @@
+import { createServer, connect, type AddressInfo, type Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { ZkClient } from '../../../src/worker-id/index.js';
 import { capturingLogger } from './helpers.js';
@@ -52,6 +53,41 @@ describe('ZkClient', () => {
       expect(zk.connected).toBe(true);
     } finally {
       zk.close();
+    }
+  });
+});
+
+describe('ZkClient against a server that accepts and never answers', () => {
+  // ZooKeeper restarting can accept a connection before it serves: node-zookeeper-client then
+  // waited for the session's answer without a deadline (one API process's worker-id client stayed
+  // there after a restart, issuing no Snowflake IDs). The first connection here is held silent; the
+  // ones after it reach the real ZooKeeper.
+  it('drops the silent connection after the handshake deadline and connects on the next', async () => {
+    const [zkHost, zkPort] = env('ZK_CONNECT').split(',')[0]!.split(':') as [string, string];
+    const held: Socket[] = [];
+    let accepted = 0;
+    const proxy = createServer((socket) => {
+      if (accepted++ === 0) {
+        held.push(socket);
+        socket.on('error', () => undefined);
+        return;
+      }
+      const upstream = connect(Number(zkPort), zkHost);
+      socket.pipe(upstream).pipe(socket);
+      socket.on('error', () => upstream.destroy());
+      upstream.on('error', () => socket.destroy());
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    const port = (proxy.address() as AddressInfo).port;
+    const zk = await ZkClient.connect({ connect: `127.0.0.1:${port}`, sessionTimeoutMs: 4000, connectTimeoutMs: 8000 });
+    try {
+      expect(accepted).toBeGreaterThanOrEqual(2);
+      expect(zk.connected).toBe(true);
+      expect(await zk.exists('/')).not.toBeNull();
+    } finally {
+      zk.close();
+      for (const socket of held) socket.destroy();
+      proxy.close();
     }
   });
 });
