@@ -4,8 +4,12 @@ import type { PgServer } from '../store/pg.js';
 import type { SnowflakeSource } from '../dispenser/sources/snowflake.js';
 import type { ReadinessReport } from '../http/server.js';
 import type { RedisPools } from './pools.js';
+import type { Dependency } from '../core/episode.js';
 
 type RoleState = () => 'running' | 'starting' | 'off';
+
+/** The refill worker's own check; `isBack` says whether a server its refills failed on answers again. */
+export type RefillHealth = (isBack: (dependency: Dependency) => boolean) => { ok: boolean; message?: string };
 
 export interface ReadinessSources {
   db: SqlClient;
@@ -21,6 +25,7 @@ export interface ReadinessSources {
   /** The segment fence (ZooKeeper), where segments are fenced: down, no segment can be claimed. */
   fence?: (() => { ok: boolean; message?: string }) | undefined;
   refillState: RoleState;
+  refillHealth?: RefillHealth | undefined;
   responderState: RoleState;
 }
 
@@ -59,7 +64,13 @@ export function readinessOf(sources: ReadinessSources): () => Promise<ReadinessR
     const responder = sources.responderState();
     if (responder !== 'off') checks.kafka = responder === 'running' ? { ok: true } : { ok: false, message: 'the Kafka responder has not joined its group yet' };
     const refill = sources.refillState();
-    if (refill !== 'off') checks.refill = refill === 'running' ? { ok: true } : { ok: false, message: 'the refill worker has not started yet' };
+    if (refill === 'starting') checks.refill = { ok: false, message: 'the refill worker has not started yet' };
+    else if (refill === 'running') {
+      // Its last refills failed on a server that answers again: ready now, the next refill will tell.
+      const isBack = (dependency: Dependency): boolean =>
+        ({ postgres: checks.database?.ok === true, redis: checks.redis?.ok === true, zookeeper: checks['segment-fence']?.ok !== false, kafka: false })[dependency];
+      checks.refill = sources.refillHealth?.(isBack) ?? { ok: true };
+    }
 
     if (Object.values(checks).every((c) => c.ok)) return { status: 'ready', checks };
     // A process that hands out IDs serves while any rung can: a pool (Redis), a segment

@@ -1,3 +1,4 @@
+import type { RefillHealth } from './readiness.js';
 import type { FastifyInstance } from 'fastify';
 import { Registry } from 'prom-client';
 import { IdmintError, isIdmintError } from '../core/errors.js';
@@ -111,6 +112,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     const history = openDashboardHistory(config, redis);
     let kafkaPools: (() => Promise<PoolPoint[]>) | undefined;
     let refillState: () => 'running' | 'starting' | 'off' = () => 'off';
+    let refillHealth: RefillHealth | undefined;
     if (roles.has('refill') && redis && pools) {
       const kafkaSink = pools.openKafkaPoolSink(config, { logger, registry, closers, signer: () => deployment.signer?.current() });
       if (kafkaSink) kafkaPools = () => kafkaPoolPoints({ store, sink: kafkaSink, meta: redis.statsMeta, autoKind: DEFAULT_REDIS_POOL });
@@ -125,6 +127,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       });
       closers.add('refill role', () => refill.close());
       refillState = () => refill.state();
+      refillHealth = (isBack) => refill.started?.worker.health(isBack) ?? { ok: false, message: 'the refill worker has not started yet' };
     }
 
     let responderState: () => 'running' | 'starting' | 'off' = () => 'off';
@@ -144,7 +147,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       }
     }
 
-    const app = await buildApiServer({ config, db, store, parts, redis, deployment, fence, changes, refillState, responderState, registry, metrics, logger, api: roles.has('api'), roles: [...roles], dashboard: { history, kafkaPools } });
+    const app = await buildApiServer({ config, db, store, parts, redis, deployment, fence, changes, refillState, refillHealth, responderState, registry, metrics, logger, api: roles.has('api'), roles: [...roles], dashboard: { history, kafkaPools } });
     closers.add('http', () => app.close());
     const url = await listen(app, config.IDMINT_HOST, config.IDMINT_PORT);
     return { app, dispenser: parts?.dispenser, store, registry, url, roles, close: () => closers.closeAll() };

@@ -1,10 +1,34 @@
 import type { Logger } from './logger.js';
 import { systemClock, type Clock } from './ports.js';
 
+/** A server idmint depends on: the episodes of one server's outage are logged as one. */
+export type Dependency = 'postgres' | 'redis' | 'zookeeper' | 'kafka';
+
 export interface EpisodeOptions {
   /** A failure that lasts is repeated at warn at most this often, with its length so far. Default 60,000 ms. */
   remindEveryMs?: number;
   clock?: Clock;
+  /** The server whose outage this is, when always the same (else pass it to `fail`). */
+  dependency?: Dependency | undefined;
+}
+
+/** The episodes of one server's outage in this process: the first logs, the others join it. */
+interface Outage {
+  since: number;
+  lastWarn: number;
+  /** The first episode's sentence: the outage's name in the log. */
+  first: string;
+  members: Set<Episode>;
+  /** What else failed for the same reason (each episode's sentence). */
+  affected: Set<string>;
+  repeats: number;
+}
+
+const outages = new Map<Dependency, Outage>();
+
+/** Whether this process is living through an outage of `dependency` (logged already). */
+export function outageUnderWay(dependency: Dependency | undefined): boolean {
+  return dependency !== undefined && (outages.get(dependency)?.members.size ?? 0) > 0;
 }
 
 /**
@@ -12,18 +36,26 @@ export interface EpisodeOptions {
  * an outage is expected), repeats at debug with a warn reminder at most once a minute, and one
  * info line when it is over with the outage's length and how often it recurred. Keeps expected
  * outages (Redis down, Postgres down, a pool running dry) from writing a line per request.
+ *
+ * Episodes caused by the same server (`dependency`) are one outage per process: a ZooKeeper stop
+ * is felt by the client, the fence, the worker-id lease, the segment buffers and the dispenser,
+ * and logs one line when it starts (the first to notice), one reminder a minute and one line when
+ * the last of them is back, naming what else it affected.
  */
 export class Episode {
   private since: number | undefined;
-  private lastWarn = 0;
+  /** When this episode last warned (read by `fail` through its outage when it joined one). */
+  lastWarn = 0;
   private repeats = 0;
+  /** The outage this episode joined, while it lasts. */
+  private joined: Dependency | undefined;
   private readonly remindEveryMs: number;
   private readonly clock: Clock;
 
   constructor(
     private readonly log: Logger,
     private readonly what: string,
-    options: EpisodeOptions = {},
+    private readonly options: EpisodeOptions = {},
   ) {
     this.remindEveryMs = options.remindEveryMs ?? 60_000;
     this.clock = options.clock ?? systemClock;
@@ -38,19 +70,29 @@ export class Episode {
     return this.since === undefined ? 0 : this.clock.now() - this.since;
   }
 
-  fail(fields: Record<string, unknown>, reason: string): void {
+  /** One more failure; `dependency` names the server behind it when the episode's own option does not. */
+  fail(fields: Record<string, unknown>, reason: string, dependency: Dependency | undefined = this.options.dependency): void {
     const now = this.clock.now();
     if (this.since === undefined) {
       this.since = now;
       this.lastWarn = now;
       this.repeats = 0;
-      this.log.warn({ ...fields, reason }, `${this.what} (repeats are logged at debug, with a reminder each minute, until it recovers)`);
+      if (dependency !== undefined && this.join(dependency, now)) {
+        this.log.debug({ ...fields, reason, dependency }, `${this.what} (part of the ${dependency} outage logged already)`);
+        return;
+      }
+      this.log.warn({ ...fields, reason, ...(dependency ? { dependency } : {}) }, `${this.what} (repeats are logged at debug, with a reminder each minute, until it recovers)`);
       return;
     }
     this.repeats++;
-    if (now - this.lastWarn >= this.remindEveryMs) {
-      this.lastWarn = now;
-      this.log.warn({ ...fields, reason, outageMs: now - this.since, repeats: this.repeats }, `${this.what}: still failing`);
+    const outage = this.joined === undefined ? undefined : outages.get(this.joined);
+    if (outage) outage.repeats++;
+    if (now - (outage ?? this).lastWarn >= this.remindEveryMs) {
+      if (outage) outage.lastWarn = now;
+      else this.lastWarn = now;
+      const since = outage?.since ?? this.since;
+      const affected = outage && outage.affected.size > 0 ? { affected: [...outage.affected] } : {};
+      this.log.warn({ ...fields, reason, outageMs: now - since, repeats: outage?.repeats ?? this.repeats, ...affected }, `${outage?.first ?? this.what}: still failing`);
     } else {
       this.log.debug({ ...fields, reason }, this.what);
     }
@@ -59,9 +101,38 @@ export class Episode {
   /** Ends the episode, if one is under way; `fields` may say what was served meanwhile. */
   recover(fields: Record<string, unknown> = {}): void {
     if (this.since === undefined) return;
-    const outageMs = this.clock.now() - this.since;
+    const now = this.clock.now();
+    const own = now - this.since;
     this.since = undefined;
-    this.log.info({ ...fields, outageMs, repeats: this.repeats }, `${this.what}: recovered after ${formatMs(outageMs)}`);
+    const dependency = this.joined;
+    this.joined = undefined;
+    const outage = dependency === undefined ? undefined : outages.get(dependency);
+    if (outage) {
+      outage.members.delete(this);
+      if (outage.members.size > 0) {
+        this.log.debug({ ...fields, outageMs: own, dependency }, `${this.what}: recovered (the ${dependency} outage goes on elsewhere)`);
+        return;
+      }
+      outages.delete(dependency!);
+      const outageMs = now - outage.since;
+      const affected = outage.affected.size > 0 ? { affected: [...outage.affected] } : {};
+      this.log.info({ ...fields, dependency, outageMs, repeats: outage.repeats, ...affected }, `${outage.first}: recovered after ${formatMs(outageMs)}`);
+      return;
+    }
+    this.log.info({ ...fields, outageMs: own, repeats: this.repeats }, `${this.what}: recovered after ${formatMs(own)}`);
+  }
+
+  /** Joins the outage of `dependency`, or starts it; true when it was under way already. */
+  private join(dependency: Dependency, now: number): boolean {
+    this.joined = dependency;
+    const current = outages.get(dependency);
+    if (current && current.members.size > 0) {
+      current.members.add(this);
+      if (current.first !== this.what) current.affected.add(this.what);
+      return true;
+    }
+    outages.set(dependency, { since: now, lastWarn: now, first: this.what, members: new Set([this]), affected: new Set(), repeats: 0 });
+    return false;
   }
 }
 

@@ -3,6 +3,7 @@
  * (documented in README.md; a unit test keeps the two in step), whether a retry may help,
  * the HTTP status it maps to, and the facts that explain it.
  */
+import type { Dependency } from './episode.js';
 
 export const ERROR_CODES = {
   UNKNOWN_BIZ_TAG: { status: 404, retriable: false, summary: 'No business tag of that name exists (or it was deleted).' },
@@ -114,8 +115,9 @@ export class BadRequestError extends IdmintError {
 export class TimeoutError extends IdmintError {
   readonly timeoutMs: number;
 
-  constructor(what: string, timeoutMs: number, cause?: unknown) {
-    super('TIMEOUT', `${what} did not complete within ${timeoutMs} ms`, { cause, details: { timeoutMs } });
+  /** `dependency`: the server that did not answer, when one did not (core/episode.ts). */
+  constructor(what: string, timeoutMs: number, cause?: unknown, dependency?: Dependency) {
+    super('TIMEOUT', `${what} did not complete within ${timeoutMs} ms`, { cause, details: { timeoutMs, ...(dependency ? { dependency } : {}) } });
     this.name = 'TimeoutError';
     this.timeoutMs = timeoutMs;
   }
@@ -126,7 +128,23 @@ export function isIdmintError(err: unknown): err is IdmintError {
 }
 
 /** Wraps an unknown failure of a backing server as NOT_READY, keeping the cause. */
-export function notReady(what: string, cause: unknown): IdmintError {
+export function notReady(what: string, cause: unknown, dependency?: Dependency): IdmintError {
   const reason = cause instanceof Error ? cause.message : String(cause);
-  return new IdmintError('NOT_READY', `${what} is unavailable: ${reason}`, { cause });
+  return new IdmintError('NOT_READY', `${what} is unavailable: ${reason}`, { cause, ...(dependency ? { details: { dependency } } : {}) });
+}
+
+/**
+ * The server whose outage an error reports, when it says so (`details.dependency`, or the older
+ * `zkUnreachable` / `pgUnreachable` marks), looking through `cause` too: an episode logging it
+ * joins that server's outage (core/episode.ts).
+ */
+export function dependencyOf(err: unknown): Dependency | undefined {
+  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 4; e = e.cause, depth++) {
+    if (!(e instanceof IdmintError)) continue;
+    const d = e.details;
+    if (d.dependency === 'postgres' || d.dependency === 'redis' || d.dependency === 'zookeeper' || d.dependency === 'kafka') return d.dependency;
+    if (d.zkUnreachable === true) return 'zookeeper';
+    if (d.pgUnreachable === true) return 'postgres';
+  }
+  return undefined;
 }

@@ -3,7 +3,7 @@
  * the background, so callers wait only when both halves are empty. The step adapts to demand.
  */
 import { appendRange, blockSize, blocksSize, type Block } from './block.js';
-import { BadRequestError, IdmintError, SegmentExhaustedError, TimeoutError } from './errors.js';
+import { BadRequestError, dependencyOf, IdmintError, SegmentExhaustedError, TimeoutError } from './errors.js';
 import type { Clock, Segment } from './ports.js';
 import { MAX_SEGMENT_ID, MAX_STEP, systemClock } from './ports.js';
 import { silentLogger, type Logger } from './logger.js';
@@ -331,7 +331,7 @@ export class SegmentBuffer {
         // Re-arm the background trigger, whoever started this load.
         if (!this.closed && this.end >= this.cur) this.loadMark = this.cur;
         // A server down (NOT_READY, TIMEOUT) is expected: one episode without a stack. Anything else is a bug's trace.
-        if (err instanceof IdmintError && err.retriable && !(err instanceof SegmentExhaustedError)) this.failing.fail({ step, code: err.code }, err.message);
+        if (err instanceof IdmintError && err.retriable && !(err instanceof SegmentExhaustedError)) this.failing.fail({ step, code: err.code }, err.message, dependencyOf(err));
         else if (!(err instanceof SegmentExhaustedError)) this.log.warn({ err, step }, 'segment allocation failed');
         else if (!this.exhaustionLogged) {
           this.exhaustionLogged = true;

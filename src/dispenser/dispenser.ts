@@ -1,4 +1,4 @@
-import { BadRequestError, IdmintError, UnknownBizTagError, isIdmintError } from '../core/errors.js';
+import { BadRequestError, dependencyOf, IdmintError, UnknownBizTagError, isIdmintError } from '../core/errors.js';
 import { BIZ_TAG_PATTERN, sleepBy, systemClock, type BizStore, type BizTag, type BlocksResult, type Clock, type DispenseResult, type IdService, type IdSource, type IdSourceName, type PoolKind, type TakeContext } from '../core/ports.js';
 import type { DispenserMetrics } from './metrics.js';
 import { silentLogger, type Logger } from '../core/logger.js';
@@ -335,7 +335,7 @@ export class Dispenser implements IdService {
     const error = asIdmintError(raw);
     if (error !== raw) this.logger.error({ err: raw, bizTag: tag.bizTag }, 'unexpected failure in a pool');
     if (!error.retriable) throw error;
-    this.poolOutage.fail({ bizTag: tag.bizTag, code: error.code }, error.message);
+    this.poolOutage.fail({ bizTag: tag.bizTag, code: error.code }, error.message, dependencyOf(error));
     return error;
   }
 
@@ -394,7 +394,7 @@ export class Dispenser implements IdService {
         last = asIdmintError(raw);
         // A hard limit is final; only a source that cannot serve right now passes to the next rung.
         if (!last.retriable || source === ladder[ladder.length - 1]) throw last;
-        this.segmentOutage.fail({ bizTag: tag.bizTag, code: last.code }, last.message);
+        this.segmentOutage.fail({ bizTag: tag.bizTag, code: last.code }, last.message, dependencyOf(last));
       }
     }
     if (last) throw last;

@@ -1,5 +1,6 @@
 import { BoundedCache } from '../core/bounded-cache.js';
 import { Episode } from '../core/episode.js';
+import { dependencyOf } from '../core/errors.js';
 import { silentLogger, type Logger } from '../core/logger.js';
 import { type BizStore, type BizTag, type Clock } from '../core/ports.js';
 import { defaults } from '../core/options.js';
@@ -49,7 +50,7 @@ export class TagCache {
         if (last === undefined) return;
         // Postgres down: known tags keep their last settings.
         this.staleServed++;
-        this.outage.fail({ bizTag }, (err as Error).message);
+        this.outage.fail({ bizTag }, (err as Error).message, dependencyOf(err));
       },
     });
   }

@@ -41,6 +41,7 @@ export class ZookeeperFence implements SegmentFence {
     this.circuit = new Circuit({
       name: `the segment fence (ZooKeeper at ZK_CONNECT=${zk.connect})`,
       isOutage: isZkOutage,
+      dependency: 'zookeeper',
       probe: async () => (await this.client()).exists(this.root),
       logger: log,
       // A read, or a claim whose outcome is never learned: a gap at worst, never a duplicate.

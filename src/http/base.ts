@@ -116,19 +116,25 @@ export function opsRoutes(app: FastifyInstance, options: OpsOptions): void {
   app.get('/readyz', async (request, reply) => {
     const report = options.readiness ? await options.readiness() : { status: 'ready' as const, checks: {} };
     // Unauthenticated: a failing check says which dependency, never its raw error (that goes to the log).
+    // One line per probe that changes something, naming every check that changed.
+    const began: Record<string, string | undefined> = {};
+    const ended: string[] = [];
     const checks = Object.fromEntries(
       Object.entries(report.checks).map(([name, check]) => {
         if (check.ok) {
-          if (failing.delete(name)) request.log.info({ check: name }, 'readiness check passing again');
+          if (failing.delete(name)) ended.push(name);
           return [name, check];
         }
         if (!failing.has(name)) {
           failing.add(name);
-          request.log.warn({ check: name, reason: check.message }, 'readiness check failing');
+          began[name] = check.message;
         }
         return [name, { ok: false, message: check.hint ?? `${name} unavailable; see the server log` }];
       }),
     );
+    const names = Object.keys(began);
+    if (names.length > 0) request.log.warn({ checks: names, reasons: began, status: report.status }, `readiness check${names.length > 1 ? 's' : ''} failing: ${names.join(', ')}`);
+    if (ended.length > 0) request.log.info({ checks: ended, status: report.status }, `readiness check${ended.length > 1 ? 's' : ''} passing again: ${ended.join(', ')}`);
     return reply.status(report.status === 'not_ready' ? 503 : 200).send({ status: report.status, checks });
   });
   const metricsGuard = makeTokenGuard(options.metricsToken, { variable: 'IDMINT_METRICS_TOKEN', what: 'metrics token' });

@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyInstance } from 'fastify';
-import { IdmintError, isIdmintError } from '../core/errors.js';
+import { dependencyOf, IdmintError, isIdmintError } from '../core/errors.js';
+import { outageUnderWay } from '../core/episode.js';
 import { trackAllowedMethods } from './method-not-allowed.js';
 
 /**
@@ -16,7 +17,9 @@ export function installErrorHandling(app: FastifyInstance): void {
     } else if (error.status >= 500) {
       // Expected outages (POOL_EMPTY, Redis or Postgres down): one warn line per code every 30 s, no stack.
       const seen = lastLogged.get(error.code);
-      if (seen && Date.now() - seen.at < 30_000) seen.suppressed++;
+      // A server's outage is logged where it is noticed (core/episode.ts), once per process.
+      if (outageUnderWay(dependencyOf(error))) request.log.debug({ reqId: request.id, code: error.code, reason: error.message }, 'request failed');
+      else if (seen && Date.now() - seen.at < 30_000) seen.suppressed++;
       else {
         request.log.warn({ reqId: request.id, code: error.code, reason: error.message, alsoSince: seen?.suppressed ?? 0 }, 'request failed');
         lastLogged.set(error.code, { at: Date.now(), suppressed: 0 });

@@ -142,7 +142,7 @@ class KafkaResponder implements Responder {
     if (this.closing) return Promise.reject(new IdmintError('NOT_READY', 'responder is closed'));
     // A broker that cannot be reached is NOT_READY, like every other backing server.
     this.starting ??= this.doStart().catch((err: unknown) => {
-      throw isIdmintError(err) ? err : notReady('Kafka (responder start)', err);
+      throw isIdmintError(err) ? err : notReady('Kafka (responder start)', err, 'kafka');
     });
     return this.starting;
   }

@@ -62,7 +62,7 @@ export class RefillQueue implements RefillTrigger {
     this.connection = redisHandle(connection, { maxRetriesPerRequest: null });
     const client = this.connection.client;
     this.queue = new Queue(s.name, { connection: client, prefix: s.prefix });
-    const outage = new Episode(this.log, 'refill queue cannot reach Redis');
+    const outage = new Episode(this.log, 'refill queue cannot reach Redis', { dependency: 'redis' });
     client.on('error', (err: Error) => outage.fail({}, err.message));
     client.on('ready', () => outage.recover());
     this.queue.on('error', (err) => outage.fail({}, err.message));
@@ -90,6 +90,11 @@ export class RefillQueue implements RefillTrigger {
       data: {},
       opts: { attempts: 1, removeOnComplete: this.settings.keepCompleted, removeOnFail: this.settings.keepFailed },
     });
+  }
+
+  /** One sweep now (a server came back: the pools fill without waiting for the next scheduled sweep). */
+  async sweepNow(): Promise<void> {
+    await this.queue.add('sweep', {}, { attempts: 1, removeOnComplete: this.settings.keepCompleted, removeOnFail: this.settings.keepFailed, deduplication: { id: 'sweep-now' } });
   }
 
   async unscheduleSweeps(): Promise<void> {

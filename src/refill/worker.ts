@@ -1,13 +1,13 @@
 import type { ConnectionOptions } from 'node:tls';
 import { Queue, UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { isIdmintError, TimeoutError } from '../core/errors.js';
+import { dependencyOf, isIdmintError, TimeoutError } from '../core/errors.js';
 import { silentLogger, type Logger } from '../core/logger.js';
 import type { RefillProcessor } from './processor.js';
 import { REFILL_QUEUE_DEFAULTS } from './queue.js';
 import { checkInteger, resolveOptions } from '../core/options.js';
 import { redisHandle, type RedisHandle } from '../redis/handle.js';
-import { Episode } from '../core/episode.js';
+import { Episode, type Dependency } from '../core/episode.js';
 
 export interface RefillWorkerOptions {
   /** A Redis URL (clients are created and closed here) or a client the caller owns (needs `maxRetriesPerRequest: null`). */
@@ -57,6 +57,11 @@ export class RefillWorker {
   private closing: Promise<void> | undefined;
   /** Paused on purpose (`pause`): the watchdog leaves it so. */
   private held = false;
+  /** The last failed refill, while refills fail (cleared by the next that completes). */
+  private lastFailure: { at: number; reason: string; dependency: Dependency | undefined } | undefined;
+  private readonly failing: Episode;
+  /** Told when Redis answers again after an outage (the role sweeps at once: pools fill as soon as they can). */
+  onRedisBack: (() => void) | undefined;
   private readonly watchdog: NodeJS.Timeout;
 
   constructor(options: RefillWorkerOptions) {
@@ -80,11 +85,15 @@ export class RefillWorker {
         throw err;
       }
     };
-    const outage = new Episode(this.log, 'refill worker cannot reach Redis');
+    const outage = new Episode(this.log, 'refill worker cannot reach Redis', { dependency: 'redis' });
     client.on('error', (err: Error) => outage.fail({}, err.message));
-    client.on('ready', () => outage.recover());
+    client.on('ready', () => {
+      if (outage.active) this.onRedisBack?.();
+      outage.recover();
+    });
     // While Postgres or a sink is down every attempt fails: one episode, not a warn per attempt.
     const failing = new Episode(this.log, 'refill jobs failing');
+    this.failing = failing;
     const start = (): Worker => {
       const worker = new Worker(s.name, run, {
         connection: client,
@@ -98,10 +107,13 @@ export class RefillWorker {
       worker.on('active', () => this.progress(+1));
       worker.on('failed', (job, err) => {
         this.progress(-1);
-        failing.fail({ jobId: job?.id, name: job?.name, data: job?.data, attemptsMade: job?.attemptsMade }, err.message);
+        const dependency = dependencyOf(err);
+        this.lastFailure = { at: Date.now(), reason: err.message, dependency };
+        failing.fail({ jobId: job?.id, name: job?.name, data: job?.data, attemptsMade: job?.attemptsMade }, err.message, dependency);
       });
       worker.on('completed', () => {
         this.progress(-1);
+        this.lastFailure = undefined;
         failing.recover();
       });
       worker.on('drained', () => this.progress(0));
@@ -162,6 +174,20 @@ export class RefillWorker {
    * Takes no new job until `resume` (a job under way finishes): this process may not refill now.
    * Idempotent; `reason` is logged once.
    */
+  /**
+   * For /readyz: whether this worker can refill now. Not while it cannot reach Redis, nor while
+   * its last refills failed, unless the server they failed on (`isBack` says) answers again: the
+   * next refill will tell, and readiness need not wait for it.
+   */
+  health(isBack: (dependency: Dependency) => boolean): { ok: boolean; message?: string } {
+    const status = this.connection.client.status;
+    if (status !== 'ready') return { ok: false, message: `the refill worker cannot reach Redis (${status})` };
+    const last = this.lastFailure;
+    if (!this.failing.active || !last) return { ok: true };
+    if (last.dependency !== undefined && isBack(last.dependency)) return { ok: true, message: `the last refill failed while ${last.dependency} was down; it answers again` };
+    return { ok: false, message: `refills have been failing for ${Math.round(this.failing.lengthMs / 1000)} s: ${last.reason}` };
+  }
+
   pause(reason: string): void {
     if (this.held || this.closing) return;
     this.held = true;

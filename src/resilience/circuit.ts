@@ -1,5 +1,5 @@
 import CircuitBreaker from 'opossum';
-import { Episode } from '../core/episode.js';
+import { Episode, type Dependency } from '../core/episode.js';
 import { IdmintError } from '../core/errors.js';
 import { silentLogger, type Logger } from '../core/logger.js';
 import { checkInteger, defaults, resolveOptions } from '../core/options.js';
@@ -22,6 +22,8 @@ export interface CircuitOptions {
    * safe: a read, or a claim whose loss leaves a gap. Default false.
    */
   abandonOnOpen?: boolean;
+  /** The server behind it: its outage is logged once per process (core/episode.ts), and errors say so. */
+  dependency?: Dependency;
 }
 
 const CIRCUIT_DEFAULTS = defaults({ probeEveryMs: 1000, abandonOnOpen: false });
@@ -50,7 +52,7 @@ export class Circuit {
   constructor(options: CircuitOptions) {
     const { logger = silentLogger, ...rest } = options;
     this.o = resolveOptions(CIRCUIT_DEFAULTS, rest, (o) => checkInteger('circuit', o, 'probeEveryMs', 1));
-    this.episode = new Episode(logger, `${options.name} is unreachable; requests that need it fall back at once while a probe looks for it`);
+    this.episode = new Episode(logger, `${options.name} is unreachable; requests that need it fall back at once while a probe looks for it`, { dependency: options.dependency });
     this.breaker = new CircuitBreaker((fn: () => Promise<unknown>) => fn(), {
       name: options.name,
       // Each client has its own per-call deadline; the circuit adds none.
@@ -133,7 +135,7 @@ export class Circuit {
   private openError(): IdmintError {
     const retryAfterMs = this.o.probeEveryMs;
     return new IdmintError('NOT_READY', `${this.o.name} is unreachable (for ${Math.round((Date.now() - this.openedAt) / 1000)} s); not waiting for it`, {
-      details: { retryAfterMs },
+      details: { retryAfterMs, ...(this.o.dependency ? { dependency: this.o.dependency } : {}) },
     });
   }
 

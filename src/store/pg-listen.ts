@@ -22,7 +22,7 @@ export interface PgListenOptions {
 export function pgListen(options: PgListenOptions): () => Promise<void> {
   const log = (options.logger ?? silentLogger).child({ component: 'change-feed' });
   const retryMs = options.retryMs ?? 500;
-  const lost = new Episode(log, 'the change feed (LISTEN) is disconnected; caches rely on their 1 s bound');
+  const lost = new Episode(log, 'the change feed (LISTEN) is disconnected; caches rely on their 1 s bound', { dependency: 'postgres' });
   let client: pg.Client | undefined;
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;

@@ -74,7 +74,7 @@ export function createPgDatabase(options: PgDatabaseOptions): PgDatabase {
   const identity = new ServerIdentity(log, opts.onFailover);
   // An idle client losing its server must not crash the process; the next query reports it. A
   // restart drops every idle client at once: one episode, ended by the next query that succeeds.
-  const lost = new Episode(log, 'postgres connections lost');
+  const lost = new Episode(log, 'postgres connections lost', { dependency: 'postgres' });
 
   const newPool = (url: string): pg.Pool => {
     const pool = new pg.Pool({
@@ -215,7 +215,7 @@ export function createPgDatabase(options: PgDatabaseOptions): PgDatabase {
 
   // Once Postgres is known to be gone, no caller waits for a connection timeout to learn it again:
   // queries fail at once (NOT_READY, Retry-After) while one probe at a time looks for it.
-  const circuit = new Circuit({ name: `Postgres (${hosts.names.join(', ')})`, isOutage: isPgOutage, probe: () => rawQuery('SELECT 1'), logger: log, probeEveryMs: opts.probeEveryMs });
+  const circuit = new Circuit({ name: `Postgres (${hosts.names.join(', ')})`, isOutage: isPgOutage, probe: () => rawQuery('SELECT 1'), logger: log, probeEveryMs: opts.probeEveryMs, dependency: 'postgres' });
   const query = <R>(sql: string, params?: readonly unknown[]): Promise<{ rows: R[] }> => circuit.run(() => rawQuery<R>(sql, params));
   const transaction = <T>(fn: (tx: SqlClient) => Promise<T>): Promise<T> => circuit.run(() => rawTransaction(fn));
 

@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ClockBackwardsError, IdmintError } from '../core/errors.js';
-import { Episode } from '../core/episode.js';
+import { Episode, type Dependency } from '../core/episode.js';
 import type { Logger } from '../core/logger.js';
 import type { Clock, WorkerIdLease } from '../core/ports.js';
 import type { LocalTimeMark } from './local-time-mark.js';
@@ -79,7 +79,7 @@ export class LeaseHolder implements LeasedWorkerIdLease {
     this.floor = o.floorMs;
     this.pendingReason = o.pendingReason;
     if (o.takenAt !== undefined) this.deadline = o.takenAt + o.registry.leaseMs() - o.stopMarginMs;
-    this.unreachable = new Episode(o.logger, `worker-id registry (${o.registry.where}) unreachable; worker ${o.workerId} issues until its lease could expire, then waits`);
+    this.unreachable = new Episode(o.logger, `worker-id registry (${o.registry.where}) unreachable; worker ${o.workerId} issues until its lease could expire, then waits`, { dependency: dependencyNamed(o.registry.kind) });
     this.timer = setInterval(() => this.kick(), o.renewEveryMs);
     this.timer.unref();
     o.registry.onLeaseLost?.(() => this.lost('the registry session that held the lease expired'));
@@ -137,7 +137,9 @@ export class LeaseHolder implements LeasedWorkerIdLease {
     }
     if (this.o.monotonic() >= this.deadline) {
       this.kick();
-      throw new IdmintError('NOT_READY', `the lease of worker id ${this.workerId} in ${this.o.registry.where} was not renewed in time: it could expire and the id be taken, so no Snowflake IDs until a renewal lands`);
+      throw new IdmintError('NOT_READY', `the lease of worker id ${this.workerId} in ${this.o.registry.where} was not renewed in time: it could expire and the id be taken, so no Snowflake IDs until a renewal lands`, {
+        details: { dependency: dependencyNamed(this.o.registry.kind) },
+      });
     }
     if (timestampMs > this.confirmed) {
       this.kick();
@@ -250,6 +252,11 @@ export class LeaseHolder implements LeasedWorkerIdLease {
     }
     logger.info({ workerId, floorMs: this.floor }, 'worker id leased again');
   }
+}
+
+/** The registry's kind as a server whose outage is logged once (core/episode.ts), when it is one. */
+function dependencyNamed(kind: string): Dependency | undefined {
+  return kind === 'zookeeper' || kind === 'redis' || kind === 'postgres' ? kind : undefined;
 }
 
 function wrap(err: unknown, what: string): IdmintError {

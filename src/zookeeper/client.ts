@@ -94,7 +94,7 @@ export class ZkClient extends EventEmitter {
     this.sharedParents = options.authGenerated === true;
     guardSocketParser(this.client, this.logger);
     guardHandshake(this.client, this.logger, handshakeTimeoutMs(this.options.sessionTimeoutMs));
-    const lost = new Episode(this.logger, 'ZooKeeper connection lost; the client keeps retrying');
+    const lost = new Episode(this.logger, 'ZooKeeper connection lost; the client keeps retrying', { dependency: 'zookeeper' });
     this.client.on('connected', () => {
       lost.recover({ connect: this.options.connect });
       this.emit('connected');
@@ -117,7 +117,7 @@ export class ZkClient extends EventEmitter {
         zk.close();
         reject(
           new IdmintError('NOT_READY', `ZooKeeper at ZK_CONNECT=${zk.options.connect} did not accept a session within ${zk.options.connectTimeoutMs} ms`, {
-            details: { connect: zk.options.connect, zkUnreachable: true },
+            details: { connect: zk.options.connect, zkUnreachable: true, dependency: 'zookeeper' },
           }),
         );
       }, zk.options.connectTimeoutMs);
@@ -247,7 +247,7 @@ export class ZkClient extends EventEmitter {
     if (this.closed) return Promise.reject(new IdmintError('NOT_READY', `ZooKeeper ${what}: client is closed`, { details: { zkUnreachable: true } }));
     const timeoutMs = this.options.operationTimeoutMs;
     return new Promise<T>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new TimeoutError(`ZooKeeper ${what}`, timeoutMs)), timeoutMs);
+      const timer = setTimeout(() => reject(new TimeoutError(`ZooKeeper ${what}`, timeoutMs, undefined, 'zookeeper')), timeoutMs);
       run((err, value) => {
         clearTimeout(timer);
         if (err && isZkError(err, ZkException.NO_AUTH)) {

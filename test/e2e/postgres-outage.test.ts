@@ -6,6 +6,7 @@ import { spawnServer, untilReady, type SpawnedServer } from '../support/spawn.js
 import { startPrivateServer, type PrivateServer } from '../support/servers.js';
 import { sleep, until } from '../support/poll.js';
 import { expectNoDuplicates } from '../support/unique.js';
+import { expectQuietOutage, logLines, unrecovered, type LogLine } from '../support/log-volume.js';
 
 // A Postgres outage under load, as an orchestrator and an on-call engineer see it: IDs keep
 // flowing from the Redis pools, /readyz stays 200 `degraded` on every API (it was 503, which
@@ -53,6 +54,7 @@ describe('Postgres down under load (two API processes, Redis pools)', () => {
     };
     const marks = servers.map((s) => s.output().length);
 
+    const outageFrom = Date.now();
     await postgres.kill();
     const readiness: string[] = [];
     // The outage lasts a while, under load: time must pass here.
@@ -72,33 +74,22 @@ describe('Postgres down under load (two API processes, Redis pools)', () => {
 
     await postgres.start();
     for (const server of servers) await untilReady(server.url, { output: server.output });
+    const backAt = Date.now();
     for (let i = 0; i < 20; i++) for (const server of servers) await take(server);
     expectNoDuplicates(ids);
 
     // The log of the outage, per process: no component repeats a warning per request or probe,
     // and each one that warned says when it was over.
     for (const [i, server] of servers.entries()) {
-      const linesOf = () =>
-        server
-          .output()
-          .slice(marks[i])
-          .split('\n')
-          .filter((l) => l.startsWith('{'))
-          .map((l) => JSON.parse(l) as { level: number; msg: string; component?: string });
-      const unrecovered = (): Array<string | undefined> => {
-        const lines = linesOf();
-        const warned = new Set(lines.filter((l) => l.level >= 40).map((l) => l.component));
-        const over = new Set(lines.filter((l) => l.level === 30 && /recovered|passing again/.test(l.msg)).map((l) => l.component));
-        return [...warned].filter((c) => !over.has(c));
-      };
-      await until('every component that warned to log its recovery', () => unrecovered().length === 0, { timeoutMs: 15_000, detail: () => `not recovered: ${unrecovered().join(', ')}` });
+      const linesOf = (): LogLine[] => logLines(server.output(), marks[i]);
+      await until('every component that warned to log its recovery', () => unrecovered(linesOf()).length === 0, { timeoutMs: 15_000, detail: () => `not recovered: ${unrecovered(linesOf()).join(', ')}` });
       const lines = linesOf();
       const warnings = lines.filter((l) => l.level >= 40);
       const perMessage = new Map<string, number>();
-      // Per component and message (and readiness check: the database and the worker-id registry on it are two).
-      const key = (l: (typeof warnings)[number]): string => `${l.component} ${l.msg} ${(l as { check?: string }).check ?? ''}`;
+      const key = (l: LogLine): string => `${l.component} ${l.msg}`;
       for (const l of warnings) perMessage.set(key(l), (perMessage.get(key(l)) ?? 0) + 1);
       for (const [message, count] of perMessage) expect(count, `${message}\n${server.output().slice(marks[i])}`).toBe(1);
+      expectQuietOutage(lines, outageFrom, backAt);
       expect(lines.filter((l) => l.level >= 40 && /stack/.test(JSON.stringify(l))), 'no stack for an expected outage').toEqual([]);
     }
   });

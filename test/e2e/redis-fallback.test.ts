@@ -6,6 +6,7 @@ import { spawnServer, type SpawnedServer } from '../support/spawn.js';
 import { startPrivateServer, type PrivateServer } from '../support/servers.js';
 import { expectNoDuplicates } from '../support/unique.js';
 import { until } from '../support/poll.js';
+import { expectQuietOutage, logLines } from '../support/log-volume.js';
 
 const TOKEN = 'fallback-admin-token';
 const admin = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
@@ -75,6 +76,8 @@ describe('Redis pools with fallback (idmint serve + REDIS_URL)', () => {
 
     try {
       await waitFor(() => phaseSources.up!.has('pay:pool') && total() > 20_000, 'IDs from the Redis pool');
+      const mark = server.output().length;
+      const from = Date.now();
       await redis.kill();
       phase = 'down';
       const atDown = total();
@@ -90,6 +93,7 @@ describe('Redis pools with fallback (idmint serve + REDIS_URL)', () => {
       expect(degraded.status).toBe('degraded');
 
       await redis.start();
+      const backAt = Date.now();
       phase = 'back';
       // The refill worker's own reconnect backs off (BullMQ retries its loop every few seconds):
       // on a loaded CI machine running other suites beside this one, give it two minutes.
@@ -99,6 +103,10 @@ describe('Redis pools with fallback (idmint serve + REDIS_URL)', () => {
         const ready = await fetch(`${server.url}/readyz`).then((r) => r.text(), (e: Error) => e.message);
         throw new Error(`${err.message.split('\n')[0]}\nstats ${stats.slice(0, 600)}\nreadyz ${ready.slice(0, 600)}\nerrors ${errors.length}: ${errors.slice(-3).join(' | ')}\n${err.message}`);
       });
+      const poolAgain = Date.now();
+      console.log(`Redis back: the pool served again after ${poolAgain - backAt} ms`);
+      // Quiet logs (issue 41): at most 10 lines a minute, from the kill to the pool serving again.
+      expectQuietOutage(logLines(server.output(), mark), from, poolAgain);
     } finally {
       running = false;
       await clients;

@@ -9,6 +9,7 @@ import { freePort, spawnServer, untilReady, type SpawnedServer } from '../suppor
 import { startPrivateServer, type PrivateServer } from '../support/servers.js';
 import { sleep, until } from '../support/poll.js';
 import { expectNoDuplicates } from '../support/unique.js';
+import { expectQuietOutage, logLines } from '../support/log-volume.js';
 
 /**
  * Issue 41, item 1: ZooKeeper stopped for longer than the sessions' timeout, then started again.
@@ -104,6 +105,8 @@ describe('ZooKeeper down past the session timeout, then back (two API processes)
       expect((await take(server, '/v1/ids/snow?count=10')).status).toBe(200);
     }
 
+    const marks = servers.map((s) => s.output().length);
+    const from = Date.now();
     await (kind === 'stop' ? zk.stop() : zk.pause());
     // Down for longer than every session's timeout (the fence's 10 s, the lease's LEASE_MS), under light load.
     const during = new Map<string, number>();
@@ -156,6 +159,14 @@ describe('ZooKeeper down past the session timeout, then back (two API processes)
       if (process.env.ZK_OUTAGE_DUMP) for (const [i, s] of servers.entries()) writeFileSync(`${process.env.ZK_OUTAGE_DUMP}-${kind}-${i}.log`, s.output());
     });
     console.log(`ZooKeeper ${kind}: after it came back (ms):`, JSON.stringify(recovered));
+    // Quiet logs (issue 41): at most 10 lines a minute per process, from the stop to every process ready.
+    const to = Date.now();
+    for (const [i, server] of servers.entries()) {
+      const lines = logLines(server.output(), marks[i]);
+      const logged = lines.filter((l) => l.level >= 30 && l.time <= to);
+      console.log(`ZooKeeper ${kind}: process ${i} logged ${logged.length} lines in ${((to - from) / 1000).toFixed(1)} s:\n${logged.map((l) => `  ${l.level} ${l.component ?? ''} ${l.msg}`).join('\n')}`);
+      expectQuietOutage(lines, from, to);
+    }
 
     // Still ready, and still serving, a little later: the new sessions hold.
     await sleep(2000);

@@ -8,7 +8,7 @@ import type { DispenserMetrics } from '../../dispenser/metrics.js';
 import { buildHttpServer, buildOpsServer } from '../../http/server.js';
 import { isLoopback } from '../../http/auth.js';
 import type { DispenserParts } from '../dispense.js';
-import { exportReadiness, readinessOf } from '../readiness.js';
+import { exportReadiness, readinessOf, type RefillHealth } from '../readiness.js';
 import type { PgDatabase } from '../../store/pg.js';
 import type { Database } from '../../store/db.js';
 import { PostgresTagTokenStore } from '../../store/tag-tokens.js';
@@ -43,6 +43,8 @@ export interface ApiRoleOptions {
   /** Whether the refill role runs here (for /v1/stats and /readyz), and whether the Kafka responder has started (for /readyz). */
   refillState: () => 'running' | 'starting' | 'off';
   responderState: () => 'running' | 'starting' | 'off';
+  /** Whether the refill worker can refill now (its Redis, its last refills). */
+  refillHealth?: RefillHealth | undefined;
   registry: Registry;
   metrics: DispenserMetrics;
   /** The process's roles, as its dashboard report names them. */
@@ -64,6 +66,7 @@ export async function buildApiServer(options: ApiRoleOptions): Promise<FastifyIn
     signing: () => options.deployment.signer?.health(),
     fence: options.fence,
     refillState: options.refillState,
+    refillHealth: options.refillHealth,
     responderState: options.responderState,
   });
   exportReadiness(options.registry, readiness);

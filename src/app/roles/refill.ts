@@ -72,6 +72,10 @@ export async function startRefillRole(options: RefillRoleOptions): Promise<Refil
     await worker.close();
     throw err;
   }
+  // Redis back after an outage: sweep now, so pools refill (a restarted Redis may have lost them) without waiting for the schedule.
+  worker.onRedisBack = () => {
+    redis.queue.sweepNow().catch((err: unknown) => logger.debug({ err: (err as Error).message }, 'could not request a sweep after Redis came back; the schedule will run one'));
+  };
   // Redis data loss (FLUSHALL, a restart without persistence) removes BullMQ's scheduler keys:
   // re-assert the sweep on every sweep interval (an idempotent upsert), or cron refills and
   // deleted-tag cleanup would stop until a restart.

@@ -60,7 +60,7 @@ export class RedisConnection {
     // ioredis emits 'error' on every failed reconnect; without a listener node would crash.
     for (const client of [this.fast, this.patient]) client.on('error', (err: Error) => this.log.debug({ err: err.message }, 'redis connection error'));
     // Every failed reconnect closes the socket again: one episode, not a line per attempt.
-    const lost = new Episode(this.log, "redis connection lost; serving by each tag's fallback");
+    const lost = new Episode(this.log, "redis connection lost; serving by each tag's fallback", { dependency: 'redis' });
     this.fast.on('ready', () => lost.recover());
     this.fast.on('close', () => {
       if (!this.closed) lost.fail({}, 'connection closed');

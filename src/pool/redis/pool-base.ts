@@ -169,7 +169,7 @@ export abstract class RedisPoolBase implements IdSource, PoolSink {
     // command timeout, a second-long stall every few seconds of an outage.
     const status = this.redis.status;
     if (status === 'reconnecting' || status === 'close' || status === 'end' || (status === 'connecting' && wasReady.has(this.redis))) {
-      throw notReady(`Redis (${what})`, `connection is ${status}`);
+      throw notReady(`Redis (${what})`, `connection is ${status}`, 'redis');
     }
   }
 

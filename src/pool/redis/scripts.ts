@@ -76,5 +76,5 @@ export function parseTakeReply(script: string, reply: unknown, count: number): T
 
 /** Redis failures (connection lost, timeouts) become NOT_READY so the dispenser falls back. */
 export function redisFailure(what: string, err: unknown): IdmintError {
-  return err instanceof IdmintError ? err : notReady(what, err);
+  return err instanceof IdmintError ? err : notReady(what, err, 'redis');
 }
