@@ -113,6 +113,18 @@ const REPLICATED_FAULTS: readonly Fault[] = [
       await zk.start(leader);
     },
   },
+  {
+    kind: 'zookeeper-quorum-lost',
+    what: "SIGKILL two of the three ZooKeeper servers (no quorum) for 12 s, longer than every session's timeout, then start them: every client (lease, fence) must reconnect or open a new session",
+    async inject(t) {
+      const zk = t.zkEnsemble!;
+      const leader = await zk.leader();
+      const follower = zk.ids.find((id) => id !== leader)!;
+      await Promise.all([zk.kill(leader), zk.kill(follower)]);
+      await sleep(12_000);
+      await Promise.all([zk.start(leader), zk.start(follower)]);
+    },
+  },
 ];
 
 /** The single servers' own faults: with `ha`, each kind's replicated faults and Patroni failovers take their place. */
