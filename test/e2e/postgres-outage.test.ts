@@ -73,8 +73,10 @@ describe('Postgres down under load (two API processes, Redis pools)', () => {
     expect(new Set(readiness.slice(4))).toEqual(new Set(['200 degraded']));
 
     await postgres.start();
+    const startedAt = Date.now();
     for (const server of servers) await untilReady(server.url, { output: server.output });
     const backAt = Date.now();
+    console.log(`Postgres back: every process ready ${backAt - startedAt} ms after it answered`);
     for (let i = 0; i < 20; i++) for (const server of servers) await take(server);
     expectNoDuplicates(ids);
 
@@ -89,6 +91,7 @@ describe('Postgres down under load (two API processes, Redis pools)', () => {
       const key = (l: LogLine): string => `${l.component} ${l.msg}`;
       for (const l of warnings) perMessage.set(key(l), (perMessage.get(key(l)) ?? 0) + 1);
       for (const [message, count] of perMessage) expect(count, `${message}\n${server.output().slice(marks[i])}`).toBe(1);
+      console.log(`Postgres down: process ${i} logged ${lines.filter((l) => l.level >= 30 && l.time <= backAt).length} lines in ${((backAt - outageFrom) / 1000).toFixed(1)} s`);
       expectQuietOutage(lines, outageFrom, backAt);
       expect(lines.filter((l) => l.level >= 40 && /stack/.test(JSON.stringify(l))), 'no stack for an expected outage').toEqual([]);
     }

@@ -104,7 +104,9 @@ describe('Redis pools with fallback (idmint serve + REDIS_URL)', () => {
         throw new Error(`${err.message.split('\n')[0]}\nstats ${stats.slice(0, 600)}\nreadyz ${ready.slice(0, 600)}\nerrors ${errors.length}: ${errors.slice(-3).join(' | ')}\n${err.message}`);
       });
       const poolAgain = Date.now();
-      console.log(`Redis back: the pool served again after ${poolAgain - backAt} ms`);
+      await until('ready again', async () => ((await (await fetch(`${server.url}/readyz`)).json()) as { status: string }).status === 'ready', { timeoutMs: 30_000, detail });
+      const lines = logLines(server.output(), mark).filter((l) => l.level >= 30 && l.time <= poolAgain);
+      console.log(`Redis back: the pool served again ${poolAgain - backAt} ms and /readyz said ready ${Date.now() - backAt} ms after it answered; ${lines.length} log lines in ${((poolAgain - from) / 1000).toFixed(1)} s of outage`);
       // Quiet logs (issue 41): at most 10 lines a minute, from the kill to the pool serving again.
       expectQuietOutage(logLines(server.output(), mark), from, poolAgain);
     } finally {
