@@ -122,6 +122,8 @@ export class RefillWorker {
     this.bull = start();
     // Only for its job counts: a Queue on the same client opens no connection of its own.
     this.counts = new Queue(s.name, { connection: client, prefix: s.prefix });
+    // Without a listener BullMQ prints each connection error's stack to stderr, past the logger.
+    this.counts.on('error', (err) => outage.fail({}, err.message));
     this.watchdog = setInterval(() => {
       if (this.closing || this.held || this.bull.isPaused()) return;
       // BullMQ's loop can end on a connection error and stay stopped after Redis comes back
