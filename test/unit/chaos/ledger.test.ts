@@ -27,14 +27,14 @@ describe('chaos ledger', () => {
     expect(ledger.phases.flatMap((ph) => ph.latencies.get('p') ?? [])).toEqual([1, 2000, 900, 3]);
   });
 
-  it('checks millions of ranges (the 30-minute run holds this many)', () => {
+  // The size of a long run (150 M ranges) is the chaos project's proof: test/chaos/ledger-scale.test.ts.
+  it('checks many ranges recorded out of order', () => {
     const ledger = new Ledger();
     const ranges: Array<[bigint, bigint]> = [];
-    for (let i = 0; i < 3_000_000; i++) ranges.push([BigInt(i * 2), BigInt(i * 2)]);
+    for (let i = 0; i < 300_000; i++) ranges.push([BigInt(i * 2), BigInt(i * 2)]);
     ledger.record('http-ids', 't', 'pool', ranges.reverse(), 1);
     expect(ledger.duplicates()).toEqual([]);
-    // Several seconds of CPU on a busy two-core machine (5.0 s once in CI): a generous bound, not a speed check.
-  }, 60_000);
+  });
 });
 
 describe('chaos ledger: consecutive IDs', () => {
