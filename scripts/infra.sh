@@ -40,7 +40,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 INFRA="${IDMINT_INFRA_DIR:-$ROOT/.infra}"
 KAFKA_VERSION="${IDMINT_INFRA_KAFKA_VERSION:-4.4.0}"
 [[ "$KAFKA_VERSION" == 3.9 ]] && KAFKA_VERSION=3.9.1
-[[ "$KAFKA_VERSION" =~ ^[34]\.[0-9]+\.[0-9]+$ ]] || { echo "[infra] error: IDMINT_INFRA_KAFKA_VERSION=$KAFKA_VERSION: expected 3.9.x or 4.x.y" >&2; exit 1; }
+[[ "$KAFKA_VERSION" =~ ^(3\.9|4\.[0-9]+)\.[0-9]+$ ]] || { echo "[infra] error: IDMINT_INFRA_KAFKA_VERSION=$KAFKA_VERSION: expected 3.9.x or 4.x.y" >&2; exit 1; }
 # One jar cache per checkout, whatever IDMINT_INFRA_DIR says: a private instance never downloads again.
 LIB="${IDMINT_INFRA_LIB:-$ROOT/.infra/lib}/kafka-$KAFKA_VERSION"
 LOGS="$INFRA/logs"
