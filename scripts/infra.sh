@@ -341,8 +341,12 @@ EOF
   if [[ ! -f "$dir/data/meta.properties" ]]; then
     local id
     log_flags "$dir"
-    id="$(java -cp "$LIB/*" "${LOG_FLAGS[@]}" kafka.tools.StorageTool random-uuid 2>/dev/null | tail -n 1)"
-    java -cp "$LIB/*" "${LOG_FLAGS[@]}" \
+    # The cluster id made here, as `kafka-storage random-uuid` makes it (URL-safe base64 of 16
+    # random bytes, drawn again when it starts with '-', which StorageTool's parser takes for an
+    # option): one JVM start fewer, and Kafka 4's take 5-10 s each on a loaded 2-core machine.
+    id="-"
+    while [[ "$id" == -* ]]; do id="$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=\n')"; done
+    java -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -cp "$LIB/*" "${LOG_FLAGS[@]}" \
       kafka.tools.StorageTool format -t "$id" -c "$dir/server.properties" "${scram[@]}" >"$LOGS/kafka-format.log" 2>&1 \
       || { cat "$LOGS/kafka-format.log" >&2; die "kafka storage format failed"; }
   fi
