@@ -2,7 +2,7 @@
 # configured servers allow. Build: docker build -t idmint .   Run: see compose/docker-compose.yml.
 
 # --- build: compile TypeScript to dist/ with the dev dependencies
-FROM node:20-bookworm-slim AS build
+FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund --ignore-scripts
@@ -15,7 +15,7 @@ COPY bin ./bin
 RUN node scripts/build.mjs && npm prune --omit=dev --no-audit --no-fund
 
 # --- runtime: production dependencies and compiled code only, as an unprivileged user
-FROM node:20-bookworm-slim
+FROM node:24-bookworm-slim
 ENV NODE_ENV=production \
     IDMINT_HOST=0.0.0.0 \
     IDMINT_PORT=8080 \

@@ -19,7 +19,9 @@
 #                          elections +21..23), Kafka brokers +31..33 (controllers +41..43),
 #                          Redis +51..53, Sentinels +61..63, Redis Cluster nodes +71..76
 #                          (their cluster bus +81..86)
-#   IDMINT_INFRA_LIB       the Kafka and ZooKeeper jars (default .infra/lib, fetched by infra.sh)
+#   IDMINT_INFRA_LIB       the jar cache root (default .infra/lib, fetched by infra.sh); the jars
+#                          are in its kafka-<version> folder
+#   IDMINT_INFRA_KAFKA_VERSION  the Kafka version whose jars run (default 4.4.0; 3.9.1 or 3.9 for 3.9)
 # Failure detection is shortened for trials (a Kafka broker fenced after 6 s, Sentinel's
 # down-after 2 s, the Redis Cluster's node timeout 2 s, ZooKeeper tickTime 1 s); production keeps
 # the defaults. The env has the Sentinel set as the pools' Redis; the Cluster's nodes are in
@@ -29,7 +31,10 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 DIR="${IDMINT_INFRA_HA_DIR:-${IDMINT_INFRA_DIR:-$ROOT/.infra}/ha}"
 BASE="${IDMINT_INFRA_HA_PORT:-29000}"
-LIB="${IDMINT_INFRA_LIB:-$ROOT/.infra/lib}"
+# The same version and cache as infra.sh, which fetches the jars.
+KAFKA_VERSION="${IDMINT_INFRA_KAFKA_VERSION:-4.4.0}"
+[[ "$KAFKA_VERSION" == 3.9 ]] && KAFKA_VERSION=3.9.1
+LIB="${IDMINT_INFRA_LIB:-$ROOT/.infra/lib}/kafka-$KAFKA_VERSION"
 HOST=127.0.0.1
 NAME=idmint-pools
 N=(1 2 3)
@@ -74,7 +79,7 @@ tag_of() {
 java_start() { # java_start <server> <heap> <main class> <args...>
   local s="$1" heap="$2"; shift 2
   setsid java "-Xmx$heap" -Xms32m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Djava.awt.headless=true \
-    "$(tag_of "$s")" "-Dlog4j.configuration=file:$DIR/log4j.properties" -Dlog.file="$DIR/logs/$s.log" \
+    "$(tag_of "$s")" "${LOG_FLAGS[@]}" -Dlog.file="$DIR/logs/$s.log" \
     -cp "$LIB/*" "$@" </dev/null >"$DIR/logs/$s.out" 2>&1 &
   echo $! >"$(pidfile "$s")"
 }
@@ -82,7 +87,7 @@ java_start() { # java_start <server> <heap> <main class> <args...>
 # ---------------------------------------------------------------- servers
 
 setup() {
-  [[ -f "$LIB/.complete" ]] || die "Kafka and ZooKeeper jars missing in $LIB: run 'npm run infra:up' once (it fetches them)"
+  [[ -f "$LIB/.complete" ]] || die "Kafka $KAFKA_VERSION and ZooKeeper jars missing in $LIB: run 'npm run infra:up' once with the same IDMINT_INFRA_KAFKA_VERSION (it fetches them)"
   command -v redis-server >/dev/null || die "'redis-server' not found: apt-get install -y redis-server"
   mkdir -p "$DIR/logs" "$DIR/pids"
   cat >"$DIR/log4j.properties" <<'EOF'
@@ -92,7 +97,19 @@ log4j.appender.file.File=${log.file}
 log4j.appender.file.layout=org.apache.log4j.PatternLayout
 log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n
 EOF
+  # Kafka 4 and its own ZooKeeper log through log4j2; the jar set decides which file is read.
+  cat >"$DIR/log4j2.properties" <<'EOF'
+appender.file.type=File
+appender.file.name=file
+appender.file.fileName=${sys:log.file}
+appender.file.layout.type=PatternLayout
+appender.file.layout.pattern=[%d] %p %m (%c)%n
+rootLogger.level=WARN
+rootLogger.appenderRef.file.ref=file
+EOF
 }
+
+LOG_FLAGS=("-Dlog4j.configuration=file:$DIR/log4j.properties" "-Dlog4j2.configurationFile=file:$DIR/log4j2.properties")
 
 start_zookeeper() { # start_zookeeper <n>
   local n="$1" d="$DIR/zookeeper-$1" i
@@ -141,7 +158,7 @@ broker.session.timeout.ms=6000
 replica.lag.time.max.ms=8000
 log.segment.bytes=16777216
 EOF
-    java -cp "$LIB/*" "-Dlog4j.configuration=file:$DIR/log4j.properties" -Dlog.file="$DIR/logs/kafka-format.log" \
+    java -cp "$LIB/*" "${LOG_FLAGS[@]}" -Dlog.file="$DIR/logs/kafka-format.log" \
       kafka.tools.StorageTool format -t "$(cluster_id)" -c "$d/server.properties" >"$DIR/logs/kafka-$n-format.out" 2>&1 \
       || { cat "$DIR/logs/kafka-$n-format.out" >&2; die "formatting kafka-$n's storage failed"; }
   fi

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Local infrastructure for idmint: Kafka 3.9 (KRaft, one node) and ZooKeeper 3.8 from Maven
+# Local infrastructure for idmint: Kafka 4.4 (KRaft, one node) and ZooKeeper 3.9 from Maven
 # Central jars, a private redis-server, and a throwaway Postgres cluster. Everything lives
-# under .infra/ (jars, data, logs, pid files, env).
+# under .infra/ (jars, data, logs, pid files, env). IDMINT_INFRA_KAFKA_VERSION=3.9.1 (or 3.9)
+# runs Kafka 3.9.1 with the ZooKeeper 3.8 its jars carry instead; each version has its own data
+# directory, so use a fresh IDMINT_INFRA_DIR (or down first) when switching.
 #
 #   bash scripts/infra.sh up|down|status
 #   bash scripts/infra.sh start|stop|restart|kill|pid <redis|kafka|zookeeper|postgres>
@@ -12,8 +14,9 @@
 # A server named by the environment (DATABASE_URL, REDIS_URL, KAFKA_BROKERS, ZK_CONNECT,
 # pointing somewhere other than our own port) is used as is and never started or stopped.
 # Ports: IDMINT_INFRA_{KAFKA,CONTROLLER,ZK,REDIS,PG}_PORT, defaults below. IDMINT_INFRA_DIR moves
-# the state (a private instance for a fault test); the jars stay in the checkout's .infra/lib,
-# shared by every instance, unless IDMINT_INFRA_LIB names another cache.
+# the state (a private instance for a fault test); the jars stay in the checkout's .infra/lib
+# (one folder per Kafka version, .infra/lib/kafka-<version>), shared by every instance, unless
+# IDMINT_INFRA_LIB names another cache root.
 #
 # IDMINT_INFRA_SECURE=1 starts the secured profile (use it with its own IDMINT_INFRA_DIR and
 # ports): a throwaway CA and a server certificate for 127.0.0.1 made with openssl under
@@ -35,8 +38,11 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 INFRA="${IDMINT_INFRA_DIR:-$ROOT/.infra}"
+KAFKA_VERSION="${IDMINT_INFRA_KAFKA_VERSION:-4.4.0}"
+[[ "$KAFKA_VERSION" == 3.9 ]] && KAFKA_VERSION=3.9.1
+[[ "$KAFKA_VERSION" =~ ^(3\.9|4\.[0-9]+)\.[0-9]+$ ]] || { echo "[infra] error: IDMINT_INFRA_KAFKA_VERSION=$KAFKA_VERSION: expected 3.9.x or 4.x.y" >&2; exit 1; }
 # One jar cache per checkout, whatever IDMINT_INFRA_DIR says: a private instance never downloads again.
-LIB="${IDMINT_INFRA_LIB:-$ROOT/.infra/lib}"
+LIB="${IDMINT_INFRA_LIB:-$ROOT/.infra/lib}/kafka-$KAFKA_VERSION"
 LOGS="$INFRA/logs"
 PIDS="$INFRA/pids"
 HOST=127.0.0.1
@@ -99,11 +105,12 @@ ensure_jars() {
   exec 8>"$LIB.lock"
   flock 8
   if [[ -f "$LIB/.complete" ]]; then exec 8>&-; return; fi
-  log "downloading Kafka and ZooKeeper jars from Maven Central into $LIB"
+  log "downloading Kafka $KAFKA_VERSION and ZooKeeper jars from Maven Central into $LIB"
   local t0; t0="$(now_ms)"
   rm -rf "$LIB" && mkdir -p "$LIB"
-  mvn -B -q -f "$ROOT/scripts/pom.xml" dependency:copy-dependencies \
-    -DoutputDirectory="$LIB" -DincludeScope=runtime >"$LOGS/maven.log" 2>&1 \
+  # Kafka 3 carries ZooKeeper and logs through log4j 1; Kafka 4 needs both added (scripts/pom.xml).
+  mvn -B -q -f "$ROOT/scripts/pom.xml" dependency:copy-dependencies "-Dkafka.version=$KAFKA_VERSION" \
+    "-Pkafka${KAFKA_VERSION%%.*}" -DoutputDirectory="$LIB" -DincludeScope=runtime >"$LOGS/maven.log" 2>&1 \
     || { tail -n 30 "$LOGS/maven.log" >&2; die "maven download failed (log: $LOGS/maven.log)"; }
   touch "$LIB/.complete"
   log "jars ready in $(($(now_ms) - t0)) ms"
@@ -204,7 +211,9 @@ make_tls() { # a throwaway CA and a server certificate for 127.0.0.1 and localho
 
 # ---------------------------------------------------------------- starters
 
-log4j_config() { # log4j_config <server>: Kafka and ZooKeeper log through reload4j into .infra/logs
+log4j_config() { # log4j_config <server>: Kafka and ZooKeeper log into .infra/logs
+  # Both files: the jar set decides which one is read (Kafka 3.9: log4j 1 through reload4j;
+  # Kafka 4 and its own ZooKeeper: log4j2).
   cat >"$INFRA/$1/log4j.properties" <<EOF
 log4j.rootLogger=INFO, file
 log4j.appender.file=org.apache.log4j.RollingFileAppender
@@ -219,18 +228,41 @@ log4j.logger.kafka.request.logger=WARN
 log4j.logger.state.change.logger=WARN
 log4j.logger.org.apache.zookeeper=INFO
 EOF
+  cat >"$INFRA/$1/log4j2.properties" <<EOF
+appender.file.type=RollingFile
+appender.file.name=file
+appender.file.fileName=$LOGS/$1.log
+appender.file.filePattern=$LOGS/$1.log.%i
+appender.file.layout.type=PatternLayout
+appender.file.layout.pattern=[%d] %p %m (%c)%n
+appender.file.policies.type=Policies
+appender.file.policies.size.type=SizeBasedTriggeringPolicy
+appender.file.policies.size.size=20MB
+appender.file.strategy.type=DefaultRolloverStrategy
+appender.file.strategy.max=2
+rootLogger.level=INFO
+rootLogger.appenderRef.file.ref=file
+logger.request.name=kafka.request.logger
+logger.request.level=WARN
+logger.state.name=state.change.logger
+logger.state.level=WARN
+EOF
+}
+
+log_flags() { # log_flags <dir>: LOG_FLAGS, the JVM flags that point both logging backends at <dir>'s files
+  LOG_FLAGS=("-Dlog4j.configuration=file:$1/log4j.properties" "-Dlog4j2.configurationFile=file:$1/log4j2.properties")
 }
 
 java_start() { # java_start <server> <heap> <main class> <args...>
   local s="$1" heap="$2"; shift 2
+  log_flags "$INFRA/$s"
   # C1 only starts ZooKeeper faster; Kafka keeps the full JIT so benchmarks see its real speed.
   local JIT="-XX:TieredStopAtLevel=1"
   [[ "$s" == kafka ]] && JIT="-XX:+TieredCompilation"
   # setsid: the JVM must outlive the shell, terminal or test runner that started it.
   setsid java "-Xmx$heap" "-Xms64m" -XX:+UseSerialGC $JIT \
     -Djava.awt.headless=true "$(marker "$s")" \
-    "-Dlog4j.configuration=file:$INFRA/$s/log4j.properties" \
-    -cp "$LIB/*" "$@" </dev/null >"$LOGS/$s.out" 2>&1 &
+    "${LOG_FLAGS[@]}" -cp "$LIB/*" "$@" </dev/null >"$LOGS/$s.out" 2>&1 &
   echo $! >"$PIDS/$s.pid"
 }
 
@@ -308,8 +340,13 @@ EOF
   fi
   if [[ ! -f "$dir/data/meta.properties" ]]; then
     local id
-    id="$(java -cp "$LIB/*" -Dlog4j.configuration="file:$dir/log4j.properties" kafka.tools.StorageTool random-uuid 2>/dev/null | tail -n 1)"
-    java -cp "$LIB/*" -Dlog4j.configuration="file:$dir/log4j.properties" \
+    log_flags "$dir"
+    # The cluster id made here, as `kafka-storage random-uuid` makes it (URL-safe base64 of 16
+    # random bytes, drawn again when it starts with '-', which StorageTool's parser takes for an
+    # option): one JVM start fewer, and Kafka 4's take 5-10 s each on a loaded 2-core machine.
+    id="-"
+    while [[ "$id" == -* ]]; do id="$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=\n')"; done
+    java -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -cp "$LIB/*" "${LOG_FLAGS[@]}" \
       kafka.tools.StorageTool format -t "$id" -c "$dir/server.properties" "${scram[@]}" >"$LOGS/kafka-format.log" 2>&1 \
       || { cat "$LOGS/kafka-format.log" >&2; die "kafka storage format failed"; }
   fi
@@ -537,7 +574,7 @@ cmd_down() {
 }
 
 pg_ha() { ZK_CONNECT="$(ha_var ZK_CONNECT || url_of zookeeper)" IDMINT_PG_HA_DIR="$PG_HA_DIR" bash "$ROOT/scripts/pg-ha.sh" "$@"; }
-infra_ha() { IDMINT_INFRA_HA_DIR="$HA_DIR" IDMINT_INFRA_LIB="$LIB" bash "$ROOT/scripts/infra-ha.sh" "$@"; }
+infra_ha() { IDMINT_INFRA_HA_DIR="$HA_DIR" IDMINT_INFRA_LIB="$(dirname "$LIB")" IDMINT_INFRA_KAFKA_VERSION="$KAFKA_VERSION" bash "$ROOT/scripts/infra-ha.sh" "$@"; }
 ha_var() { [[ -n "$HA_ENV" ]] && sed -n "s/^$1=//p" <<<"$HA_ENV" | grep .; }
 
 cmd_status() {

@@ -38,13 +38,27 @@ export function isExpectedKafkaCondition(message: string, error: unknown): boole
   return EXPECTED.test(message) || (typeof error === 'string' && EXPECTED.test(error));
 }
 
+/** The line KafkaJS logs at ERROR after every retriable consumer crash; it carries no error of its own. */
+const RESTART = /^Restarting the consumer in \d+ms$/;
+
 export function pinoLogCreator(logger: Logger): logCreator {
+  // A restart is as expected as the crash before it: on a fresh Kafka 4 broker the first JoinGroup
+  // can meet COORDINATOR_LOAD_IN_PROGRESS, and KafkaJS crashes the consumer and restarts it. So
+  // remember, per group, whether its last crash was demoted; an unexpected crash stays loud, and
+  // so does its restart.
+  const expectedCrash = new Set<string>();
   return () =>
     ({ namespace, level, log }: LogEntry) => {
       const { message, timestamp: _ts, ...extra } = log;
       const fields = { kafkajs: namespace, ...extra };
       const loud = level === logLevel.ERROR || level === logLevel.WARN;
-      if (loud && isExpectedKafkaCondition(message, (extra as { error?: unknown }).error)) logger.debug(fields, message);
+      const group = String((extra as { groupId?: unknown }).groupId ?? '');
+      let expected = loud && isExpectedKafkaCondition(message, (extra as { error?: unknown }).error);
+      if (loud && message.startsWith('Crash: ')) {
+        if (expected) expectedCrash.add(group);
+        else expectedCrash.delete(group);
+      } else if (loud && RESTART.test(message)) expected = expectedCrash.delete(group);
+      if (expected) logger.debug(fields, message);
       else if (level === logLevel.ERROR) logger.error(fields, message);
       else if (level === logLevel.WARN) logger.warn(fields, message);
       else if (level === logLevel.INFO) logger.debug(fields, message);

@@ -3,17 +3,17 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import type { KafkaConfig } from 'kafkajs';
 import { createKafka } from '../../src/kafka/kafka.js';
 import { until, untilValue } from './poll.js';
 import { makeTls } from './tls.js';
 import { freePort } from './ports.js';
+import { INFRA_LIB as LIB, javaLogFlags } from './infra-jars.js';
 
 /**
  * Three Kafka brokers on loopback, private to one test file: KRaft nodes that are broker and
- * controller each (a quorum of three), formatted in a temp dir with the project's jars (.infra/lib,
+ * controller each (a quorum of three), formatted in a temp dir with the project's jars (.infra/lib/kafka-<version>,
  * fetched by `npm run infra:up`). Failure detection is tuned down (a lost broker is fenced after
  * 4 s, a stopped follower leaves the ISR after 5 s) so a test sees a failover in seconds.
  */
@@ -43,7 +43,6 @@ export interface KafkaCluster {
 }
 
 const run = promisify(execFile);
-const LIB = fileURLToPath(new URL('../../.infra/lib', import.meta.url));
 
 /**
  * A Kafka cluster id: 16 random bytes in URL-safe base64, as `kafka-storage random-uuid` prints.
@@ -106,8 +105,7 @@ export async function startKafkaCluster(size = 3, timings: KafkaClusterTimings =
     password === undefined ? {} : { IDMINT_KAFKA_TLS_CA: join(tls, 'ca.pem'), IDMINT_KAFKA_SASL_MECHANISM: 'scram-sha-512', IDMINT_KAFKA_SASL_USERNAME: 'idmint', IDMINT_KAFKA_SASL_PASSWORD: password };
   const replicas = Math.min(3, size);
   const conf = (id: number): string => join(dir, `node-${id}`, 'server.properties');
-  const log4j = join(dir, 'log4j.properties');
-  writeFileSync(log4j, ['log4j.rootLogger=WARN, file', 'log4j.appender.file=org.apache.log4j.FileAppender', `log4j.appender.file.File=${join(dir, 'kafka.log')}`, 'log4j.appender.file.layout=org.apache.log4j.PatternLayout', 'log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n', ''].join('\n'));
+  const logFlags = javaLogFlags(dir, join(dir, 'kafka.log'));
   for (const id of nodeIds) {
     const { broker, controller } = ports.get(id)!;
     mkdirSync(join(dir, `node-${id}`, 'data'), { recursive: true });
@@ -147,14 +145,14 @@ export async function startKafkaCluster(size = 3, timings: KafkaClusterTimings =
   }
   const id = clusterId();
   await Promise.all(
-    nodeIds.map((n) => run('java', ['-Xmx128m', '-XX:TieredStopAtLevel=1', `-Dlog4j.configuration=file:${log4j}`, '-cp', `${LIB}/*`, 'kafka.tools.StorageTool', 'format', '-t', id, '-c', conf(n), ...(password === undefined ? [] : ['--add-scram', `SCRAM-SHA-512=[name=idmint,password=${password}]`, '--add-scram', `SCRAM-SHA-512=[name=idmint-client,password=${clientPassword}]`])])),
+    nodeIds.map((n) => run('java', ['-Xmx128m', '-XX:TieredStopAtLevel=1', ...logFlags, '-cp', `${LIB}/*`, 'kafka.tools.StorageTool', 'format', '-t', id, '-c', conf(n), ...(password === undefined ? [] : ['--add-scram', `SCRAM-SHA-512=[name=idmint,password=${password}]`, '--add-scram', `SCRAM-SHA-512=[name=idmint-client,password=${clientPassword}]`])])),
   );
 
   const procs = new Map<number, ChildProcess>();
   const startNode = (n: number): void => {
     const child = spawn(
       'java',
-      ['-Xmx256m', '-Xms64m', '-XX:+UseSerialGC', '-XX:TieredStopAtLevel=1', '-Djava.awt.headless=true', `-Dlog4j.configuration=file:${log4j}`, '-cp', `${LIB}/*`, 'kafka.Kafka', conf(n)],
+      ['-Xmx256m', '-Xms64m', '-XX:+UseSerialGC', '-XX:TieredStopAtLevel=1', '-Djava.awt.headless=true', ...logFlags, '-cp', `${LIB}/*`, 'kafka.Kafka', conf(n)],
       { stdio: 'ignore' },
     );
     procs.set(n, child);

@@ -3,13 +3,13 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { until } from './poll.js';
 import { freePort } from './ports.js';
+import { INFRA_LIB as LIB, javaLogFlags } from './infra-jars.js';
 
 /**
  * A ZooKeeper ensemble on loopback, private to one test file: `size` QuorumPeerMain processes in
- * a temp dir with the project's jars (.infra/lib, fetched by `npm run infra:up`). tickTime 500 ms,
+ * a temp dir with the project's jars (.infra/lib/kafka-<version>, fetched by `npm run infra:up`). tickTime 500 ms,
  * so sessions may be as short as 1 s and as long as 10 s, and an election takes about a second.
  */
 export interface ZkEnsemble {
@@ -25,8 +25,6 @@ export interface ZkEnsemble {
   start(id: number): Promise<void>;
   close(): Promise<void>;
 }
-
-const LIB = fileURLToPath(new URL('../../.infra/lib', import.meta.url));
 
 /** A four-letter word's answer, or undefined when the server does not answer. */
 function fourLetter(port: number, word: string): Promise<string | undefined> {
@@ -48,8 +46,7 @@ export async function startZkEnsemble(size = 3): Promise<ZkEnsemble> {
   const ports = new Map<number, { client: number; peer: number; election: number }>();
   for (const id of ids) ports.set(id, { client: await freePort(), peer: await freePort(), election: await freePort() });
   const servers = ids.map((id) => `server.${id}=127.0.0.1:${ports.get(id)!.peer}:${ports.get(id)!.election}`);
-  const log4j = join(dir, 'log4j.properties');
-  writeFileSync(log4j, ['log4j.rootLogger=WARN, file', 'log4j.appender.file=org.apache.log4j.FileAppender', `log4j.appender.file.File=${join(dir, 'zookeeper.log')}`, 'log4j.appender.file.layout=org.apache.log4j.PatternLayout', 'log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n', ''].join('\n'));
+  const logFlags = javaLogFlags(dir, join(dir, 'zookeeper.log'));
   const cfg = (id: number): string => join(dir, `zk-${id}`, 'zoo.cfg');
   for (const id of ids) {
     const data = join(dir, `zk-${id}`, 'data');
@@ -64,7 +61,7 @@ export async function startZkEnsemble(size = 3): Promise<ZkEnsemble> {
   const startServer = (id: number): void => {
     const child = spawn(
       'java',
-      ['-Xmx96m', '-Xms32m', '-XX:+UseSerialGC', '-XX:TieredStopAtLevel=1', '-Djava.awt.headless=true', `-Dlog4j.configuration=file:${log4j}`, '-Dzookeeper.admin.enableServer=false', '-cp', `${LIB}/*`, 'org.apache.zookeeper.server.quorum.QuorumPeerMain', cfg(id)],
+      ['-Xmx96m', '-Xms32m', '-XX:+UseSerialGC', '-XX:TieredStopAtLevel=1', '-Djava.awt.headless=true', ...logFlags, '-Dzookeeper.admin.enableServer=false', '-cp', `${LIB}/*`, 'org.apache.zookeeper.server.quorum.QuorumPeerMain', cfg(id)],
       { stdio: 'ignore' },
     );
     procs.set(id, child);

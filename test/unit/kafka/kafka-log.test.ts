@@ -49,6 +49,24 @@ describe('KafkaJS logs into pino', () => {
     expect(lines.map((l) => l.msg)).toEqual(['odd']);
   });
 
+  it("demotes a consumer's restart after an expected crash, and keeps it loud after a real one", async () => {
+    const { lines, logger } = capture('info');
+    const log = pinoLogCreator(logger)(logLevel.WARN);
+    // A fresh Kafka 4 broker: the first JoinGroup meets a coordinator still loading.
+    log(entry(logLevel.ERROR, "Crash: KafkaJSNumberOfRetriesExceeded: The coordinator is loading and hence can't process requests"));
+    log(entry(logLevel.ERROR, 'Restarting the consumer in 100ms'));
+    log(entry(logLevel.ERROR, 'Crash: KafkaJSProtocolError: Group authorization failed'));
+    log(entry(logLevel.ERROR, 'Restarting the consumer in 300ms'));
+    // A restart with no crash remembered (another group's, or a second line) stays loud too.
+    log(entry(logLevel.ERROR, 'Restarting the consumer in 100ms'));
+    await new Promise((r) => setImmediate(r));
+    expect(lines.map((l) => [l.level, l.msg])).toEqual([
+      [50, 'Crash: KafkaJSProtocolError: Group authorization failed'],
+      [50, 'Restarting the consumer in 300ms'],
+      [50, 'Restarting the consumer in 100ms'],
+    ]);
+  });
+
   it('parses broker lists from KAFKA_BROKERS or an array', () => {
     expect(parseBrokers(' a:1, b:2 ,')).toEqual(['a:1', 'b:2']);
     expect(parseBrokers(['a:1 ', ''])).toEqual(['a:1']);
