@@ -253,8 +253,6 @@ export const envSchema = z.object({
   IDMINT_REFILL_CONCURRENCY: int(1, 64).default(2),
   /** Job lock: a worker silent this long is presumed dead and its job retried. Default 30000. */
   IDMINT_REFILL_LOCK_MS: int(100, 600_000).default(30_000),
-  /** Crash-test hook: milliseconds to wait between taking a segment and pushing it. Default 0. */
-  IDMINT_REFILL_PAUSE_AFTER_ALLOCATE_MS: int(0, 3_600_000).default(0),
 
   // The Kafka responder.
   /** Roles that need Kafka topics create the missing ones at start; `false` refuses instead, naming `idmint kafka init`. Default true. */
@@ -283,9 +281,6 @@ export const envSchema = z.object({
   IDMINT_KAFKA_RESPONDER_GROUP: kafkaName.optional(),
   /** Responder group session timeout, ms: how soon a crashed responder's partitions move. Default 30000 (broker minimum 6000). */
   IDMINT_KAFKA_SESSION_TIMEOUT_MS: int(1000, 3_600_000).default(30_000),
-
-  /** Test hook: milliseconds added to this process's clock, read from this file (chaos runs step a worker's clock with it). Never in production. */
-  IDMINT_TEST_CLOCK_FILE: z.string().trim().min(1).optional(),
 
   // Secured connections (README, "Secured connections"). Postgres takes its TLS settings in DATABASE_URL.
   /** CA certificate (PEM file) that signed Redis's certificate, for `rediss://` URLs. Default: the system's CAs. */

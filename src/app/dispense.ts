@@ -17,7 +17,7 @@ import { RegionalWorkerIdProvider } from '../worker-id/regional-provider.js';
 import type { Closers } from './closers.js';
 import { regionOf, type Config } from './config.js';
 import type { RedisPools } from './pools.js';
-import { fileClock } from './test-clock.js';
+import { fileClock, testHooks } from './test-hooks.js';
 import { createSnowflakeSourceFromConfig } from './worker-id.js';
 import { DEFAULT_REDIS_POOL } from '../core/pool-kind.js';
 import { TagFormats } from './formats.js';
@@ -47,7 +47,8 @@ export async function buildDispenser(
   closers.add('memory pool', () => memory.close());
   const counter = redis && config.IDMINT_LOCAL_BUFFER > 0 ? new LocalBlockBuffer(redis.counter, config.IDMINT_LOCAL_BUFFER) : redis?.counter;
   const pools: PoolSources = { memory, ...(redis && counter ? { 'redis-list': redis.list, 'redis-counter': counter } : {}) };
-  const clock = config.IDMINT_TEST_CLOCK_FILE ? fileClock(config.IDMINT_TEST_CLOCK_FILE) : undefined;
+  const { clockFile } = testHooks();
+  const clock = clockFile ? fileClock(clockFile) : undefined;
   const snowflake = await createSnowflakeSourceFromConfig(config, {
     logger,
     db,

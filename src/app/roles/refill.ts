@@ -4,6 +4,7 @@ import type { BizStore, PoolSink } from '../../core/ports.js';
 import { createRefillProcessor, type RefillProcessor, type SinkKind } from '../../refill/processor.js';
 import { RefillWorker } from '../../refill/worker.js';
 import type { Config } from '../config.js';
+import { testHooks } from '../test-hooks.js';
 import { refillPrefix } from '../connections.js';
 import type { RedisPools } from '../pools.js';
 import { DEFAULT_REDIS_POOL } from '../../core/pool-kind.js';
@@ -49,7 +50,7 @@ export async function startRefillRole(options: RefillRoleOptions): Promise<Refil
     minDepth: config.IDMINT_POOL_MIN_DEPTH,
     maxDepth: config.IDMINT_POOL_MAX_DEPTH,
     maxRangeDepth: config.IDMINT_POOL_MAX_RANGE_DEPTH,
-    pauseAfterAllocateMs: config.IDMINT_REFILL_PAUSE_AFTER_ALLOCATE_MS,
+    pauseAfterAllocateMs: testHooks().pauseAfterAllocateMs,
     logger,
     ...(registry ? { registry } : {}),
   });
