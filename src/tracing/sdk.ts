@@ -1,4 +1,6 @@
 import type { SpanExporter, SpanProcessor } from '@opentelemetry/sdk-trace-base';
+import type * as TraceNode from '@opentelemetry/sdk-trace-node';
+import type * as Resources from '@opentelemetry/resources';
 import type { Logger } from '../core/logger.js';
 import { loadBullTelemetry } from './bullmq.js';
 
@@ -23,8 +25,8 @@ export async function startTracing(env: Record<string, string | undefined>, logg
   const names = (env.OTEL_TRACES_EXPORTER ?? 'otlp').split(',').map((s) => s.trim()).filter((s) => s !== '');
   const unknown = names.filter((n) => !(TRACE_EXPORTERS as readonly string[]).includes(n));
   if (unknown.length > 0) throw new Error(`OTEL_TRACES_EXPORTER names ${unknown.join(', ')}; idmint knows ${TRACE_EXPORTERS.join(', ')}`);
-  let node: typeof import('@opentelemetry/sdk-trace-node');
-  let resources: typeof import('@opentelemetry/resources');
+  let node: typeof TraceNode;
+  let resources: typeof Resources;
   try {
     [node, resources] = await Promise.all([import('@opentelemetry/sdk-trace-node'), import('@opentelemetry/resources')]);
   } catch (err) {
