@@ -1,30 +1,37 @@
 /**
- * What tracing costs on the hottest path, HTTP `GET /v1/ids/demo?count=1` on the embedded server:
- * today's code before tracing existed (a worktree of the commit before src/tracing, or
- * IDMINT_BENCH_BASELINE=<ref>), this code with tracing off (no SDK registered), and this code
- * with tracing on (an SDK with a batch processor and an in-memory exporter, preloaded as an
- * application would). Three servers up at once, loaded in turns round after round, so drift on a
- * shared machine hits all alike. Reproduce: `npm run bench -- tracing`.
+ * What tracing costs per request on the hottest path, HTTP `GET /v1/ids/demo?count=1`, in one
+ * process: the routes and dispenser of the code before tracing existed (a worktree of the commit
+ * before src/tracing, or IDMINT_BENCH_BASELINE=<ref>, imported beside this code) against this
+ * code, each a fastify app answering `inject()` over its own in-memory PGlite. Batches alternate
+ * between the two many times, so the load of a shared machine hits both alike.
+ *   1. no SDK registered: before vs tracing off;
+ *   2. an SDK registered (batch processor, in-memory exporter): before vs tracing on.
+ * Reproduce: `npm run bench -- tracing` (this and the socket-level tracing-http.bench.ts).
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { freePort } from '../test/support/spawn.js';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import type { FastifyInstance } from 'fastify';
 import { median, perSecond, table, type Section } from './lib.js';
-import { loadGenerator, loadRound, type Round } from './peers.js';
+import type * as Pglite from '../src/store/pglite.js';
+import type * as Migrations from '../src/store/migrations.js';
+import type * as BizStore from '../src/store/biz-store.js';
+import type * as Memory from '../src/dispenser/sources/memory.js';
+import type * as DispenserModule from '../src/dispenser/dispenser.js';
+import type * as Base from '../src/http/base.js';
+import type * as Routes from '../src/http/routes-ids.js';
 
-const ROUNDS = 5;
-const SECONDS = 5;
-const CONNECTIONS = 32;
+const ROUNDS = 40;
+const BATCHES = 40;
+const CONCURRENCY = 32;
 const here = fileURLToPath(new URL('..', import.meta.url));
 
-function git(args: string[], cwd = here): string {
-  return execFileSync('git', args, { cwd, encoding: 'utf8' }).trim();
+function git(args: string[]): string {
+  return execFileSync('git', args, { cwd: here, encoding: 'utf8' }).trim();
 }
 
-/** The commit before tracing was added (what "today" meant before it), unless IDMINT_BENCH_BASELINE names one. */
 function baselineRef(): string {
   if (process.env.IDMINT_BENCH_BASELINE) return process.env.IDMINT_BENCH_BASELINE;
   const added = git(['log', '--diff-filter=A', '--format=%H', '--', 'src/tracing/tracer.ts']).split('\n').pop();
@@ -32,26 +39,61 @@ function baselineRef(): string {
   return `${added}^`;
 }
 
-interface Server {
-  url: string;
-  child: ChildProcess;
-  dataDir: string;
+/** The API routes over a memory pool and an in-memory PGlite, built from the sources in `dir`. */
+async function buildApp(dir: string): Promise<{ app: FastifyInstance; close(): Promise<void> }> {
+  const load = <T>(path: string): Promise<T> => import(pathToFileURL(join(dir, path)).href) as Promise<T>;
+  const { createPgliteDatabase } = await load<typeof Pglite>('src/store/pglite.ts');
+  const { migrate } = await load<typeof Migrations>('src/store/migrations.ts');
+  const { PostgresBizStore } = await load<typeof BizStore>('src/store/biz-store.ts');
+  const { MemoryPool } = await load<typeof Memory>('src/dispenser/sources/memory.ts');
+  const { Dispenser } = await load<typeof DispenserModule>('src/dispenser/dispenser.ts');
+  const { createFastify } = await load<typeof Base>('src/http/base.ts');
+  const { idRoutes } = await load<typeof Routes>('src/http/routes-ids.ts');
+  const db = await createPgliteDatabase();
+  await migrate(db);
+  const store = new PostgresBizStore(db, { owner: 'bench' });
+  await store.createBiz({ bizTag: 'demo', step: 100_000 });
+  const memory = new MemoryPool({ allocator: store });
+  const dispenser = new Dispenser({ store, pools: { memory } });
+  const app = createFastify({ component: 'http' });
+  await app.register(idRoutes, { dispenser, decode: () => ({}) });
+  await app.ready();
+  return {
+    app,
+    async close() {
+      await app.close();
+      await memory.close();
+      await store.close();
+      await db.close();
+    },
+  };
 }
 
-async function start(cwd: string, nodeArgs: string[] = []): Promise<Server> {
-  const port = await freePort();
-  const dataDir = mkdtempSync(join(tmpdir(), 'idmint-bench-trace-'));
-  const env = { ...process.env, DATABASE_URL: '', REDIS_URL: '', KAFKA_BROKERS: '', ZK_CONNECT: '', IDMINT_OTEL: '0', IDMINT_DATA_DIR: dataDir, IDMINT_PORT: String(port), LOG_LEVEL: 'warn' };
-  // The same entry (sources through tsx) for all three: only the code under test differs.
-  const child = spawn(process.execPath, ['--import', 'tsx', ...nodeArgs, 'workers/all.ts'], { cwd, env, stdio: 'ignore' });
-  const url = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 1200; i++) {
-    if (await fetch(`${url}/v1/ids/demo?count=1`).then((r) => r.ok, () => false)) return { url, child, dataDir };
-    if (child.exitCode !== null) break;
-    await new Promise((r) => setTimeout(r, 100));
+/** req/s of BATCHES batches of CONCURRENCY concurrent requests. */
+async function batch(app: FastifyInstance): Promise<number> {
+  const started = performance.now();
+  for (let b = 0; b < BATCHES; b++) {
+    const answers = await Promise.all(Array.from({ length: CONCURRENCY }, () => app.inject({ method: 'GET', url: '/v1/ids/demo?count=1' })));
+    if (answers.some((a) => a.statusCode !== 200)) throw new Error(`a request failed: ${answers.find((a) => a.statusCode !== 200)!.body}`);
   }
-  child.kill('SIGKILL');
-  throw new Error(`the server in ${cwd} did not serve /v1/ids/demo`);
+  return (BATCHES * CONCURRENCY * 1000) / (performance.now() - started);
+}
+
+/** Alternating rounds (the order flips each round); the medians and the ratio b/a. */
+async function compare(a: FastifyInstance, b: FastifyInstance): Promise<{ a: number; b: number; ratios: number[] }> {
+  for (let i = 0; i < 5; i++) await Promise.all([batch(a), batch(b)]);
+  const ra: number[] = [];
+  const rb: number[] = [];
+  for (let i = 0; i < ROUNDS; i++) {
+    if (i % 2 === 0) {
+      ra.push(await batch(a));
+      rb.push(await batch(b));
+    } else {
+      rb.push(await batch(b));
+      ra.push(await batch(a));
+    }
+  }
+  return { a: median(ra), b: median(rb), ratios: ra.map((x, i) => rb[i]! / x) };
 }
 
 export async function run(): Promise<Section> {
@@ -59,44 +101,46 @@ export async function run(): Promise<Section> {
   const commit = git(['rev-parse', '--short', ref]);
   const baseDir = mkdtempSync(join(tmpdir(), 'idmint-bench-baseline-'));
   git(['worktree', 'add', '--detach', baseDir, ref]);
-  // The baseline's dependencies are this checkout's (it imports none of the new ones).
   if (!existsSync(join(baseDir, 'node_modules'))) symlinkSync(join(here, 'node_modules'), join(baseDir, 'node_modules'));
-  const servers: Server[] = [];
+  const opened: Array<{ close(): Promise<void> }> = [];
   try {
-    const targets = [
-      { name: `before tracing (${commit})`, server: await start(baseDir) },
-      { name: 'tracing off (no SDK registered)', server: await start(here) },
-      { name: 'tracing on (SDK, batch processor, in-memory exporter)', server: await start(here, ['--import', './bench/tracing-memory-sdk.mjs']) },
+    const before = await buildApp(baseDir);
+    const off = await buildApp(here);
+    opened.push(before, off);
+    const phase1 = await compare(before.app, off.app);
+
+    const { BatchSpanProcessor, InMemorySpanExporter } = await import('@opentelemetry/sdk-trace-base');
+    const { NodeTracerProvider } = await import('@opentelemetry/sdk-trace-node');
+    const exporter = new InMemorySpanExporter();
+    const provider = new NodeTracerProvider({ spanProcessors: [new BatchSpanProcessor(exporter)] });
+    provider.register();
+    const drain = setInterval(() => exporter.reset(), 1000);
+    // Built after the registration: the HTTP hooks are installed only then.
+    const on = await buildApp(here);
+    opened.push(on);
+    const phase2 = await compare(before.app, on.app);
+    clearInterval(drain);
+    await provider.shutdown();
+
+    const pct = (x: number): string => `${(x * 100).toFixed(1)} %`;
+    const rows = [
+      [`before tracing (${commit})`, perSecond(phase1.a), '100 %', '—'],
+      ['tracing off (no SDK registered)', perSecond(phase1.b), pct(phase1.b / phase1.a), pct(median(phase1.ratios))],
+      [`before tracing (${commit}), with an SDK registered`, perSecond(phase2.a), '100 %', '—'],
+      ['tracing on (batch processor, in-memory exporter)', perSecond(phase2.b), pct(phase2.b / phase2.a), pct(median(phase2.ratios))],
     ];
-    servers.push(...targets.map((t) => t.server));
-    const rounds = new Map<string, Round[]>(targets.map((t) => [t.name, []]));
-    for (const t of targets) await loadRound(`${t.server.url}/v1/ids/demo?count=1`, 2, 8);
-    for (let i = 0; i < ROUNDS; i++) {
-      // A different order each round: no target always runs right after another.
-      const order = targets.map((_, k) => targets[(k + i) % targets.length]!);
-      for (const t of order) rounds.get(t.name)!.push(await loadRound(`${t.server.url}/v1/ids/demo?count=1`, SECONDS, CONNECTIONS));
-    }
-    const base = median(rounds.get(targets[0]!.name)!.map((r) => r.requestsPerSecond));
-    const rows = targets.map((t) => {
-      const rs = rounds.get(t.name)!;
-      const rps = median(rs.map((r) => r.requestsPerSecond));
-      return [t.name, perSecond(rps), `${((rps / base) * 100).toFixed(1)} %`, median(rs.map((r) => r.p50Ms)).toFixed(2), median(rs.map((r) => r.p99Ms)).toFixed(2), rs.map((r) => Math.round(r.requestsPerSecond)).join(' / '), rs.reduce((s, r) => s + r.errors, 0)];
-    });
     return {
-      title: 'Tracing: HTTP `count=1` with tracing off and on, against the code before tracing',
+      title: 'Tracing: HTTP `count=1` per request, off and on, against the code before tracing (one process)',
       body: [
-        `Embedded server (PGlite, in-memory buffers), \`GET /v1/ids/demo?count=1\`, ${CONNECTIONS} connections, ${ROUNDS} rounds of ${SECONDS} s per target in rotating order, load by ${await loadGenerator()}. Medians.`,
+        `fastify \`inject()\` of \`GET /v1/ids/demo?count=1\` (memory pool, in-memory PGlite), ${CONCURRENCY} concurrent, ${ROUNDS} alternating rounds of ${BATCHES * CONCURRENCY} requests per app. Medians; "paired" is the median of the per-round ratios (each round's two runs side by side).`,
         '',
-        table(['server', 'req/s', 'vs before', 'p50 ms', 'p99 ms', 'req/s per round', 'errors'], rows),
+        table(['app', 'req/s', 'vs before', 'paired'], rows),
         '',
-        'The target: tracing off ≥ 98 % of before (issue 45). Tracing on creates 3 spans per request (HTTP server, dispense, pool take).',
+        'The target: tracing off ≥ 98 % of before (issue 45). Tracing on makes 3 spans per request (HTTP server, dispense, pool take).',
       ].join('\n'),
     };
   } finally {
-    for (const s of servers) {
-      s.child.kill('SIGTERM');
-      rmSync(s.dataDir, { recursive: true, force: true });
-    }
+    for (const o of opened) await o.close().catch(() => undefined);
     git(['worktree', 'remove', '--force', baseDir]);
   }
 }
