@@ -6,12 +6,15 @@ import { SpanKind } from '@opentelemetry/api';
 import type { Kafka } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKafkaClient, type IdmintKafkaClient } from '../../../src/client/kafka/rpc-client.js';
-import { createTopic, deleteTopics, testKafka } from '../../support/kafka.js';
+import { KafkaPoolSink } from '../../../src/pool/kafka/sink.js';
+import { KafkaPoolConsumer } from '../../../src/client/kafka/pool-consumer.js';
+import { inSpan } from '../../../src/tracing/tracer.js';
+import { createTopic, deleteTopics, kafkaPoolTags, testKafka } from '../../support/kafka.js';
 import { env } from '../../support/env.js';
 import { freshStore, type TestStore } from '../../support/store.js';
 import { uniqueName } from '../../support/names.js';
 import { untilValue } from '../../support/poll.js';
-import { TEST_SIGNING_SECRET, TEST_VERIFY_KEY } from '../../support/signing.js';
+import { TEST_SIGNING_SECRET, TEST_VERIFY_KEY, testSigner } from '../../support/signing.js';
 import { startMemoryTracing, type MemoryTracing } from './memory-tracing.js';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
@@ -131,5 +134,30 @@ describe('trace of a Kafka request/reply across two processes', () => {
     expect(remote.some((s) => s.name === 'idmint.pool.take' && s.parentSpanId === dispense.spanId)).toBe(true);
     // The reply carried the responder's context back: the SDK's span links to its process span.
     expect(send.links.map((l) => [l.context.traceId, l.context.spanId])).toEqual([[traceId, processed.spanId]]);
+  });
+
+  it("pool blocks carry the refill's context, and a take from a block links to the block's producer span", async () => {
+    const tags = kafkaPoolTags(() => store.store);
+    const bizTag = await tags.create('traced');
+    const sink = new KafkaPoolSink({ signer: testSigner, kafka, blockSize: 100 });
+    const consumer = new KafkaPoolConsumer({ verifyKey: TEST_VERIFY_KEY, kafka, bizTag, bufferBlocks: 2 });
+    try {
+      // As a refill job would: the publication runs inside the job's span.
+      await inSpan('refill job', {}, async () => sink.push(await store.store.allocate(bizTag, 300)));
+      const producer = tracing.one(`send idmint.ids.${bizTag}`);
+      expect(producer.kind).toBe(SpanKind.PRODUCER);
+      expect(producer.attributes).toMatchObject({ 'messaging.system': 'kafka', 'messaging.batch.message_count': 3 });
+      expect(producer.parentSpanContext?.spanId).toBe(tracing.one('refill job').spanContext().spanId);
+
+      const ids = await inSpan('application take', {}, () => consumer.take(150, { timeoutMs: 20_000 }));
+      expect(ids).toHaveLength(150);
+      const take = tracing.one('application take');
+      // Two blocks of 100 were taken from: both carry the same producer span.
+      expect(take.links.map((l) => l.context.spanId)).toEqual([producer.spanContext().spanId, producer.spanContext().spanId]);
+    } finally {
+      await consumer.close();
+      await sink.deleteTopics(bizTag).catch(() => undefined);
+      await sink.close();
+    }
   });
 });
