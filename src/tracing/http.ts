@@ -4,6 +4,9 @@ import { extractTraceContext } from './propagation.js';
 import { idmintTracer, tracingOn } from './tracer.js';
 
 const SPAN = Symbol('idmint.span');
+
+/** Probes and scrapes, every few seconds from every orchestrator and Prometheus: not worth a trace each. */
+export const UNTRACED_ROUTES: ReadonlySet<string> = new Set(['/healthz', '/readyz', '/metrics']);
 type Traced = FastifyRequest & { [SPAN]?: Span };
 
 /**
@@ -18,6 +21,7 @@ export function traceHttp(app: FastifyInstance): void {
   // Callback hooks: the rest of the request (later hooks, the handler) runs inside context.with.
   app.addHook('onRequest', (request, _reply, done) => {
     const route = request.routeOptions.url;
+    if (route !== undefined && UNTRACED_ROUTES.has(route)) return done();
     const path = request.url;
     const query = path.indexOf('?');
     const span = tracer.startSpan(

@@ -40,6 +40,7 @@ describe('traces of HTTP requests, one per source', () => {
     const dispenser = new Dispenser({ store: fenced, pools: { memory, 'redis-list': harness.pool }, segment: segmentSource(fenced), snowflake });
     app = createFastify({ component: 'http' });
     await app.register(idRoutes, { dispenser, decode: () => ({}) });
+    app.get('/healthz', async () => ({ status: 'ok' }));
     await app.ready();
   });
 
@@ -141,5 +142,11 @@ describe('traces of HTTP requests, one per source', () => {
     expect(dispense.status.code).toBe(SpanStatusCode.ERROR);
     expect(dispense.attributes['error.type']).toBe('UNKNOWN_BIZ_TAG');
     expect(dispense.events.map((e) => e.name)).toEqual(['exception']);
+  });
+
+  it('leaves probes untraced', async () => {
+    const before = tracing.spans().length;
+    expect((await app.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
+    expect(tracing.spans().slice(before).map((s) => s.name)).toEqual([]);
   });
 });
