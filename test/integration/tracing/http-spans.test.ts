@@ -16,6 +16,7 @@ import { uid, uniqueName } from '../../support/names.js';
 import { untilValue } from '../../support/poll.js';
 import { startHarness, type Harness } from '../refill/helpers.js';
 import { startMemoryTracing, type MemoryTracing } from './memory-tracing.js';
+import { createIdmintClient } from '../../../src/client/client.js';
 
 // The span tree of one HTTP request on each source, with an in-memory exporter: real Postgres,
 // Redis, BullMQ and ZooKeeper (the segment fence), the route served through fastify's inject().
@@ -148,5 +149,22 @@ describe('traces of HTTP requests, one per source', () => {
     const before = tracing.spans().length;
     expect((await app.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
     expect(tracing.spans().slice(before).map((s) => s.name)).toEqual([]);
+  });
+
+  it("the SDK's fetch is a CLIENT span whose traceparent the server continues", async () => {
+    const tag = await store.store.createBiz({ bizTag: `sdk-${uid()}`, step: 100, pool: 'memory' });
+    const address = await app.listen({ port: 0, host: '127.0.0.1' });
+    const client = createIdmintClient({ url: address });
+    try {
+      expect(typeof (await client.next(tag.bizTag))).toBe('bigint');
+    } finally {
+      await client.close();
+    }
+    const fetch = tracing.one('idmint.client.fetch_blocks', (s) => s.attributes['idmint.biz_tag'] === tag.bizTag);
+    expect(fetch.kind).toBe(SpanKind.CLIENT);
+    expect(fetch.instrumentationScope.name).toBe('idmint/client');
+    const server = tracing.one('GET /v1/blocks/:bizTag', (s) => s.attributes['url.path'] === `/v1/blocks/${tag.bizTag}`);
+    expect(server.parentSpanContext?.spanId).toBe(fetch.spanContext().spanId);
+    expect(server.spanContext().traceId).toBe(fetch.spanContext().traceId);
   });
 });
