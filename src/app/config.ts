@@ -134,6 +134,11 @@ export const envSchema = z.object({
   IDMINT_DASHBOARD_HISTORY_MS: int(60_000, 86_400_000).default(3_600_000),
   /** A Grafana dashboard's address, linked from /dashboard. */
   IDMINT_GRAFANA_URL: optionalUrl(['http:', 'https:']),
+  /**
+   * `1` starts the OpenTelemetry Node SDK (traces), configured by the standard OTEL_* variables
+   * (OTEL_TRACES_EXPORTER, OTEL_EXPORTER_OTLP_ENDPOINT...); see docs/tracing.md. Default off.
+   */
+  IDMINT_OTEL: z.enum(['0', '1'], { error: '0 or 1' }).default('0'),
   /** pino level. Default `info`. */
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** A request's headers and body must arrive within this, milliseconds. Default 10000. */

@@ -3,6 +3,8 @@ import { isIdmintError } from '../core/errors.js';
 import { loadConfig, type Config } from './config.js';
 import { createLogger } from './log.js';
 import { CLOSE_DEADLINE_MS, stopOnSignals } from './signals.js';
+import { startTracing, type TracingRuntime } from '../tracing/sdk.js';
+import { packageVersion } from './version.js';
 
 /** A started process: what its role builder opened, closed on a signal. */
 export interface Started {
@@ -33,12 +35,16 @@ export function runProcess(name: string, start: ProcessStart, overrides: Record<
     // is handled on the event loop, after `run.starting` is set below.
     // A signal during a start that never finishes (a server it waits for never answers) still
     // stops the process: stopOnSignals exits at CLOSE_DEADLINE_MS whatever the close awaits.
-    const run: { starting?: Promise<Started>; started?: boolean } = {};
+    const run: { starting?: Promise<Started>; started?: boolean; tracing?: Promise<TracingRuntime | undefined> } = {};
     stopOnSignals(logger, async () => {
       if (!run.started) logger.warn({ deadlineMs: CLOSE_DEADLINE_MS }, 'stop asked for during the start: stopping once the start has finished, or at the deadline');
       await (await run.starting!).close();
+      // Last: the spans of the close itself are flushed too.
+      await (await run.tracing)?.close();
     });
-    run.starting = start({ config, logger });
+    // Before the role builds its servers: they install their tracing hooks only when a provider is registered.
+    run.tracing = startTracing({ ...process.env, ...overrides, IDMINT_OTEL: config.IDMINT_OTEL }, logger, packageVersion());
+    run.starting = run.tracing.then(() => start({ config, logger }));
     await run.starting;
     run.started = true;
   })().catch((err: unknown) => {

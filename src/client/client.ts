@@ -9,6 +9,7 @@ import { TagBuffer } from './tag-buffer.js';
 import type { TagBufferSettings, TagBufferStats } from './tag-buffer.js';
 import type { IdTransport } from './transport.js';
 import { checkInteger, OptionsError, resolveOptions } from '../core/options.js';
+import { tracedTransport } from '../tracing/client.js';
 
 export interface IdmintClientSettings extends TagBufferSettings {
   /** Longest a `next`/`nextMany` call waits for IDs before TIMEOUT (transport retries included). */
@@ -70,10 +71,12 @@ export class IdmintClient {
     }
     this.logger = (options.logger ?? silentLogger).child({ component: 'client' });
     this.clock = options.clock ?? systemClock;
-    if (options.transport) this.transport = options.transport;
-    else if (options.url !== undefined) this.transport = httpTransport({ url: options.url, ...secretsOf(options), logger: options.logger });
-    else if (options.urls !== undefined) this.transport = failoverTransport({ urls: options.urls, ...secretsOf(options), logger: options.logger });
+    let transport: IdTransport;
+    if (options.transport) transport = options.transport;
+    else if (options.url !== undefined) transport = httpTransport({ url: options.url, ...secretsOf(options), logger: options.logger });
+    else if (options.urls !== undefined) transport = failoverTransport({ urls: options.urls, ...secretsOf(options), logger: options.logger });
     else throw new BadRequestError('the idmint client needs a `transport` (httpTransport, kafkaTransport...) or a `url`', 'transport');
+    this.transport = tracedTransport(transport);
     for (const tag of options.bizTags ?? []) this.buffer(tag).warm();
   }
 

@@ -7,6 +7,7 @@ import type { Logger } from '../core/logger.js';
 import { silentLogger } from '../core/logger.js';
 import type { IdTransport, TransportBatch } from './transport.js';
 import { checkInteger, resolveOptions } from '../core/options.js';
+import { withHttpTraceHeaders } from '../tracing/client.js';
 
 export interface HttpTransportSettings {
   /** Per attempt: a request without an answer by then is abandoned (its IDs, if any, become gaps). */
@@ -68,7 +69,7 @@ export function httpTransport(options: HttpTransportOptions): HttpTransport {
     let text: string;
     try {
       const token = options.tokens?.[bizTag] ?? options.token;
-      response = await fetch(url, { signal, headers: token === undefined ? ACCEPT_JSON : { ...ACCEPT_JSON, 'x-idmint-token': token } });
+      response = await fetch(url, { signal, headers: withHttpTraceHeaders(token === undefined ? ACCEPT_JSON : { ...ACCEPT_JSON, 'x-idmint-token': token }) });
       text = await response.text();
     } catch (err) {
       if (closer.signal.aborted) throw closedError(err);

@@ -8,6 +8,8 @@ import { Episode } from '../core/episode.js';
 import { blocksOf, blocksSize, type Block } from '../core/block.js';
 import type { IdCodec, IdFormat } from '../core/format/format.js';
 import { TagCache, TAG_CACHE_DEFAULTS } from './tag-cache.js';
+import { annotate, tracingOn } from '../tracing/tracer.js';
+import { ATTR, traceDispense, traceTake } from '../tracing/dispense.js';
 
 export interface DispenseRequest {
   readonly bizTag: string;
@@ -153,7 +155,13 @@ export class Dispenser implements IdService {
    * The one request path: validation, admission (IDs in flight), the tag, plugins, the error
    * metric and the rejection handler, around `serve`.
    */
-  private async dispense<R extends DispenseResult | BlocksResult>(request: DispenseRequest, maxCount: number, weight: number, serve: (tag: BizTag) => Promise<R>): Promise<R> {
+  private dispense<R extends DispenseResult | BlocksResult>(request: DispenseRequest, maxCount: number, weight: number, serve: (tag: BizTag) => Promise<R>): Promise<R> {
+    // Tracing off: no span, no closure (the check is two property reads).
+    if (!tracingOn()) return this.dispenseUntraced(request, maxCount, weight, serve);
+    return traceDispense(request.bizTag, request.count, request.as, () => this.dispenseUntraced(request, maxCount, weight, serve));
+  }
+
+  private async dispenseUntraced<R extends DispenseResult | BlocksResult>(request: DispenseRequest, maxCount: number, weight: number, serve: (tag: BizTag) => Promise<R>): Promise<R> {
     let admitted = 0;
     try {
       validate(request.bizTag, request.count, maxCount);
@@ -300,20 +308,21 @@ export class Dispenser implements IdService {
   }
 
   private async whole(tag: BizTag, source: IdSource, count: number, context: TakeContext): Promise<DispenseResult> {
-    const ids = await source.take(tag, count, context);
+    const ids = await takeFrom(source, tag, count, context);
     if (ids.length < count) throw new IdmintError('POOL_EMPTY', `the ${source.name} source for "${tag.bizTag}" returned ${ids.length} of ${count} IDs`);
     return { bizTag: tag.bizTag, ids, source: source.name };
   }
 
   private async segmentMode(tag: BizTag, count: number, context: TakeContext): Promise<DispenseResult> {
-    const pool = this.options.pools[this.poolKindFor(tag)];
+    const kind = this.poolKindFor(tag);
+    const pool = this.options.pools[kind];
     if (!pool) throw new IdmintError('NOT_READY', `no pool is configured for "${tag.bizTag}"`);
     // A lowered max_limit, or a floor raised elsewhere, leaves IDs outside the tag's range in
     // buffers and pools: drop them (gaps), never hand them out.
     const floor = tag.startAfter ?? 0;
     const ceiling = tag.maxLimit;
     const take = async (n: number): Promise<string[]> => {
-      const taken = await pool.take(tag, n, context);
+      const taken = await takeFrom(pool, tag, n, context, kind);
       return ceiling === null && floor === 0 ? taken : taken.filter((id) => Number(id) > floor && (ceiling === null || Number(id) <= ceiling));
     };
     const { items: ids, error: poolError } = await this.fromPool(tag, count, take, (taken) => taken.length);
@@ -321,7 +330,7 @@ export class Dispenser implements IdService {
 
     const missing = count - ids.length;
     const { source, value: rest } = await this.fallBack(tag, poolError, async (fallback) => {
-      const taken = await fallback.take(tag, missing, context);
+      const taken = await takeFrom(fallback, tag, missing, context);
       // The segment rung buffers too: the same range rule (Snowflake IDs lie above every limit's tag: no such fallback).
       return fallback === this.options.segment && (ceiling !== null || floor > 0) ? taken.filter((id) => Number(id) > floor && (ceiling === null || Number(id) <= ceiling)) : taken;
     });
@@ -335,6 +344,7 @@ export class Dispenser implements IdService {
     const error = asIdmintError(raw);
     if (error !== raw) this.logger.error({ err: raw, bizTag: tag.bizTag }, 'unexpected failure in a pool');
     if (!error.retriable) throw error;
+    annotate(ATTR.poolError, error.code);
     this.poolOutage.fail({ bizTag: tag.bizTag, code: error.code }, error.message, dependencyOf(error));
     return error;
   }
@@ -389,6 +399,7 @@ export class Dispenser implements IdService {
     let last = cause;
     for (const source of ladder) {
       try {
+        annotate(ATTR.fallback, source.name);
         return { source: source.name, value: await take(source) };
       } catch (raw) {
         last = asIdmintError(raw);
@@ -411,8 +422,10 @@ export class Dispenser implements IdService {
     }
     const pool = this.options.pools[this.poolKindFor(tag)];
     if (!pool) throw new IdmintError('NOT_READY', `no pool is configured for "${tag.bizTag}"`);
-    const takeBlocks = (source: IdSource, n: number): Promise<Block[]> =>
-      source.takeBlocks ? source.takeBlocks(tag, n, context) : source.take(tag, n, context).then(blocksOf);
+    const takeBlocks = (source: IdSource, n: number): Promise<Block[]> => {
+      const run = (): Promise<Block[]> => (source.takeBlocks ? source.takeBlocks(tag, n, context) : source.take(tag, n, context).then(blocksOf));
+      return tracingOn() ? traceTake(source.name, tag.bizTag, n, source === pool ? this.poolKindFor(tag) : undefined, run) : run();
+    };
     const take = async (n: number): Promise<Block[]> => {
       const taken = await takeBlocks(pool, n);
       return tag.maxLimit === null && !tag.startAfter ? taken : clip(taken, tag.startAfter ?? 0, tag.maxLimit ?? Number.MAX_SAFE_INTEGER);
@@ -461,6 +474,12 @@ export type { IdSourceName };
 function asRequested(request: DispenseRequest, result: DispenseResult | BlocksResult): DispenseResult | BlocksResult {
   if (request.as === 'ids' || 'blocks' in result) return result;
   return { bizTag: result.bizTag, blocks: blocksOf(result.ids), source: result.source };
+}
+
+/** One source's take, in a span of its own when tracing is on (no closure when off). */
+function takeFrom(source: IdSource, tag: BizTag, count: number, context: TakeContext, poolKind?: string): Promise<string[]> {
+  if (!tracingOn()) return source.take(tag, count, context);
+  return traceTake(source.name, tag.bizTag, count, poolKind, () => source.take(tag, count, context));
 }
 
 /** The blocks cut to (floor, maxLimit]: what lies outside stays unissued (a gap). */

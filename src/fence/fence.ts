@@ -1,6 +1,7 @@
 import { IdmintError } from '../core/errors.js';
 import { silentLogger, type Logger } from '../core/logger.js';
 import type { BizStore, Segment } from '../core/ports.js';
+import { traceFenceClaim, traceSegmentAllocation } from '../tracing/segment.js';
 
 /**
  * A record, outside Postgres, of the highest ID of each tag's (and shard's) segments handed out:
@@ -77,7 +78,9 @@ const MAX_DISCARDS = 10;
  */
 export function fenceStore<S extends BizStore & CounterRaiser>(store: S, fence: SegmentFence, hooks: FenceHooks = {}): S {
   const log = (hooks.logger ?? silentLogger).child({ component: 'segment-fence' });
-  const allocate = async (bizTag: string, step: number, options: { shard?: number; by?: string } = {}): Promise<Segment> => {
+  const allocate = (bizTag: string, step: number, options: { shard?: number; by?: string } = {}): Promise<Segment> =>
+    traceSegmentAllocation(bizTag, options.shard ?? 0, step, () => allocateFenced(bizTag, step, options));
+  const allocateFenced = async (bizTag: string, step: number, options: { shard?: number; by?: string }): Promise<Segment> => {
     const shard = options.shard ?? 0;
     let discards = 0;
     let repairs = 0;
@@ -85,7 +88,7 @@ export function fenceStore<S extends BizStore & CounterRaiser>(store: S, fence: 
       const mark = await fence.current(bizTag, shard);
       const segment = await store.allocate(bizTag, step, options);
       if (segment.start > mark) {
-        if (await fence.claim(bizTag, shard, segment.start, segment.end)) return segment;
+        if (await traceFenceClaim(bizTag, shard, mark, () => fence.claim(bizTag, shard, segment.start, segment.end))) return segment;
         // Claimed above its start meanwhile: a concurrent allocation above it, or the segment a
         // lost commit had handed out. Either way this one must not leave; take another.
         log.debug({ bizTag, shard, segment: [segment.start, segment.end], fence: mark }, 'segment discarded: the fence was raised past its start while it was allocated');

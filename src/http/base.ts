@@ -6,6 +6,7 @@ import type { Registry } from 'prom-client';
 import { silentLogger, type Logger } from '../core/logger.js';
 import { makeTokenGuard } from './auth.js';
 import { installErrorHandling } from './errors.js';
+import { traceHttp } from '../tracing/http.js';
 
 export interface ReadinessReport {
   /** `degraded`: serving by fallback (e.g. Redis down); `not_ready`: cannot serve. */
@@ -78,6 +79,7 @@ export function createFastify(options: { logger?: Logger; component: string; bod
     forceCloseConnections: 'idle',
   });
   installErrorHandling(app);
+  traceHttp(app);
   return app;
 }
 

@@ -17,6 +17,7 @@ import { Episode } from '../core/episode.js';
 import { isLeaderNotAvailable } from './errors.js';
 import { waitForGroupJoin } from './group.js';
 import { checkInteger, OptionsError, resolveOptions } from '../core/options.js';
+import { traceKafkaProcess } from '../tracing/messaging.js';
 
 /**
  * The responder: reads `idmint.requests`, serves each from the dispenser, replies on the
@@ -192,7 +193,7 @@ class KafkaResponder implements Responder {
     for (let i = 0; i < batch.messages.length; i += concurrency) {
       if (!isRunning() || isStale()) return;
       const chunk = batch.messages.slice(i, i + concurrency);
-      const replies = await Promise.all(chunk.map((m) => this.serve(m)));
+      const replies = await Promise.all(chunk.map((m) => traceKafkaProcess(batch.topic, m, batch.partition, this.settings.groupId, () => this.serve(m))));
       await this.sendReplies(replies.filter((r): r is Reply => r !== null));
       for (const m of chunk) resolveOffset(m.offset);
       await heartbeat();

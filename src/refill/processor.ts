@@ -9,6 +9,7 @@ import { refillMetrics, type RefillMetrics } from './metrics.js';
 import { targetDepth } from './target.js';
 import { defaults, OptionsError, resolveOptions } from '../core/options.js';
 import { poolKindOf } from '../core/pool-kind.js';
+import { traceRefill, traceSweep, type TraceCarrier } from '../tracing/refill.js';
 
 export type SinkKind = PoolSink['kind'];
 
@@ -16,6 +17,8 @@ export interface RefillJobData {
   bizTag: string;
   shard: number;
   reason: RefillReason;
+  /** The W3C trace context of the request or sweep that asked (tracing on): the refill's span links to it. */
+  trace?: TraceCarrier;
 }
 
 /** The part of a BullMQ job the processor reads. */
@@ -220,14 +223,14 @@ export function createRefillProcessor(options: RefillProcessorOptions): RefillPr
   }
 
   async function process(job: RefillJobLike): Promise<RefillOutcome | SweepOutcome> {
-    if (job.name === 'sweep') return sweep();
+    if (job.name === 'sweep') return traceSweep(sweep);
     if (job.name !== 'refill') throw new IdmintError('BAD_REQUEST', `unknown refill job name "${job.name}"`);
     const data = job.data as Partial<RefillJobData> | null;
     if (!data || typeof data.bizTag !== 'string' || typeof data.shard !== 'number') {
       throw new IdmintError('BAD_REQUEST', 'refill job data must be {bizTag, shard, reason}', { details: { data } });
     }
     const reason: RefillReason = data.reason === 'cron' || data.reason === 'manual' ? data.reason : 'threshold';
-    return refill(data.bizTag, data.shard, reason);
+    return traceRefill(data.bizTag, data.shard, reason, data.trace, () => refill(data.bizTag!, data.shard!, reason));
   }
 
   return Object.freeze({ process, refill, sweep });

@@ -6,6 +6,8 @@ import type { RefillJobData } from './processor.js';
 import { checkInteger, OptionsError, resolveOptions } from '../core/options.js';
 import { redisHandle, type RedisHandle } from '../redis/handle.js';
 import { Episode } from '../core/episode.js';
+import { bullTelemetry } from '../tracing/bullmq.js';
+import { refillJobTracing } from '../tracing/refill.js';
 
 export const REFILL_QUEUE_NAME = 'idmint-refill';
 export const SWEEP_SCHEDULER_ID = 'idmint-sweep';
@@ -61,7 +63,8 @@ export class RefillQueue implements RefillTrigger {
     this.log = (logger ?? silentLogger).child({ component: 'refill-queue' });
     this.connection = redisHandle(connection, { maxRetriesPerRequest: null });
     const client = this.connection.client;
-    this.queue = new Queue(s.name, { connection: client, prefix: s.prefix });
+    const telemetry = bullTelemetry();
+    this.queue = new Queue(s.name, { connection: client, prefix: s.prefix, ...(telemetry ? { telemetry } : {}) });
     const outage = new Episode(this.log, 'refill queue cannot reach Redis', { dependency: 'redis' });
     client.on('error', (err: Error) => outage.fail({}, err.message));
     client.on('ready', () => outage.recover());
@@ -79,8 +82,9 @@ export class RefillQueue implements RefillTrigger {
 
   /** At most one refill pending or running per tag/shard: later requests are dropped until it finishes. */
   async requestRefill(bizTag: string, shard: number, reason: RefillReason): Promise<void> {
-    const data: RefillJobData = { bizTag, shard, reason };
-    await this.queue.add('refill', data, { ...this.jobOptions(), deduplication: { id: `${bizTag}/${shard}` } });
+    const tracing = refillJobTracing();
+    const data: RefillJobData = { bizTag, shard, reason, ...tracing.data };
+    await this.queue.add('refill', data, { ...this.jobOptions(), deduplication: { id: `${bizTag}/${shard}` }, ...tracing.opts });
   }
 
   /** Creates or updates the cron sweep (idempotent across processes: one scheduler id). */

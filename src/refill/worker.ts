@@ -8,6 +8,7 @@ import { REFILL_QUEUE_DEFAULTS } from './queue.js';
 import { checkInteger, resolveOptions } from '../core/options.js';
 import { redisHandle, type RedisHandle } from '../redis/handle.js';
 import { Episode, type Dependency } from '../core/episode.js';
+import { bullTelemetry } from '../tracing/bullmq.js';
 
 export interface RefillWorkerOptions {
   /** A Redis URL (clients are created and closed here) or a client the caller owns (needs `maxRetriesPerRequest: null`). */
@@ -94,6 +95,7 @@ export class RefillWorker {
     // While Postgres or a sink is down every attempt fails: one episode, not a warn per attempt.
     const failing = new Episode(this.log, 'refill jobs failing');
     this.failing = failing;
+    const telemetry = bullTelemetry();
     const start = (): Worker => {
       const worker = new Worker(s.name, run, {
         connection: client,
@@ -102,6 +104,7 @@ export class RefillWorker {
         lockDuration: s.lockDurationMs,
         stalledInterval: s.stalledIntervalMs,
         autorun: true,
+        ...(telemetry ? { telemetry } : {}),
       });
       worker.on('error', (err) => outage.fail({}, err.message));
       worker.on('active', () => this.progress(+1));

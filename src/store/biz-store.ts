@@ -18,6 +18,7 @@ import { assertRegionRoom } from './region-record.js';
 import { assertCoherent, validateBizInput, validateBizPatch, validateBizTag, validateShard, validateStep } from './validate.js';
 import { defaults, OptionsError, resolveOptions } from '../core/options.js';
 import type { IdFormat } from '../core/format/format.js';
+import { traceSegmentUpdate } from '../tracing/segment.js';
 
 export interface PostgresBizStoreOptions {
   /** Recorded as `allocated_by` in the ledger when `allocate` is not given `by`. Default `<hostname>:<pid>`. */
@@ -208,6 +209,10 @@ export class PostgresBizStore implements BizStore, SegmentUsage {
   }
 
   async allocate(bizTag: string, step: number, options: { shard?: number; by?: string } = {}): Promise<Segment> {
+    return traceSegmentUpdate(bizTag, options.shard ?? 0, () => this.allocateNow(bizTag, step, options));
+  }
+
+  private async allocateNow(bizTag: string, step: number, options: { shard?: number; by?: string }): Promise<Segment> {
     validateBizTag(bizTag);
     validateStep(step);
     const shard = validateShard(options.shard ?? 0);

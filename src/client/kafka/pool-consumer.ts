@@ -12,6 +12,8 @@ import { waitForGroupJoin } from '../../kafka/group.js';
 import { installFetchGuard } from '../../kafka/fetch-guard.js';
 import { kafkaNames } from '../../kafka/topics.js';
 import { checkInteger, resolveOptions } from '../../core/options.js';
+import type { Link } from '@opentelemetry/api';
+import { blockLink, linkTake } from '../../tracing/messaging.js';
 
 /**
  * Reads a tag's pool topic as group `idmint.pool.<tag>` (exactly one group per tag). A block's
@@ -94,6 +96,8 @@ const FLOOR_PREFIX = 'idmint-floor:';
 interface Pending {
   next: number;
   end: number;
+  /** The producer span of the block (the refill that published it), for the takes' links. */
+  link: Link | undefined;
 }
 
 export class KafkaPoolConsumer {
@@ -247,6 +251,7 @@ export class KafkaPoolConsumer {
       if (block) {
         // Synchronous from here to the return: two concurrent takers never see the same ID.
         const end = Math.min(block.end, block.next + left - 1);
+        linkTake(block.link);
         out.push({ start: block.next, end });
         left -= end - block.next + 1;
         block.next = end + 1;
@@ -398,7 +403,7 @@ export class KafkaPoolConsumer {
     const why = this.refusal(block, partition, floor);
     if (why === undefined && block) {
       if (this.dropping.active) this.dropping.recover({ rejected: this.rejected });
-      return { pending: { next: Number(block.start), end: Number(block.end) }, seq: Number(block.seq ?? block.start) };
+      return { pending: { next: Number(block.start), end: Number(block.end), link: blockLink(message.headers) }, seq: Number(block.seq ?? block.start) };
     }
     const reason = why ?? 'malformed';
     this.rejectedBlocks++;

@@ -17,6 +17,9 @@ import { installFetchGuard } from '../../kafka/fetch-guard.js';
 import { ALL_REPLICAS } from '../../kafka/producer.js';
 import { isUnknownTopic } from '../../kafka/errors.js';
 import { checkInteger, OptionsError, resolveOptions } from '../../core/options.js';
+import type { Span } from '@opentelemetry/api';
+import { linkReply, replyWaiter, traceKafkaRequest, withTraceHeaders } from '../../tracing/messaging.js';
+import type { HeaderRecord } from '../../tracing/propagation.js';
 
 /**
  * Kafka request/reply client. Each client owns a reply topic (created at start, short
@@ -78,6 +81,8 @@ interface Pending {
   resolve(result: DispenseResult | BlocksResult): void;
   reject(err: Error): void;
   timer: NodeJS.Timeout;
+  /** The request's span (tracing on): linked to the responder's span the reply names. */
+  span: Span | undefined;
 }
 
 export class IdmintKafkaClient {
@@ -180,7 +185,7 @@ export class IdmintKafkaClient {
     const retries = options.retries ?? this.settings.retries;
     for (let attempt = 0; ; attempt++) {
       try {
-        return await this.request(bizTag, count, options.timeoutMs ?? this.settings.timeoutMs, as);
+        return await traceKafkaRequest(this.settings.requestTopic, bizTag, count, () => this.request(bizTag, count, options.timeoutMs ?? this.settings.timeoutMs, as));
       } catch (err) {
         if (!(err instanceof TimeoutError) || attempt >= retries || this.closing) throw err;
         this.logger.debug({ bizTag, attempt }, 'Kafka ID request timed out; retrying with a new request id');
@@ -233,7 +238,7 @@ export class IdmintKafkaClient {
     // The topic is new and ours: reading from its start loses no reply sent before the first fetch.
     await this.consumer.subscribe({ topic: this.replyTopic, fromBeginning: true });
     // No commits: the topic is this client's alone and lives only as long as it does.
-    await this.consumer.run({ autoCommit: false, eachMessage: async ({ message }) => this.onReply(message.value) });
+    await this.consumer.run({ autoCommit: false, eachMessage: async ({ message }) => this.onReply(message.value, message.headers) });
     await joined;
   }
 
@@ -244,9 +249,9 @@ export class IdmintKafkaClient {
         this.pending.delete(id);
         reject(new TimeoutError(`Kafka ID request ${id} for "${bizTag}"`, timeoutMs));
       }, timeoutMs);
-      this.pending.set(id, { bizTag, resolve, reject, timer });
+      this.pending.set(id, { bizTag, resolve, reject, timer, span: replyWaiter() });
       const value = encodeRequest({ id, bizTag, count, replyTo: this.replyTopic, deadline: Date.now() + timeoutMs, ...(as === 'blocks' ? { as } : {}) });
-      if (this.outbox.push({ id, message: { key: id, value } }) === 1) setImmediate(() => this.flush());
+      if (this.outbox.push({ id, message: withTraceHeaders<Message>({ key: id, value }) }) === 1) setImmediate(() => this.flush());
     });
   }
 
@@ -259,7 +264,7 @@ export class IdmintKafkaClient {
     });
   }
 
-  private onReply(value: Buffer | null): void {
+  private onReply(value: Buffer | null, headers?: HeaderRecord): void {
     const reply = decodeReply(value);
     if (!reply || !this.authentic(reply)) {
       // Anyone who reads the request topic can write here: a forgery must not win the race.
@@ -272,6 +277,7 @@ export class IdmintKafkaClient {
       this.droppedReplies++;
       return;
     }
+    linkReply(waiter.span, headers);
     if ('error' in reply) waiter.reject(new IdmintError(reply.error.code, reply.error.message, { details: { requestId: reply.id } }));
     else if ('blocks' in reply) waiter.resolve({ bizTag: waiter.bizTag, blocks: reply.blocks.map((b) => ({ start: Number(b.start), end: Number(b.end) })), source: reply.source });
     else waiter.resolve({ bizTag: waiter.bizTag, ids: reply.ids, source: reply.source, ...(reply.format === undefined ? {} : { format: reply.format }) });

@@ -2,6 +2,8 @@ import { BadRequestError, IdmintError } from '../../core/errors.js';
 import { LEAF_LAYOUT, type DecodedId, type Layout } from '../../core/layout.js';
 import { assertLayoutUsable, SnowflakeGenerator } from '../../core/snowflake.js';
 import { systemClock, type BizTag, type Clock, type IdSource, type WorkerIdLease, type WorkerIdProvider } from '../../core/ports.js';
+import { annotate } from '../../tracing/tracer.js';
+import { ATTR } from '../../tracing/dispense.js';
 import { silentLogger, type Logger } from '../../core/logger.js';
 
 export interface SnowflakeSourceOptions {
@@ -65,6 +67,7 @@ export class SnowflakeSource implements IdSource {
   }
 
   async take(_tag: BizTag, count: number): Promise<string[]> {
+    annotate(ATTR.workerId, this.generator.workerId);
     return this.nextIds(count).map(String);
   }
 

@@ -3,6 +3,8 @@ import type { Layout } from '../../core/layout.js';
 import { UID_LAYOUT } from '../../core/layout.js';
 import { systemClock, type BizTag, type Clock, type IdSource, type WorkerIdLease, type WorkerIdProvider } from '../../core/ports.js';
 import { silentLogger, type Logger } from '../../core/logger.js';
+import { annotate } from '../../tracing/tracer.js';
+import { ATTR } from '../../tracing/dispense.js';
 
 export interface UidSourceOptions {
   /** uid-generator assigns a fresh worker id on every start: the Postgres provider does. */
@@ -24,6 +26,7 @@ export class UidSource implements IdSource {
 
   async take(_tag: BizTag, count: number): Promise<string[]> {
     const { generator, lease } = await this.start();
+    annotate(ATTR.workerId, lease.workerId);
     // At hand-out, not only when the ring is filled: a lease refused meanwhile (the deployment's
     // region split recorded under this process) stops IDs already minted ahead too.
     lease.assertIssuable((this.options.clock ?? systemClock).now());

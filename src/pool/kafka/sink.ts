@@ -13,6 +13,8 @@ import { retry } from '../../core/retry.js';
 import { DEFAULT_POOL_PARTITIONS, ensureTopics, existingTopics, kafkaNames, type KafkaNames, logUnderReplicated, POOL_TOPIC_CONFIGS, underReplicated } from '../../kafka/topics.js';
 import { checkInteger, resolveOptions } from '../../core/options.js';
 import { IdmintError } from '../../core/errors.js';
+import { traceBlocksSend } from '../../tracing/messaging.js';
+import type { HeaderRecord } from '../../tracing/propagation.js';
 
 /**
  * Kafka pool topics: a refill publishes a fresh segment as blocks `{start,end}` to
@@ -137,7 +139,7 @@ export class KafkaPoolSink implements PoolSink {
     const state = await this.state(segment.bizTag, segment.shard);
     // Every partition ensureTopic made sure of, even one the offsets did not name.
     const load = Array.from({ length: Math.max(this.settings.partitions, state?.unconsumed.length ?? 0) }, (_, i) => state?.unconsumed[i] ?? 0);
-    const messages = [];
+    const messages: Array<{ partition: number; value: Buffer | string; headers?: HeaderRecord }> = [];
     const at = Date.now();
     for (let start = segment.start; start <= segment.end; start += per) {
       const end = Math.min(segment.end, start + per - 1);
@@ -149,7 +151,7 @@ export class KafkaPoolSink implements PoolSink {
       messages.push({ partition, value: encodePoolBlock(segment.bizTag, start, end, { shard: segment.shard, seq, at, signature: { kid: key.kid, sig: key.sign(blockBytes(place)) } }) });
     }
     try {
-      await this.producer.send(topic, messages);
+      await traceBlocksSend(topic, messages, () => this.producer.send(topic, messages));
     } catch (err) {
       // Check the topic again before the next push (deleted, or partitions not yet hosted).
       this.ready.delete(topic);
