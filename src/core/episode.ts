@@ -1,8 +1,8 @@
 import type { Logger } from './logger.js';
+import type { Dependency } from './dependency.js';
 import { systemClock, type Clock } from './ports.js';
 
-/** A server idmint depends on: the episodes of one server's outage are logged as one. */
-export type Dependency = 'postgres' | 'redis' | 'zookeeper' | 'kafka';
+export type { Dependency };
 
 export interface EpisodeOptions {
   /** A failure that lasts is repeated at warn at most this often, with its length so far. Default 60,000 ms. */

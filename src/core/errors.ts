@@ -3,7 +3,7 @@
  * (documented in README.md; a unit test keeps the two in step), whether a retry may help,
  * the HTTP status it maps to, and the facts that explain it.
  */
-import type { Dependency } from './episode.js';
+import type { Dependency } from './dependency.js';
 
 export const ERROR_CODES = {
   UNKNOWN_BIZ_TAG: { status: 404, retriable: false, summary: 'No business tag of that name exists (or it was deleted).' },
