@@ -14,7 +14,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
-import { createKafka } from '../src/kafka/kafka.js';
+import { createKafka } from '../src/kafka/kafkajs/client.js';
 import { blocksSize, type Block } from '../src/core/block.js';
 import { createKafkaClient } from '../src/client/kafka/rpc-client.js';
 import type { IdmintKafkaClient } from '../src/client/kafka/rpc-client.js';

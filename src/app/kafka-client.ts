@@ -1,6 +1,6 @@
 import type { Kafka } from 'kafkajs';
 import type { Logger } from '../core/logger.js';
-import { createKafka, type CreateKafkaOptions } from '../kafka/kafka.js';
+import { createKafka, type CreateKafkaOptions } from '../kafka/kafkajs/client.js';
 import type { Config } from './config.js';
 import { kafkaSecurity } from './connections.js';
 

@@ -12,6 +12,6 @@ export type { KafkaTransportOptions, KafkaPoolTransportOptions } from './kafka/t
 // What kafkaTransport and kafkaPoolTransport take, so `idmint/client` alone is enough to use them.
 export { createKafkaClient, IdmintKafkaClient } from './kafka/rpc-client.js';
 export type { KafkaClientOptions } from './kafka/rpc-client.js';
-export { createKafka } from '../kafka/kafka.js';
+export { createKafka } from '../kafka/kafkajs/client.js';
 export { IdmintError, isIdmintError } from '../core/errors.js';
 export type { ErrorCode } from '../core/errors.js';

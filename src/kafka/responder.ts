@@ -8,14 +8,14 @@ import type { Logger } from '../core/logger.js';
 import { silentLogger } from '../core/logger.js';
 import { decodeRequest, encodeBlocksReply, encodeErrorReply, encodeIdsReply } from './messages.js';
 import { responderMetrics } from './metrics.js';
-import { installFetchGuard } from './fetch-guard.js';
+import { installFetchGuard } from './kafkajs/fetch-guard.js';
 import type { ResponderMetrics } from './metrics.js';
-import { TopicProducer } from './producer.js';
+import { TopicProducer } from './kafkajs/producer.js';
 import { REPLY_PREFIX, REQUEST_TOPIC, RESPONDER_GROUP, assertTopicsExist } from './topics.js';
 import { replyBytes, type SigningKey } from './signing.js';
 import { Episode } from '../core/episode.js';
 import { isLeaderNotAvailable } from './errors.js';
-import { waitForGroupJoin } from './group.js';
+import { waitForGroupJoin } from './kafkajs/group.js';
 import { checkInteger, OptionsError, resolveOptions } from '../core/options.js';
 
 /**

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { ConfigResourceTypes } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKafkaClient, type IdmintKafkaClient } from '../../src/client/kafka/rpc-client.js';
-import { createKafka } from '../../src/kafka/kafka.js';
+import { createKafka } from '../../src/kafka/kafkajs/client.js';
 import { ensureTopics, poolTopic, REQUEST_TOPIC, underReplicated } from '../../src/kafka/topics.js';
 import { IdmintClient } from '../../src/client/client.js';
 import { kafkaPoolTransport } from '../../src/client/kafka/transports.js';

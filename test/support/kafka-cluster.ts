@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import type { KafkaConfig } from 'kafkajs';
-import { createKafka } from '../../src/kafka/kafka.js';
+import { createKafka } from '../../src/kafka/kafkajs/client.js';
 import { until, untilValue } from './poll.js';
 import { makeTls } from './tls.js';
 import { freePort } from './ports.js';

@@ -1,6 +1,6 @@
 import { AclOperationTypes, AclPermissionTypes, AclResourceTypes, ResourcePatternTypes, type Kafka } from 'kafkajs';
 import { silentLogger } from '../../src/core/logger.js';
-import { createKafka } from '../../src/kafka/kafka.js';
+import { createKafka } from '../../src/kafka/kafkajs/client.js';
 import { ensureTopics, POOL_GROUP_PREFIX, POOL_TOPIC_PREFIX } from '../../src/kafka/topics.js';
 import { env } from './env.js';
 import { uniqueName } from './names.js';

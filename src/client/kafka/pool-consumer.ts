@@ -8,8 +8,8 @@ import { isCoordinatorMoving } from '../../kafka/errors.js';
 import { Episode } from '../../core/episode.js';
 import { verifierFrom, type Verification } from './verification.js';
 import type { Block } from '../../core/block.js';
-import { waitForGroupJoin } from '../../kafka/group.js';
-import { installFetchGuard } from '../../kafka/fetch-guard.js';
+import { waitForGroupJoin } from '../../kafka/kafkajs/group.js';
+import { installFetchGuard } from '../../kafka/kafkajs/fetch-guard.js';
 import { kafkaNames } from '../../kafka/topics.js';
 import { checkInteger, resolveOptions } from '../../core/options.js';
 

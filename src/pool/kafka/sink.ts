@@ -7,7 +7,7 @@ import { encodePoolBlock } from '../../kafka/messages.js';
 import { blockBytes, type SigningKey } from '../../kafka/signing.js';
 import { kafkaPoolMetrics } from '../../kafka/metrics.js';
 import type { KafkaPoolMetrics } from '../../kafka/metrics.js';
-import { TopicProducer } from '../../kafka/producer.js';
+import { TopicProducer } from '../../kafka/kafkajs/producer.js';
 import { isCoordinatorMoving, isLeaderMoving, isUnknownTopic } from '../../kafka/errors.js';
 import { retry } from '../../core/retry.js';
 import { DEFAULT_POOL_PARTITIONS, ensureTopics, existingTopics, kafkaNames, type KafkaNames, logUnderReplicated, POOL_TOPIC_CONFIGS, underReplicated } from '../../kafka/topics.js';

@@ -1,7 +1,7 @@
 import type { Kafka, Message, Producer, ProducerConfig } from 'kafkajs';
 import { Partitioners } from 'kafkajs';
-import type { Logger } from '../core/logger.js';
-import { isUnknownTopic } from './errors.js';
+import type { Logger } from '../../core/logger.js';
+import { isUnknownTopic } from '../errors.js';
 
 /**
  * acks=-1 on every send: the leader answers once every in-sync replica has the message, and a
