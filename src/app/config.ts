@@ -5,6 +5,7 @@ import { splitPostgresUrl } from '../store/pg-hosts.js';
 import { IdmintError, type BadRequestError } from '../core/errors.js';
 import { DEFAULT_STRIPE, regionLayout, type RegionLayout } from '../core/region.js';
 import { checkNamespace, kafkaNames } from '../kafka/topics.js';
+import { KAFKA_DRIVERS } from '../kafka/ports.js';
 
 /**
  * The one config of every process and role: environment variables, validated once with zod,
@@ -283,6 +284,9 @@ export const envSchema = z.object({
   IDMINT_KAFKA_RESPONDER_GROUP: kafkaName.optional(),
   /** Responder group session timeout, ms: how soon a crashed responder's partitions move. Default 30000 (broker minimum 6000). */
   IDMINT_KAFKA_SESSION_TIMEOUT_MS: int(1000, 3_600_000).default(30_000),
+
+  /** The Kafka client library behind idmint's Kafka ports (src/kafka/ports.ts). Default kafkajs, the only one so far. */
+  IDMINT_KAFKA_DRIVER: z.enum(KAFKA_DRIVERS, { error: KAFKA_DRIVERS.join(' or ') }).default('kafkajs'),
 
   /** Test hook: milliseconds added to this process's clock, read from this file (chaos runs step a worker's clock with it). Never in production. */
   IDMINT_TEST_CLOCK_FILE: z.string().trim().min(1).optional(),

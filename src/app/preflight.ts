@@ -2,6 +2,7 @@ import { IdmintError } from '../core/errors.js';
 import { redactUrl } from '../core/redact.js';
 import { silentLogger, type Logger } from '../core/logger.js';
 import { sqlState } from '../store/errors.js';
+import { isKafkaAuthFailure } from '../kafka/errors.js';
 import type { Config } from './config.js';
 import { redisTarget, usesRedis } from './connections.js';
 
@@ -57,14 +58,14 @@ async function checkRedis(config: Config, logger: Logger): Promise<void> {
 async function checkKafka(config: Config, logger: Logger): Promise<void> {
   // Silent: the one line below says what failed, without KafkaJS's own lines around it.
   const { kafkaFor } = await import('./kafka-client.js');
-  const kafka = kafkaFor(config, 'idmint-preflight', silentLogger, { retry: { retries: 0 }, connectionTimeout: DEADLINE_MS, authenticationTimeout: DEADLINE_MS, requestTimeout: DEADLINE_MS });
-  const admin = kafka.admin();
+  const { openKafka } = await import('../kafka/driver.js');
+  const kafka = kafkaFor(config, 'idmint-preflight', silentLogger, { retries: 0, connectionTimeoutMs: DEADLINE_MS, requestTimeoutMs: DEADLINE_MS });
+  const admin = (await openKafka(kafka)).admin();
   try {
     await admin.connect();
   } catch (err) {
-    const e = err as { name?: string; message?: string };
     const message = describe(err);
-    if (e.name === 'KafkaJSSASLAuthenticationError' || /SASL|authentication/i.test(message)) {
+    if (isKafkaAuthFailure(err) || /SASL|authentication/i.test(message)) {
       throw new IdmintError('BAD_REQUEST', `Kafka at ${config.KAFKA_BROKERS} refused idmint's credentials (${message}); check IDMINT_KAFKA_SASL_MECHANISM, _USERNAME and _PASSWORD`, { cause: err });
     }
     if (TLS_FAILURE.test(message)) {
@@ -72,7 +73,7 @@ async function checkKafka(config: Config, logger: Logger): Promise<void> {
     }
     logger.warn({ brokers: config.KAFKA_BROKERS, err: message }, 'Kafka did not answer at start; its roles keep trying');
   } finally {
-    await admin.disconnect().catch(() => undefined);
+    await admin.close().catch(() => undefined);
   }
 }
 

@@ -52,3 +52,13 @@ export function isCoordinatorMoving(err: unknown): boolean {
     type === 'GROUP_COORDINATOR_NOT_AVAILABLE'
   );
 }
+
+/** An error raised by the Kafka client library (KafkaJS names its own `KafkaJS...`), not by idmint. */
+export function isKafkaClientError(err: unknown): boolean {
+  return ((err as { name?: unknown } | null)?.name as string | undefined ?? '').startsWith('KafkaJS');
+}
+
+/** The brokers refused the credentials (SASL). */
+export function isKafkaAuthFailure(err: unknown): boolean {
+  return anyCause(err, (e) => e.name === 'KafkaJSSASLAuthenticationError');
+}

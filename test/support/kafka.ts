@@ -1,6 +1,8 @@
 import { AclOperationTypes, AclPermissionTypes, AclResourceTypes, ResourcePatternTypes, type Kafka } from 'kafkajs';
 import { silentLogger } from '../../src/core/logger.js';
 import { createKafka } from '../../src/kafka/kafkajs/client.js';
+import { kafkaJsDriverOf } from '../../src/kafka/kafkajs/index.js';
+import type { TopicAdmin } from '../../src/kafka/ports.js';
 import { ensureTopics, POOL_GROUP_PREFIX, POOL_TOPIC_PREFIX } from '../../src/kafka/topics.js';
 import { env } from './env.js';
 import { uniqueName } from './names.js';
@@ -11,13 +13,18 @@ export function testKafka(clientId = 'idmint-test'): Kafka {
   return createKafka({ brokers: env('KAFKA_BROKERS'), clientId, logger: silentLogger });
 }
 
+/** idmint's TopicAdmin port over a test's KafkaJS instance (topics.ts takes the port). */
+export function topicAdmin(kafka: Kafka): TopicAdmin {
+  return kafkaJsDriverOf(kafka).admin();
+}
+
 export async function createTopic(kafka: Kafka, topic: string, numPartitions = 1): Promise<void> {
-  const admin = kafka.admin();
+  const admin = topicAdmin(kafka);
   await admin.connect();
   try {
     await ensureTopics(admin, [{ topic, numPartitions }]);
   } finally {
-    await admin.disconnect();
+    await admin.close();
   }
 }
 

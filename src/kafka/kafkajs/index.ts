@@ -1,0 +1,48 @@
+import type { Kafka, KafkaConfig, SASLOptions } from 'kafkajs';
+import type { Logger } from '../../core/logger.js';
+import { silentLogger } from '../../core/logger.js';
+import type { GroupReaderOptions, KafkaConnectionOptions, KafkaDriver, TopicWriterOptions } from '../ports.js';
+import { KafkaJsTopicAdmin } from './admin.js';
+import { createKafka } from './client.js';
+import { TopicProducer } from './producer.js';
+import { KafkaJsGroupReader } from './reader.js';
+
+/** The KafkaJS driver: idmint's Kafka ports over KafkaJS 2.2.4. */
+
+/** KafkaJS's `ssl`, `sasl` and timeouts from idmint's connection options. */
+export function kafkaJsConfig(options: KafkaConnectionOptions): Omit<KafkaConfig, 'brokers' | 'clientId' | 'logCreator' | 'logLevel'> {
+  const config: Omit<KafkaConfig, 'brokers'> = {};
+  const { tls, sasl } = options;
+  if (tls === true) config.ssl = true;
+  else if (tls) config.ssl = { ...tls, ...(tls.ca === undefined ? {} : { ca: Array.isArray(tls.ca) ? tls.ca : [tls.ca] }) };
+  if (sasl) config.sasl = { ...sasl } as SASLOptions;
+  if (options.requestTimeoutMs !== undefined) config.requestTimeout = options.requestTimeoutMs;
+  if (options.connectionTimeoutMs !== undefined) {
+    config.connectionTimeout = options.connectionTimeoutMs;
+    config.authenticationTimeout = options.connectionTimeoutMs;
+  }
+  if (options.retries !== undefined) config.retry = { retries: options.retries, initialRetryTime: 100, maxRetryTime: 500 };
+  return config;
+}
+
+/** A KafkaJS instance (made by createKafka, or the caller's own) behind idmint's ports. */
+export function kafkaJsDriverOf(kafka: Kafka, logger: Logger = silentLogger): KafkaDriver {
+  return {
+    name: 'kafkajs',
+    admin: () => new KafkaJsTopicAdmin(kafka),
+    writer: (options: TopicWriterOptions = {}) =>
+      options.appendOnce ? new TopicProducer(kafka, logger, { idempotent: true, maxInFlightRequests: 1 }, true) : new TopicProducer(kafka, logger),
+    reader: (options: GroupReaderOptions) => new KafkaJsGroupReader(kafka, options),
+  };
+}
+
+export function kafkaJsDriver(options: KafkaConnectionOptions): KafkaDriver {
+  const kafka = createKafka({ brokers: options.brokers, clientId: options.clientId, logger: options.logger, config: kafkaJsConfig(options) });
+  return kafkaJsDriverOf(kafka, options.logger);
+}
+
+/** A KafkaJS `Kafka` instance, as the SDK accepted before its own connection options (deprecated). */
+export function isKafkaJsInstance(value: unknown): value is Kafka {
+  const v = value as { admin?: unknown; consumer?: unknown; producer?: unknown } | null;
+  return typeof v?.admin === 'function' && typeof v.consumer === 'function' && typeof v.producer === 'function';
+}
