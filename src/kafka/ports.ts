@@ -1,11 +1,10 @@
-import type { Logger } from '../core/logger.js';
-
 /**
  * idmint's own Kafka ports. The domain (responder, pool sink, SDK pool reader and rpc client,
  * topic admin) talks to these; a driver folder (src/kafka/kafkajs/) implements them, and every
  * quirk of its client library stays inside it. A second driver is a second folder beside it.
  * Nothing here imports a Kafka client.
  */
+import type { Logger } from '../core/logger.js';
 
 /** The drivers idmint knows (IDMINT_KAFKA_DRIVER, the SDK's `driver`). Only KafkaJS so far. */
 export const KAFKA_DRIVERS = ['kafkajs'] as const;

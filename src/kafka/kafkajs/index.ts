@@ -1,3 +1,8 @@
+/**
+ * The KafkaJS driver: idmint's Kafka ports (../ports.ts) over KafkaJS 2.2.4, and every workaround
+ * KafkaJS needs (fetch guard, consumer watchdog, rebalance unwrapping, commit re-check, producer
+ * and admin replacement, the admin's own timeout, its log lines demoted). Loaded by ../driver.ts.
+ */
 import type { Kafka, KafkaConfig, SASLOptions } from 'kafkajs';
 import type { Logger } from '../../core/logger.js';
 import { silentLogger } from '../../core/logger.js';
@@ -6,8 +11,6 @@ import { KafkaJsTopicAdmin } from './admin.js';
 import { createKafka } from './client.js';
 import { TopicProducer } from './producer.js';
 import { KafkaJsGroupReader } from './reader.js';
-
-/** The KafkaJS driver: idmint's Kafka ports over KafkaJS 2.2.4. */
 
 /** KafkaJS's `ssl`, `sasl` and timeouts from idmint's connection options. */
 export function kafkaJsConfig(options: KafkaConnectionOptions): Omit<KafkaConfig, 'brokers' | 'clientId' | 'logCreator' | 'logLevel'> {
