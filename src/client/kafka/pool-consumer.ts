@@ -2,7 +2,7 @@ import { BadRequestError, IdmintError, isIdmintError, notReady } from '../../cor
 import type { Logger } from '../../core/logger.js';
 import { silentLogger } from '../../core/logger.js';
 import { decodePoolBlock } from '../../kafka/messages.js';
-import { blockBytes } from '../../kafka/signing.js';
+import { blockRefusal } from './block-refusal.js';
 import { Episode } from '../../core/episode.js';
 import { verifierFrom, type Verification } from './verification.js';
 import type { Block } from '../../core/block.js';
@@ -51,9 +51,6 @@ export const KAFKA_POOL_CONSUMER_DEFAULTS: Readonly<KafkaPoolConsumerSettings> =
   stallTimeoutMs: 45_000,
   maxBlockAgeMs: 36 * 3_600_000,
 });
-
-/** How far ahead of this host's clock a block's signing time may be (clock skew), ms. */
-const FUTURE_SLACK_MS = 3_600_000;
 
 /** How long the coordinator waits for the members to rejoin in a rebalance (KafkaJS's default: 60 s). */
 const REBALANCE_TIMEOUT_MS = 30_000;
@@ -315,7 +312,8 @@ export class KafkaPoolConsumer {
   /** The block to serve and its sequence, or null (counted; logged once per episode) for one that must not be served. */
   private accept(message: ReceivedRecord, partition: number, floor: number): { pending: Pending; seq: number } | null {
     const block = decodePoolBlock(message.value);
-    const why = this.refusal(block, partition, floor);
+    const { namespace, topic, bizTag, shard } = this;
+    const why = blockRefusal(block, { namespace, topic, partition, bizTag, shard, floor, keys: this.verification.keys, maxBlockAgeMs: this.settings.maxBlockAgeMs });
     if (why === undefined && block) {
       if (this.dropping.active) this.dropping.recover({ rejected: this.rejected });
       return { pending: { next: Number(block.start), end: Number(block.end) }, seq: Number(block.seq ?? block.start) };
@@ -325,25 +323,6 @@ export class KafkaPoolConsumer {
     this.rejected[reason] = (this.rejected[reason] ?? 0) + 1;
     this.dropping.fail({ partition, offset: message.offset, why: reason, rejected: this.rejected }, reason);
     return null;
-  }
-
-  private refusal(block: ReturnType<typeof decodePoolBlock>, partition: number, floor: number): string | undefined {
-    if (!block) return 'malformed';
-    if (block.bizTag !== this.bizTag || (block.shard ?? 0) !== this.shard) return 'of another tag or shard';
-    const keys = this.verification.keys;
-    if (keys) {
-      if (block.sig === undefined || block.kid === undefined || block.seq === undefined || block.at === undefined) return 'unsigned';
-      const place = { namespace: this.namespace, topic: this.topic, partition, seq: block.seq, at: block.at, bizTag: block.bizTag, shard: block.shard ?? 0, start: block.start, end: block.end };
-      if (!keys.verify(block.kid, blockBytes(place), block.sig)) return keys.kids.includes(block.kid) ? 'badly signed, or signed for another place' : 'signed by an unknown key';
-      const age = Date.now() - Number(block.at);
-      if (age > this.settings.maxBlockAgeMs || age < -FUTURE_SLACK_MS) return 'signed too long ago (or ahead of this clock)';
-    }
-    const seq = Number(block.seq ?? block.start);
-    if (!Number.isSafeInteger(Number(block.end)) || !Number.isSafeInteger(seq)) return 'beyond 2^53';
-    // At or below the floor: a copy of a block taken from this partition (or one a refill
-    // appended out of order with another's: a gap, never a repeat).
-    if (seq <= floor) return 'a copy or replay of a block taken already';
-    return undefined;
   }
 
   private waitForChange(ms: number): Promise<void> {
