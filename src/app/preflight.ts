@@ -2,7 +2,6 @@ import { IdmintError } from '../core/errors.js';
 import { redactUrl } from '../core/redact.js';
 import { silentLogger, type Logger } from '../core/logger.js';
 import { sqlState } from '../store/errors.js';
-import { isKafkaAuthFailure } from '../kafka/errors.js';
 import type { Config } from './config.js';
 import { redisTarget, usesRedis } from './connections.js';
 
@@ -60,12 +59,13 @@ async function checkKafka(config: Config, logger: Logger): Promise<void> {
   const { kafkaFor } = await import('./kafka-client.js');
   const { openKafka } = await import('../kafka/driver.js');
   const kafka = kafkaFor(config, 'idmint-preflight', silentLogger, { retries: 0, connectionTimeoutMs: DEADLINE_MS, requestTimeoutMs: DEADLINE_MS });
-  const admin = (await openKafka(kafka)).admin();
+  const driver = await openKafka(kafka);
+  const admin = driver.admin();
   try {
     await admin.connect();
   } catch (err) {
     const message = describe(err);
-    if (isKafkaAuthFailure(err) || /SASL|authentication/i.test(message)) {
+    if (driver.isAuthFailure(err) || /SASL|authentication/i.test(message)) {
       throw new IdmintError('BAD_REQUEST', `Kafka at ${config.KAFKA_BROKERS} refused idmint's credentials (${message}); check IDMINT_KAFKA_SASL_MECHANISM, _USERNAME and _PASSWORD`, { cause: err });
     }
     if (TLS_FAILURE.test(message)) {

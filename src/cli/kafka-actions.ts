@@ -5,8 +5,7 @@ import { BadRequestError, IdmintError } from '../core/errors.js';
 import { createKafkaClient } from '../client/kafka/rpc-client.js';
 import { initTopics, kafkaNames, underReplicated } from '../kafka/topics.js';
 import { openKafka } from '../kafka/driver.js';
-import { isKafkaClientError } from '../kafka/errors.js';
-import type { KafkaConnectionOptions } from '../kafka/ports.js';
+import type { KafkaConnectionOptions, KafkaDriver } from '../kafka/ports.js';
 
 /** The Kafka commands' work, loaded only when one runs: the rest of the CLI never loads KafkaJS. */
 
@@ -18,13 +17,13 @@ function cliKafka(): KafkaConnectionOptions {
 }
 
 /** A broker that cannot be reached is one line that says what to check. */
-async function reachable<T>(fn: () => Promise<T>): Promise<T> {
+async function reachable<T>(driver: KafkaDriver | undefined, fn: () => Promise<T>): Promise<T> {
   try {
     return await fn();
   } catch (err) {
     if (err instanceof IdmintError) throw err;
     const cause = err as { message?: string };
-    if (isKafkaClientError(err)) {
+    if (driver?.isClientError(err)) {
       throw new IdmintError('NOT_READY', `cannot reach Kafka at ${process.env.KAFKA_BROKERS}: ${cause.message ?? String(err)}; check KAFKA_BROKERS (\`npm run infra:up\` starts a local one)`, { cause: err });
     }
     throw err;
@@ -40,10 +39,11 @@ function configWithBrokers(): Config {
 
 export async function kafkaInit(o: { partitions?: number; poolTags?: string[]; poolPartitions?: number }): Promise<void> {
   const config = loadConfig();
-  const admin = (await openKafka(cliKafka())).admin();
-  await reachable(() => admin.connect());
+  const driver = await openKafka(cliKafka());
+  const admin = driver.admin();
+  await reachable(driver, () => admin.connect());
   try {
-    const created = await reachable(() => initTopics(admin, {
+    const created = await reachable(driver, () => initTopics(admin, {
       requestPartitions: o.partitions ?? config.IDMINT_KAFKA_PARTITIONS,
       requestTopic: config.IDMINT_KAFKA_REQUEST_TOPIC,
       requestRetentionMs: config.IDMINT_KAFKA_REQUEST_RETENTION_MS,
@@ -75,7 +75,7 @@ export async function kafkaGet(bizTag: string, o: { count: number; timeout: numb
     verifyKey,
   });
   try {
-    for (const id of await reachable(() => client.getIds(bizTag, o.count, { timeoutMs: o.timeout }))) print(id);
+    for (const id of await reachable(undefined, () => client.getIds(bizTag, o.count, { timeoutMs: o.timeout }))) print(id);
   } finally {
     await client.close();
   }

@@ -53,12 +53,3 @@ export function isCoordinatorMoving(err: unknown): boolean {
   );
 }
 
-/** An error raised by the Kafka client library (KafkaJS names its own `KafkaJS...`), not by idmint. */
-export function isKafkaClientError(err: unknown): boolean {
-  return ((err as { name?: unknown } | null)?.name as string | undefined ?? '').startsWith('KafkaJS');
-}
-
-/** The brokers refused the credentials (SASL). */
-export function isKafkaAuthFailure(err: unknown): boolean {
-  return anyCause(err, (e) => e.name === 'KafkaJSSASLAuthenticationError');
-}

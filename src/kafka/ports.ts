@@ -96,7 +96,11 @@ export interface CommittedOffset {
   metadata: string | null;
 }
 
-/** Topic and group administration. Errors are the driver's; src/kafka/errors.ts recognises the ones idmint acts on. */
+/**
+ * Topic and group administration. A driver's errors carry the Kafka protocol's error name as `type`
+ * (UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE...), on themselves or a `cause`:
+ * src/kafka/errors.ts recognises the ones idmint acts on.
+ */
 export interface TopicAdmin {
   /** Idempotent; every other call connects first. */
   connect(): Promise<void>;
@@ -203,4 +207,8 @@ export interface KafkaDriver {
   admin(): TopicAdmin;
   writer(options?: TopicWriterOptions): TopicWriter;
   reader(options: GroupReaderOptions): GroupReader;
+  /** An error raised by the driver's client library rather than idmint's (a broker unreachable, a request refused). */
+  isClientError(err: unknown): boolean;
+  /** The brokers refused the credentials (SASL). */
+  isAuthFailure(err: unknown): boolean;
 }

@@ -36,12 +36,23 @@ export function kafkaJsDriverOf(kafka: Kafka, logger: Logger = silentLogger): Ka
     writer: (options: TopicWriterOptions = {}) =>
       options.appendOnce ? new TopicProducer(kafka, logger, { idempotent: true, maxInFlightRequests: 1 }, true) : new TopicProducer(kafka, logger),
     reader: (options: GroupReaderOptions) => new KafkaJsGroupReader(kafka, options),
+    isClientError: (err) => errorNames(err).some((name) => name.startsWith('KafkaJS')),
+    isAuthFailure: (err) => errorNames(err).includes('KafkaJSSASLAuthenticationError'),
   };
 }
 
 export function kafkaJsDriver(options: KafkaConnectionOptions): KafkaDriver {
   const kafka = createKafka({ brokers: options.brokers, clientId: options.clientId, logger: options.logger, config: kafkaJsConfig(options) });
   return kafkaJsDriverOf(kafka, options.logger);
+}
+
+/** The names of `err` and the errors KafkaJS wrapped in it (`originalError`, `cause`). */
+function errorNames(err: unknown): string[] {
+  const names: string[] = [];
+  for (let e = err as { name?: unknown; originalError?: unknown; cause?: unknown } | undefined; e && names.length < 5; e = (e.originalError ?? e.cause) as typeof e) {
+    if (typeof e.name === 'string') names.push(e.name);
+  }
+  return names;
 }
 
 /** A KafkaJS `Kafka` instance, as the SDK accepted before its own connection options (deprecated). */

@@ -42,4 +42,15 @@ describe('Kafka driver choice and connection options', () => {
     expect(warned.join('\n')).toMatch(/deprecated/);
     await expect(openKafka({ brokers: '127.0.0.1:1', driver: 'other' as never })).rejects.toThrow(/driver/);
   });
+
+  it('tells its client library\'s errors, and refused credentials, from others', async () => {
+    const { KafkaJSConnectionError, KafkaJSNumberOfRetriesExceeded, KafkaJSSASLAuthenticationError } = await import('kafkajs');
+    const driver = await openKafka({ brokers: '127.0.0.1:1' });
+    expect(driver.isClientError(new KafkaJSConnectionError('Connection error: ECONNREFUSED'))).toBe(true);
+    expect(driver.isClientError(new Error('boom'))).toBe(false);
+    const refused = new KafkaJSSASLAuthenticationError('SASL SCRAM SHA512 authentication failed');
+    expect(driver.isAuthFailure(refused)).toBe(true);
+    expect(driver.isAuthFailure(new KafkaJSNumberOfRetriesExceeded(refused, { retryCount: 1, retryTime: 100 }))).toBe(true);
+    expect(driver.isAuthFailure(new KafkaJSConnectionError('Connection timeout'))).toBe(false);
+  });
 });
