@@ -13,7 +13,7 @@ import type { GroupReader, OutgoingRecord, ReaderBatch, ReceivedRecord, TopicAdm
 import { REPLY_PREFIX, REQUEST_TOPIC, RESPONDER_GROUP, assertTopicsExist } from './topics.js';
 import { replyBytes, type SigningKey } from './signing.js';
 import { Episode } from '../core/episode.js';
-import { isLeaderNotAvailable } from './errors.js';
+import { ReplyTopics } from './reply-topics.js';
 import { checkInteger, OptionsError, resolveOptions } from '../core/options.js';
 
 /**
@@ -125,9 +125,7 @@ class KafkaResponder implements Responder {
   private consumer: GroupReader | undefined;
   private starting: Promise<void> | undefined;
   private closing: Promise<void> | undefined;
-  /** Topics known to exist, so a reply never waits on KafkaJS retries for a topic that is not there. */
-  private readonly topics = new Set<string>();
-  private refresh: { startedAt: number; done: Promise<boolean> } | undefined;
+  private replyTopics: ReplyTopics | undefined;
   private readonly unsigned: Episode;
 
   constructor(private readonly options: ResponderOptions) {
@@ -156,6 +154,7 @@ class KafkaResponder implements Responder {
     const { requestTopic, groupId } = this.settings;
     const driver = await openKafka(this.options.kafka, this.logger);
     const admin = (this.admin = driver.admin());
+    this.replyTopics = new ReplyTopics(admin, this.logger);
     await admin.connect();
     await assertTopicsExist(admin, [requestTopic]);
     const producer = (this.producer = driver.writer());
@@ -267,7 +266,7 @@ class KafkaResponder implements Responder {
     await Promise.all(
       [...byTopic].map(async ([topic, group]) => {
         try {
-          if (!(await this.topicExists(topic, group[0]!.receivedAt))) {
+          if (!(await this.replyTopics!.exists(topic, group[0]!.receivedAt))) {
             // On several brokers a reply topic created a moment ago may not be listed yet by the
             // broker asked: look once more a second later, without holding up this batch.
             void this.secondLook(topic, group);
@@ -284,7 +283,7 @@ class KafkaResponder implements Responder {
   private async secondLook(topic: string, group: Reply[]): Promise<void> {
     await setTimeout(SECOND_LOOK_MS);
     try {
-      if (await this.topicExists(topic, performance.now())) {
+      if (await this.replyTopics!.exists(topic, performance.now())) {
         await this.send(topic, group);
         return;
       }
@@ -305,32 +304,8 @@ class KafkaResponder implements Responder {
   }
 
   private failed(topic: string, group: Reply[], err: unknown): void {
-    this.topics.delete(topic);
+    this.replyTopics?.forget(topic);
     this.metrics.requests.inc({ outcome: 'unanswerable' }, group.length);
     this.logger.warn({ err, topic, requests: group.length }, 'sending replies failed; the clients will time out and retry');
-  }
-
-  /** A listing started after the request arrived is fresh enough to trust a "missing". */
-  private async topicExists(topic: string, since: number): Promise<boolean> {
-    if (this.topics.has(topic)) return true;
-    if (!this.refresh || this.refresh.startedAt < since) {
-      const startedAt = performance.now();
-      const done = this.admin!.listTopics().then(
-        (names) => {
-          this.topics.clear();
-          for (const n of names) this.topics.add(n);
-          return true;
-        },
-        (err: unknown) => {
-          // A listing fails whole while any partition in the cluster has no leader (KafkaJS):
-          // reply anyway; a reply topic that is gone fails its send, as a missing one would.
-          if (!isLeaderNotAvailable(err)) throw err;
-          this.logger.debug({ err }, 'listing the topics failed (a partition without a leader); replying without the check');
-          return false;
-        },
-      );
-      this.refresh = { startedAt, done };
-    }
-    return (await this.refresh.done) ? this.topics.has(topic) : true;
   }
 }
