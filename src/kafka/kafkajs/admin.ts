@@ -6,17 +6,24 @@ import type { CommittedOffset, PartitionOffsets, TopicAdmin, TopicCreation, Topi
 /** How long an admin read waits out a leader or coordinator that is moving: an election takes seconds. */
 export const ADMIN_READ_RETRY_MS = 30_000;
 
+/** A replaced admin is disconnected this much later, so calls in flight on it finish. */
+const RETIRED_LINGER_MS = 5000;
+
 /**
  * The TopicAdmin port over a KafkaJS admin (made by IdmintKafka with the admin's own request
  * timeout), with what KafkaJS's admin needs worked around:
  * - an admin that has read a topic's offsets fails every later metadata refresh once that topic is
- *   deleted elsewhere (like the producer, see TopicProducer): it is replaced and the call made once more;
+ *   deleted elsewhere (like the producer, see TopicProducer): such an admin is replaced and the call
+ *   made once more (the old one lingers, so calls in flight on it finish). An admin that never read
+ *   offsets is kept: an unknown topic is then a plain answer (a topic not created yet);
  * - it gives up at once on a partition leader that moved or is not yet elected, and on a group
  *   coordinator that moved or is loading: offset reads ask again for up to ADMIN_READ_RETRY_MS.
  */
 export class KafkaJsTopicAdmin implements TopicAdmin {
   private admin: Admin;
   private connected: Promise<void> | undefined;
+  /** Whether the current admin read a topic's offsets: only then can a deleted topic poison its metadata. */
+  private readOffsets = false;
 
   constructor(private readonly kafka: Kafka) {
     this.admin = kafka.admin();
@@ -79,10 +86,14 @@ export class KafkaJsTopicAdmin implements TopicAdmin {
 
   topicOffsets(topic: string): Promise<PartitionOffsets[]> {
     // Fresh metadata each time: the admin keeps none between requests.
-    return retry(() => this.call(async (a) => (await a.fetchTopicOffsets(topic)).map((p) => ({ partition: p.partition, high: p.high, low: p.low }))), {
-      retriable: isLeaderMoving,
-      timeoutMs: ADMIN_READ_RETRY_MS,
-    });
+    return retry(
+      () =>
+        this.call(async (a) => {
+          this.readOffsets = true;
+          return (await a.fetchTopicOffsets(topic)).map((p) => ({ partition: p.partition, high: p.high, low: p.low }));
+        }),
+      { retriable: isLeaderMoving, timeoutMs: ADMIN_READ_RETRY_MS },
+    );
   }
 
   committedOffsets(groupId: string, topic: string): Promise<CommittedOffset[]> {
@@ -90,6 +101,7 @@ export class KafkaJsTopicAdmin implements TopicAdmin {
     return retry(
       () =>
         this.call(async (a) => {
+          this.readOffsets = true;
           const [committed] = await a.fetchOffsets({ groupId, topics: [topic] });
           return (committed?.partitions ?? []).map((p) => ({ partition: p.partition, offset: p.offset, metadata: p.metadata }));
         }),
@@ -104,11 +116,12 @@ export class KafkaJsTopicAdmin implements TopicAdmin {
     try {
       return await fn(used);
     } catch (err) {
-      if (!isUnknownTopic(err)) throw err;
+      if (!isUnknownTopic(err) || (this.admin === used && !this.readOffsets)) throw err;
       if (this.admin === used) {
         this.admin = this.kafka.admin();
         this.connected = undefined;
-        await used.disconnect().catch(() => undefined);
+        this.readOffsets = false;
+        setTimeout(() => void used.disconnect().catch(() => undefined), RETIRED_LINGER_MS).unref();
       }
       await this.connect();
       return fn(this.admin);
