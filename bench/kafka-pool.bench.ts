@@ -18,7 +18,7 @@ import { kafkaPoolTransport, kafkaTransport } from '../src/client/kafka/transpor
 import type { IdTransport } from '../src/client/transport.js';
 import { isIdmintError } from '../src/core/errors.js';
 import { silentLogger } from '../src/core/logger.js';
-import { createKafka } from '../src/kafka/kafka.js';
+import { createKafka } from '../src/kafka/kafkajs/client.js';
 import { KafkaPoolSink } from '../src/pool/kafka/sink.js';
 import { KafkaPoolWatch } from '../src/pool/kafka/watch.js';
 import { RedisPoolMeta } from '../src/pool/redis/meta.js';

@@ -14,7 +14,8 @@ import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
-import { createKafka } from '../src/kafka/kafka.js';
+import { createKafka } from '../src/kafka/kafkajs/client.js';
+import { kafkaJsDriverOf } from '../src/kafka/kafkajs/index.js';
 import { blocksSize, type Block } from '../src/core/block.js';
 import { createKafkaClient } from '../src/client/kafka/rpc-client.js';
 import type { IdmintKafkaClient } from '../src/client/kafka/rpc-client.js';
@@ -160,7 +161,7 @@ export async function run(): Promise<Section> {
   const schema = `bench_kafka_${suffix}`;
   const requestTopic = `idmint.requests.bench-${suffix}`;
   const kafka = createKafka({ brokers, clientId: 'idmint-bench' });
-  const admin = kafka.admin();
+  const admin = kafkaJsDriverOf(kafka).admin();
   const db = createPgDatabase({ connectionString: databaseUrl, schema });
   let responder: ChildProcess | undefined;
   let client: IdmintKafkaClient | undefined;
@@ -233,8 +234,8 @@ export async function run(): Promise<Section> {
       responder.kill('SIGTERM');
       await exited;
     }
-    await admin.deleteTopics({ topics: [requestTopic] }).catch(() => undefined);
-    await admin.disconnect().catch(() => undefined);
+    await admin.deleteTopics([requestTopic]).catch(() => undefined);
+    await admin.close().catch(() => undefined);
     await db.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`).catch(() => undefined);
     await db.close();
   }

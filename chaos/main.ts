@@ -15,7 +15,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createKafka } from '../src/kafka/kafka.js';
+import { createKafka } from '../src/kafka/kafkajs/client.js';
 import { chartSvg } from './chart.js';
 import { faultsFor, REGION_KILL, schedule, seeded } from './faults.js';
 import { Ledger } from './ledger.js';

@@ -5,6 +5,7 @@ import { splitPostgresUrl } from '../store/pg-hosts.js';
 import { IdmintError, type BadRequestError } from '../core/errors.js';
 import { DEFAULT_STRIPE, regionLayout, type RegionLayout } from '../core/region.js';
 import { checkNamespace, kafkaNames } from '../kafka/topics.js';
+import { KAFKA_DRIVERS } from '../kafka/ports.js';
 
 /**
  * The one config of every process and role: environment variables, validated once with zod,
@@ -286,6 +287,9 @@ export const envSchema = z.object({
   IDMINT_KAFKA_RESPONDER_GROUP: kafkaName.optional(),
   /** Responder group session timeout, ms: how soon a crashed responder's partitions move. Default 30000 (broker minimum 6000). */
   IDMINT_KAFKA_SESSION_TIMEOUT_MS: int(1000, 3_600_000).default(30_000),
+
+  /** The Kafka client library behind idmint's Kafka ports (src/kafka/ports.ts). Default kafkajs, the only one so far. */
+  IDMINT_KAFKA_DRIVER: z.enum(KAFKA_DRIVERS, { error: KAFKA_DRIVERS.join(' or ') }).default('kafkajs'),
 
   // Secured connections (README, "Secured connections"). Postgres takes its TLS settings in DATABASE_URL.
   /** CA certificate (PEM file) that signed Redis's certificate, for `rediss://` URLs. Default: the system's CAs. */

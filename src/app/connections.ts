@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { ConnectionOptions } from 'node:tls';
 import type { RedisOptions } from 'ioredis';
-import type { KafkaConfig, SASLOptions } from 'kafkajs';
+import type { KafkaConnectionOptions } from '../kafka/ports.js';
 import { redactUrl } from '../core/redact.js';
 import type { Config } from './config.js';
 
@@ -87,15 +87,15 @@ function redisTls(config: Pick<Config, 'REDIS_URL' | 'IDMINT_REDIS_TLS_CA'>): { 
   return { tls: config.IDMINT_REDIS_TLS_CA ? { ca: readFileSync(config.IDMINT_REDIS_TLS_CA, 'utf8') } : {} };
 }
 
-/** KafkaJS's `ssl` and `sasl`. */
+/** Kafka's `tls` and `sasl`, in idmint's own connection options (every driver takes them). */
 export function kafkaSecurity(
   config: Pick<Config, 'IDMINT_KAFKA_TLS' | 'IDMINT_KAFKA_TLS_CA' | 'IDMINT_KAFKA_SASL_MECHANISM' | 'IDMINT_KAFKA_SASL_USERNAME' | 'IDMINT_KAFKA_SASL_PASSWORD'>,
-): Pick<KafkaConfig, 'ssl' | 'sasl'> {
+): Pick<KafkaConnectionOptions, 'tls' | 'sasl'> {
   const tls = config.IDMINT_KAFKA_TLS === 'true' || (config.IDMINT_KAFKA_TLS === undefined && config.IDMINT_KAFKA_TLS_CA !== undefined);
-  const out: Pick<KafkaConfig, 'ssl' | 'sasl'> = {};
-  if (tls) out.ssl = config.IDMINT_KAFKA_TLS_CA ? { ca: [readFileSync(config.IDMINT_KAFKA_TLS_CA, 'utf8')] } : true;
+  const out: Pick<KafkaConnectionOptions, 'tls' | 'sasl'> = {};
+  if (tls) out.tls = config.IDMINT_KAFKA_TLS_CA ? { ca: [readFileSync(config.IDMINT_KAFKA_TLS_CA, 'utf8')] } : true;
   const { IDMINT_KAFKA_SASL_MECHANISM: mechanism, IDMINT_KAFKA_SASL_USERNAME: username, IDMINT_KAFKA_SASL_PASSWORD: password } = config;
-  if (mechanism && username && password) out.sasl = { mechanism, username, password } as SASLOptions;
+  if (mechanism && username && password) out.sasl = { mechanism, username, password };
   return out;
 }
 

@@ -57,14 +57,15 @@ async function checkRedis(config: Config, logger: Logger): Promise<void> {
 async function checkKafka(config: Config, logger: Logger): Promise<void> {
   // Silent: the one line below says what failed, without KafkaJS's own lines around it.
   const { kafkaFor } = await import('./kafka-client.js');
-  const kafka = kafkaFor(config, 'idmint-preflight', silentLogger, { retry: { retries: 0 }, connectionTimeout: DEADLINE_MS, authenticationTimeout: DEADLINE_MS, requestTimeout: DEADLINE_MS });
-  const admin = kafka.admin();
+  const { openKafka } = await import('../kafka/driver.js');
+  const kafka = kafkaFor(config, 'idmint-preflight', silentLogger, { retries: 0, connectionTimeoutMs: DEADLINE_MS, requestTimeoutMs: DEADLINE_MS });
+  const driver = await openKafka(kafka);
+  const admin = driver.admin();
   try {
     await admin.connect();
   } catch (err) {
-    const e = err as { name?: string; message?: string };
     const message = describe(err);
-    if (e.name === 'KafkaJSSASLAuthenticationError' || /SASL|authentication/i.test(message)) {
+    if (driver.isAuthFailure(err) || /SASL|authentication/i.test(message)) {
       throw new IdmintError('BAD_REQUEST', `Kafka at ${config.KAFKA_BROKERS} refused idmint's credentials (${message}); check IDMINT_KAFKA_SASL_MECHANISM, _USERNAME and _PASSWORD`, { cause: err });
     }
     if (TLS_FAILURE.test(message)) {
@@ -72,7 +73,7 @@ async function checkKafka(config: Config, logger: Logger): Promise<void> {
     }
     logger.warn({ brokers: config.KAFKA_BROKERS, err: message }, 'Kafka did not answer at start; its roles keep trying');
   } finally {
-    await admin.disconnect().catch(() => undefined);
+    await admin.close().catch(() => undefined);
   }
 }
 

@@ -4,24 +4,26 @@ import { createLogger } from '../app/log.js';
 import { BadRequestError, IdmintError } from '../core/errors.js';
 import { createKafkaClient } from '../client/kafka/rpc-client.js';
 import { initTopics, kafkaNames, underReplicated } from '../kafka/topics.js';
+import { openKafka } from '../kafka/driver.js';
+import type { KafkaConnectionOptions, KafkaDriver } from '../kafka/ports.js';
 
 /** The Kafka commands' work, loaded only when one runs: the rest of the CLI never loads KafkaJS. */
 
 const print = (line: string): void => void process.stdout.write(`${line}\n`);
 
 /** The CLI's Kafka: quiet (a person reads one line, not KafkaJS's retries) and quick to give up. */
-function cliKafka() {
-  return kafkaFor(configWithBrokers(), 'idmint-cli', createLogger({ level: 'silent' }), { retry: { retries: 2, initialRetryTime: 100, maxRetryTime: 500 }, connectionTimeout: 2000 });
+function cliKafka(): KafkaConnectionOptions {
+  return kafkaFor(configWithBrokers(), 'idmint-cli', createLogger({ level: 'silent' }), { retries: 2, connectionTimeoutMs: 2000 });
 }
 
 /** A broker that cannot be reached is one line that says what to check. */
-async function reachable<T>(fn: () => Promise<T>): Promise<T> {
+async function reachable<T>(driver: KafkaDriver | undefined, fn: () => Promise<T>): Promise<T> {
   try {
     return await fn();
   } catch (err) {
     if (err instanceof IdmintError) throw err;
-    const cause = err as { name?: string; message?: string };
-    if ((cause.name ?? '').startsWith('KafkaJS')) {
+    const cause = err as { message?: string };
+    if (driver?.isClientError(err)) {
       throw new IdmintError('NOT_READY', `cannot reach Kafka at ${process.env.KAFKA_BROKERS}: ${cause.message ?? String(err)}; check KAFKA_BROKERS (\`npm run infra:up\` starts a local one)`, { cause: err });
     }
     throw err;
@@ -37,10 +39,11 @@ function configWithBrokers(): Config {
 
 export async function kafkaInit(o: { partitions?: number; poolTags?: string[]; poolPartitions?: number }): Promise<void> {
   const config = loadConfig();
-  const admin = cliKafka().admin();
-  await reachable(() => admin.connect());
+  const driver = await openKafka(cliKafka());
+  const admin = driver.admin();
+  await reachable(driver, () => admin.connect());
   try {
-    const created = await reachable(() => initTopics(admin, {
+    const created = await reachable(driver, () => initTopics(admin, {
       requestPartitions: o.partitions ?? config.IDMINT_KAFKA_PARTITIONS,
       requestTopic: config.IDMINT_KAFKA_REQUEST_TOPIC,
       requestRetentionMs: config.IDMINT_KAFKA_REQUEST_RETENTION_MS,
@@ -56,7 +59,7 @@ export async function kafkaInit(o: { partitions?: number; poolTags?: string[]; p
       print(`warning: "${f.topic}" has ${f.replicas} replica(s), fewer than ${f.wanted}: raise it with kafka-reassign-partitions`);
     }
   } finally {
-    await admin.disconnect();
+    await admin.close();
   }
 }
 
@@ -72,7 +75,7 @@ export async function kafkaGet(bizTag: string, o: { count: number; timeout: numb
     verifyKey,
   });
   try {
-    for (const id of await reachable(() => client.getIds(bizTag, o.count, { timeoutMs: o.timeout }))) print(id);
+    for (const id of await reachable(undefined, () => client.getIds(bizTag, o.count, { timeoutMs: o.timeout }))) print(id);
   } finally {
     await client.close();
   }

@@ -12,6 +12,8 @@ export type { KafkaTransportOptions, KafkaPoolTransportOptions } from './kafka/t
 // What kafkaTransport and kafkaPoolTransport take, so `idmint/client` alone is enough to use them.
 export { createKafkaClient, IdmintKafkaClient } from './kafka/rpc-client.js';
 export type { KafkaClientOptions } from './kafka/rpc-client.js';
-export { createKafka } from '../kafka/kafka.js';
+// How to reach Kafka, in idmint's own types: no Kafka client is loaded until a Kafka transport starts.
+export type { KafkaConnectionOptions, KafkaDriverName, KafkaSaslOptions, KafkaTlsOptions } from '../kafka/ports.js';
+export type { KafkaSource, LegacyKafkaInstance } from '../kafka/driver.js';
 export { IdmintError, isIdmintError } from '../core/errors.js';
 export type { ErrorCode } from '../core/errors.js';

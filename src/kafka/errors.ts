@@ -52,3 +52,4 @@ export function isCoordinatorMoving(err: unknown): boolean {
     type === 'GROUP_COORDINATOR_NOT_AVAILABLE'
   );
 }
+

@@ -1,5 +1,4 @@
 import { setTimeout } from 'node:timers/promises';
-import type { Admin, Consumer, EachBatchPayload, Kafka, KafkaMessage, Message } from 'kafkajs';
 import { Registry } from 'prom-client';
 import type { Clock, IdDispenser } from '../core/ports.js';
 import { systemClock } from '../core/ports.js';
@@ -8,14 +7,13 @@ import type { Logger } from '../core/logger.js';
 import { silentLogger } from '../core/logger.js';
 import { decodeRequest, encodeBlocksReply, encodeErrorReply, encodeIdsReply } from './messages.js';
 import { responderMetrics } from './metrics.js';
-import { installFetchGuard } from './fetch-guard.js';
 import type { ResponderMetrics } from './metrics.js';
-import { TopicProducer } from './producer.js';
+import { openKafka, type KafkaSource } from './driver.js';
+import type { GroupReader, OutgoingRecord, ReaderBatch, ReceivedRecord, TopicAdmin, TopicWriter } from './ports.js';
 import { REPLY_PREFIX, REQUEST_TOPIC, RESPONDER_GROUP, assertTopicsExist } from './topics.js';
 import { replyBytes, type SigningKey } from './signing.js';
 import { Episode } from '../core/episode.js';
-import { isLeaderNotAvailable } from './errors.js';
-import { waitForGroupJoin } from './group.js';
+import { ReplyTopics } from './reply-topics.js';
 import { checkInteger, OptionsError, resolveOptions } from '../core/options.js';
 import { traceKafkaProcess } from '../tracing/messaging.js';
 
@@ -43,6 +41,9 @@ export interface ResponderSettings {
 /** How long a reply topic not listed waits for a second listing before its requests are skipped. */
 const SECOND_LOOK_MS = 1000;
 
+/** How long the coordinator waits for the members to rejoin in a rebalance (KafkaJS's default, kept). */
+const REBALANCE_TIMEOUT_MS = 60_000;
+
 export const RESPONDER_DEFAULTS: Readonly<ResponderSettings> = Object.freeze({
   /** Consumer group shared by all responders. */
   groupId: RESPONDER_GROUP,
@@ -69,7 +70,8 @@ export const RESPONDER_DEFAULTS: Readonly<ResponderSettings> = Object.freeze({
 });
 
 export interface ResponderOptions extends Partial<ResponderSettings> {
-  kafka: Kafka;
+  /** The brokers (or a ready driver); the driver is loaded at start(). */
+  kafka: KafkaSource;
   dispenser: IdDispenser;
   /**
    * The deployment's signing key, read at each reply (a rotation lands without a restart);
@@ -105,7 +107,7 @@ function validate(options: ResponderOptions): Settings {
 
 interface Reply {
   topic: string;
-  message: Message;
+  message: OutgoingRecord;
   outcome: 'ok' | 'error';
   receivedAt: number;
 }
@@ -119,14 +121,12 @@ class KafkaResponder implements Responder {
   private readonly settings: Settings;
   private readonly logger: Logger;
   private readonly clock: Clock;
-  private readonly producer: TopicProducer;
-  private readonly admin: Admin;
-  private consumer: Consumer | undefined;
+  private producer: TopicWriter | undefined;
+  private admin: TopicAdmin | undefined;
+  private consumer: GroupReader | undefined;
   private starting: Promise<void> | undefined;
   private closing: Promise<void> | undefined;
-  /** Topics known to exist, so a reply never waits on KafkaJS retries for a topic that is not there. */
-  private readonly topics = new Set<string>();
-  private refresh: { startedAt: number; done: Promise<boolean> } | undefined;
+  private replyTopics: ReplyTopics | undefined;
   private readonly unsigned: Episode;
 
   constructor(private readonly options: ResponderOptions) {
@@ -135,8 +135,6 @@ class KafkaResponder implements Responder {
     this.unsigned = new Episode(this.logger, 'replies cannot be signed');
     this.clock = options.clock ?? systemClock;
     this.metrics = responderMetrics(options.registry ?? new Registry());
-    this.producer = new TopicProducer(options.kafka, this.logger);
-    this.admin = options.kafka.admin();
   }
 
   start(): Promise<void> {
@@ -155,54 +153,50 @@ class KafkaResponder implements Responder {
 
   private async doStart(): Promise<void> {
     const { requestTopic, groupId } = this.settings;
-    await this.admin.connect();
-    await assertTopicsExist(this.admin, [requestTopic]);
-    await this.producer.connect();
-    installFetchGuard();
-    const consumer = this.options.kafka.consumer({
+    const driver = await openKafka(this.options.kafka, this.logger);
+    const admin = (this.admin = driver.admin());
+    this.replyTopics = new ReplyTopics(admin, this.logger);
+    await admin.connect();
+    await assertTopicsExist(admin, [requestTopic]);
+    const producer = (this.producer = driver.writer());
+    await producer.connect();
+    const consumer = (this.consumer = driver.reader({
       groupId,
-      allowAutoTopicCreation: false,
-      sessionTimeout: this.settings.sessionTimeoutMs,
-      heartbeatInterval: Math.max(500, Math.floor(this.settings.sessionTimeoutMs / 10)),
-    });
-    this.consumer = consumer;
-    const joined = waitForGroupJoin(consumer, this.settings.joinTimeoutMs);
-    await consumer.connect();
-    // A new group starts at the beginning: requests sent before it joined are still within their deadlines.
-    await consumer.subscribe({ topic: requestTopic, fromBeginning: true });
-    await consumer.run({
-      eachBatchAutoResolve: false,
-      autoCommitInterval: this.settings.commitIntervalMs,
-      partitionsConsumedConcurrently: this.settings.partitionsConsumedConcurrently,
-      eachBatch: (payload) => this.onBatch(payload),
-    });
-    await joined;
+      topic: requestTopic,
+      commit: { kind: 'interval', intervalMs: this.settings.commitIntervalMs },
+      sessionTimeoutMs: this.settings.sessionTimeoutMs,
+      rebalanceTimeoutMs: REBALANCE_TIMEOUT_MS,
+      heartbeatIntervalMs: Math.max(500, Math.floor(this.settings.sessionTimeoutMs / 10)),
+      partitionsConcurrently: this.settings.partitionsConsumedConcurrently,
+      joinTimeoutMs: this.settings.joinTimeoutMs,
+    }));
+    await consumer.start((batch) => this.onBatch(batch));
     this.logger.info({ requestTopic, groupId }, 'responder serving');
   }
 
   private async doClose(): Promise<void> {
     await this.starting?.catch(() => undefined);
-    await this.consumer?.disconnect().catch((err: unknown) => this.logger.warn({ err }, 'consumer disconnect failed'));
-    await this.producer.close().catch((err: unknown) => this.logger.warn({ err }, 'producer disconnect failed'));
-    await this.admin.disconnect().catch(() => undefined);
+    await this.consumer?.close().catch((err: unknown) => this.logger.warn({ err }, 'consumer disconnect failed'));
+    await this.producer?.close().catch((err: unknown) => this.logger.warn({ err }, 'producer disconnect failed'));
+    await this.admin?.close().catch(() => undefined);
     this.logger.info('responder closed');
   }
 
-  private async onBatch({ batch, resolveOffset, heartbeat, isRunning, isStale, commitOffsetsIfNecessary }: EachBatchPayload): Promise<void> {
+  /** Offsets marked done are committed by the reader at most every commitIntervalMs, and after each batch. */
+  private async onBatch(batch: ReaderBatch): Promise<void> {
     const { concurrency } = this.settings;
-    for (let i = 0; i < batch.messages.length; i += concurrency) {
-      if (!isRunning() || isStale()) return;
-      const chunk = batch.messages.slice(i, i + concurrency);
+    for (let i = 0; i < batch.records.length; i += concurrency) {
+      if (!batch.active()) return;
+      const chunk = batch.records.slice(i, i + concurrency);
       const replies = await Promise.all(chunk.map((m) => traceKafkaProcess(batch.topic, m, batch.partition, this.settings.groupId, () => this.serve(m))));
       await this.sendReplies(replies.filter((r): r is Reply => r !== null));
-      for (const m of chunk) resolveOffset(m.offset);
-      await heartbeat();
+      for (const m of chunk) batch.markDone(m.offset);
+      await batch.heartbeat();
     }
-    await commitOffsetsIfNecessary();
   }
 
   /** Never throws: every message ends as a reply, a drop, or a log line. */
-  private async serve(message: KafkaMessage): Promise<Reply | null> {
+  private async serve(message: ReceivedRecord): Promise<Reply | null> {
     const receivedAt = performance.now();
     const decoded = decodeRequest(message.value, {
       maxCount: this.settings.maxCount,
@@ -273,7 +267,7 @@ class KafkaResponder implements Responder {
     await Promise.all(
       [...byTopic].map(async ([topic, group]) => {
         try {
-          if (!(await this.topicExists(topic, group[0]!.receivedAt))) {
+          if (!(await this.replyTopics!.exists(topic, group[0]!.receivedAt))) {
             // On several brokers a reply topic created a moment ago may not be listed yet by the
             // broker asked: look once more a second later, without holding up this batch.
             void this.secondLook(topic, group);
@@ -290,7 +284,7 @@ class KafkaResponder implements Responder {
   private async secondLook(topic: string, group: Reply[]): Promise<void> {
     await setTimeout(SECOND_LOOK_MS);
     try {
-      if (await this.topicExists(topic, performance.now())) {
+      if (await this.replyTopics!.exists(topic, performance.now())) {
         await this.send(topic, group);
         return;
       }
@@ -302,7 +296,7 @@ class KafkaResponder implements Responder {
   }
 
   private async send(topic: string, group: Reply[]): Promise<void> {
-    await this.producer.send(topic, group.map((r) => r.message));
+    await this.producer!.send(topic, group.map((r) => r.message));
     const now = performance.now();
     for (const r of group) {
       this.metrics.requests.inc({ outcome: r.outcome });
@@ -311,32 +305,8 @@ class KafkaResponder implements Responder {
   }
 
   private failed(topic: string, group: Reply[], err: unknown): void {
-    this.topics.delete(topic);
+    this.replyTopics?.forget(topic);
     this.metrics.requests.inc({ outcome: 'unanswerable' }, group.length);
     this.logger.warn({ err, topic, requests: group.length }, 'sending replies failed; the clients will time out and retry');
-  }
-
-  /** A listing started after the request arrived is fresh enough to trust a "missing". */
-  private async topicExists(topic: string, since: number): Promise<boolean> {
-    if (this.topics.has(topic)) return true;
-    if (!this.refresh || this.refresh.startedAt < since) {
-      const startedAt = performance.now();
-      const done = this.admin.listTopics().then(
-        (names) => {
-          this.topics.clear();
-          for (const n of names) this.topics.add(n);
-          return true;
-        },
-        (err: unknown) => {
-          // A listing fails whole while any partition in the cluster has no leader (KafkaJS):
-          // reply anyway; a reply topic that is gone fails its send, as a missing one would.
-          if (!isLeaderNotAvailable(err)) throw err;
-          this.logger.debug({ err }, 'listing the topics failed (a partition without a leader); replying without the check');
-          return false;
-        },
-      );
-      this.refresh = { startedAt, done };
-    }
-    return (await this.refresh.done) ? this.topics.has(topic) : true;
   }
 }

@@ -1,9 +1,9 @@
 import { setTimeout } from 'node:timers/promises';
-import type { Admin, ITopicConfig } from 'kafkajs';
 import { BIZ_TAG_PATTERN } from '../core/ports.js';
 import { BadRequestError, IdmintError } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
 import { isLeaderNotAvailable, isUnknownTopic } from './errors.js';
+import type { TopicAdmin, TopicCreation } from './ports.js';
 
 /**
  * Topic and group names, and the admin code that creates them. The broker never auto-creates
@@ -122,11 +122,11 @@ export function minInsyncFor(factor: number): number {
  * `replicationFactor` (default min(3, brokers)) and min.insync.replicas one fewer, so with every
  * producer on acks=-1 an acknowledged message is on two brokers and survives losing either.
  */
-export async function ensureTopics(admin: Admin, specs: readonly TopicSpec[], replicationFactor?: number): Promise<string[]> {
+export async function ensureTopics(admin: TopicAdmin, specs: readonly TopicSpec[], replicationFactor?: number): Promise<string[]> {
   const existing = await existingTopics(admin, specs.map((s) => s.topic));
   const missing = specs.filter((s) => !existing.has(s.topic));
   if (missing.length === 0) return [];
-  const brokers = (await admin.describeCluster()).brokers.length;
+  const brokers = await admin.brokerCount();
   const factor = replicationFor(brokers, replicationFactor);
   if (factor > brokers) {
     throw new IdmintError(
@@ -135,15 +135,15 @@ export async function ensureTopics(admin: Admin, specs: readonly TopicSpec[], re
       { details: { brokers, replicationFactor: factor } },
     );
   }
-  const topics: ITopicConfig[] = missing.map((s) => ({
+  const topics: TopicCreation[] = missing.map((s) => ({
     topic: s.topic,
     numPartitions: s.numPartitions,
     replicationFactor: factor,
-    configEntries: Object.entries({ 'min.insync.replicas': String(minInsyncFor(factor)), ...s.configs }).map(([name, value]) => ({ name, value })),
+    configs: { 'min.insync.replicas': String(minInsyncFor(factor)), ...s.configs },
   }));
   let failure: unknown;
   try {
-    await admin.createTopics({ topics, waitForLeaders: false });
+    await admin.createTopics(topics);
   } catch (err) {
     // Another process may have created some of them meanwhile: a failure only if they do not appear.
     failure = err;
@@ -169,16 +169,16 @@ const MISSING_RECHECK_MS = 2000;
  * a broker that has not seen it yet answers UNKNOWN_TOPIC_OR_PARTITION ("does not host this
  * topic-partition"), which KafkaJS's own wait for leaders does not retry.
  */
-async function untilServed(admin: Admin, topics: readonly string[], timeoutMs: number, partitions?: ReadonlyMap<string, number>): Promise<void> {
+async function untilServed(admin: TopicAdmin, topics: readonly string[], timeoutMs: number, partitions?: ReadonlyMap<string, number>): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (let attempt = 0; ; attempt++) {
     try {
       // Every partition: metadata that shows some of a new topic's partitions would stay cached by
       // the admin (KafkaJS keeps it for minutes), and offsets read through it would miss the rest.
-      const meta = await admin.fetchTopicMetadata({ topics: [...topics] });
+      const meta = await admin.topicMetadata(topics);
       const whole = (t: { name: string; partitions: { leader: number }[] }): boolean =>
         t.partitions.length >= (partitions?.get(t.name) ?? 1) && t.partitions.every((p) => p.leader >= 0);
-      if (meta.topics.length === topics.length && meta.topics.every(whole)) return;
+      if (meta.length === topics.length && meta.every(whole)) return;
     } catch (err) {
       if (!isUnknownTopic(err) && !isLeaderNotAvailable(err)) throw err;
     }
@@ -194,7 +194,7 @@ async function untilServed(admin: Admin, topics: readonly string[], timeoutMs: n
  * and fails it if any partition of any topic has no leader — another team's topic with one
  * replica on a dead broker would stop idmint. Then it asks for `topics` alone.
  */
-export async function existingTopics(admin: Admin, topics: readonly string[]): Promise<Set<string>> {
+export async function existingTopics(admin: TopicAdmin, topics: readonly string[]): Promise<Set<string>> {
   try {
     return new Set(await admin.listTopics());
   } catch (err) {
@@ -202,7 +202,7 @@ export async function existingTopics(admin: Admin, topics: readonly string[]): P
     const found = new Set<string>();
     for (const topic of topics) {
       try {
-        await admin.fetchTopicMetadata({ topics: [topic] });
+        await admin.topicMetadata([topic]);
         found.add(topic);
       } catch (e) {
         if (!isUnknownTopic(e)) throw e;
@@ -224,12 +224,12 @@ export interface UnderReplicated {
  * min(3, brokers)): created before the cluster grew, or by hand. Kafka never raises a factor by
  * itself; `kafka-reassign-partitions` does.
  */
-export async function underReplicated(admin: Admin, topics: readonly string[], replicationFactor?: number): Promise<UnderReplicated[]> {
+export async function underReplicated(admin: TopicAdmin, topics: readonly string[], replicationFactor?: number): Promise<UnderReplicated[]> {
   if (topics.length === 0) return [];
-  const wanted = replicationFor((await admin.describeCluster()).brokers.length, replicationFactor);
-  const meta = await admin.fetchTopicMetadata({ topics: [...topics] });
+  const wanted = replicationFor(await admin.brokerCount(), replicationFactor);
+  const meta = await admin.topicMetadata(topics);
   const found: UnderReplicated[] = [];
-  for (const t of meta.topics) {
+  for (const t of meta) {
     const replicas = Math.min(...t.partitions.map((p) => p.replicas.length));
     if (t.partitions.length > 0 && replicas < wanted) found.push({ topic: t.name, replicas, wanted });
   }
@@ -246,7 +246,7 @@ export function logUnderReplicated(logger: Logger, found: readonly UnderReplicat
 }
 
 /** Start-up check: names the missing topics and the command that creates them. */
-export async function assertTopicsExist(admin: Admin, topics: readonly string[]): Promise<void> {
+export async function assertTopicsExist(admin: TopicAdmin, topics: readonly string[]): Promise<void> {
   const existing = await existingTopics(admin, topics);
   const missing = topics.filter((t) => !existing.has(t));
   // The broker asked may not know yet of a topic created a moment ago on another: ask again briefly.
@@ -278,7 +278,7 @@ export interface InitTopicsOptions {
 }
 
 /** What `idmint kafka init` does: the request topic plus any pool topics named. */
-export async function initTopics(admin: Admin, options: InitTopicsOptions): Promise<string[]> {
+export async function initTopics(admin: TopicAdmin, options: InitTopicsOptions): Promise<string[]> {
   const specs: TopicSpec[] = [
     {
       topic: options.requestTopic ?? REQUEST_TOPIC,

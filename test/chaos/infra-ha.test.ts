@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKafkaClient } from '../../src/client/kafka/rpc-client.js';
-import { createKafka } from '../../src/kafka/kafka.js';
+import { createKafka } from '../../src/kafka/kafkajs/client.js';
 import { REQUEST_TOPIC } from '../../src/kafka/topics.js';
 import { until } from '../support/poll.js';
 import { freePort } from '../support/ports.js';

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { kafkaPoolTransport } from '../../src/client/kafka/transports.js';
 import { isIdmintError } from '../../src/core/errors.js';
 import { silentLogger } from '../../src/core/logger.js';
-import { createKafka } from '../../src/kafka/kafka.js';
+import { createKafka } from '../../src/kafka/kafkajs/client.js';
 import { KafkaPoolSink } from '../../src/pool/kafka/sink.js';
 import { startKafkaCluster, type KafkaCluster } from '../support/kafka-cluster.js';
 import { uniqueName } from '../support/names.js';

@@ -6,7 +6,7 @@ import { IdmintClient } from '../../src/client/client.js';
 import { kafkaPoolTransport } from '../../src/client/kafka/transports.js';
 import { isIdmintError } from '../../src/core/errors.js';
 import { silentLogger } from '../../src/core/logger.js';
-import { createKafka } from '../../src/kafka/kafka.js';
+import { createKafka } from '../../src/kafka/kafkajs/client.js';
 import { KafkaPoolSink } from '../../src/pool/kafka/sink.js';
 import { env } from '../support/env.js';
 import { startKafkaCluster, type KafkaCluster } from '../support/kafka-cluster.js';

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/core/logger.js';
-import { createKafka } from '../../src/kafka/kafka.js';
+import { createKafka } from '../../src/kafka/kafkajs/client.js';
 import { decodePoolBlock } from '../../src/kafka/messages.js';
 import { poolTopic } from '../../src/kafka/topics.js';
 import { KafkaPoolSink } from '../../src/pool/kafka/sink.js';

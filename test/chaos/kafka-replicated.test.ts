@@ -4,14 +4,14 @@ import { join } from 'node:path';
 import { ConfigResourceTypes } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKafkaClient, type IdmintKafkaClient } from '../../src/client/kafka/rpc-client.js';
-import { createKafka } from '../../src/kafka/kafka.js';
+import { createKafka } from '../../src/kafka/kafkajs/client.js';
 import { ensureTopics, poolTopic, REQUEST_TOPIC, underReplicated } from '../../src/kafka/topics.js';
 import { IdmintClient } from '../../src/client/client.js';
 import { kafkaPoolTransport } from '../../src/client/kafka/transports.js';
 import { encodePoolBlock } from '../../src/kafka/messages.js';
 import { KafkaPoolSink } from '../../src/pool/kafka/sink.js';
 import { startKafkaCluster, type KafkaCluster } from '../support/kafka-cluster.js';
-import { sdkPoolAcls } from '../support/kafka.js';
+import { sdkPoolAcls, topicAdmin } from '../support/kafka.js';
 import { sleep, until, untilValue } from '../support/poll.js';
 import { spawnServer, untilReady, type SpawnedServer } from '../support/spawn.js';
 import { freshStore, type TestStore } from '../support/store.js';
@@ -50,7 +50,8 @@ describe('Kafka request/reply on three brokers, a broker lost under load', () =>
   }, 120_000);
 
   it('creates its topics with three replicas and min.insync.replicas 2, and names a topic replicated less', async () => {
-    const admin = createKafka({ brokers: cluster.brokers, clientId: 'krepl-admin', config: cluster.security }).admin();
+    const kafkaAdmin = createKafka({ brokers: cluster.brokers, clientId: 'krepl-admin', config: cluster.security });
+    const admin = kafkaAdmin.admin();
     await admin.connect();
     try {
       const meta = await admin.fetchTopicMetadata({ topics: [REQUEST_TOPIC] });
@@ -60,10 +61,10 @@ describe('Kafka request/reply on three brokers, a broker lost under load', () =>
       // A topic made by hand with one replica is found (the server logs such a topic at start).
       await admin.createTopics({ topics: [{ topic: 'idmint.ids.krepl-low', numPartitions: 1, replicationFactor: 1 }], waitForLeaders: false });
       // Each broker learns of a new topic a moment apart: ask until the one asked knows it.
-      const found = await untilValue('the hand-made topic in the metadata', () => underReplicated(admin, [REQUEST_TOPIC, 'idmint.ids.krepl-low']).catch(() => undefined), (f) => f !== undefined, { timeoutMs: 20_000 });
+      const found = await untilValue('the hand-made topic in the metadata', () => underReplicated(topicAdmin(kafkaAdmin), [REQUEST_TOPIC, 'idmint.ids.krepl-low']).catch(() => undefined), (f) => f !== undefined, { timeoutMs: 20_000 });
       expect(found).toEqual([{ topic: 'idmint.ids.krepl-low', replicas: 1, wanted: 3 }]);
       // A factor larger than the cluster is refused with the variable to change.
-      await expect(ensureTopics(admin, [{ topic: 'idmint.ids.krepl-big', numPartitions: 1 }], 4)).rejects.toThrow(/replication factor 4: the cluster has 3 brokers \(IDMINT_KAFKA_REPLICATION_FACTOR\)/);
+      await expect(ensureTopics(topicAdmin(kafkaAdmin), [{ topic: 'idmint.ids.krepl-big', numPartitions: 1 }], 4)).rejects.toThrow(/replication factor 4: the cluster has 3 brokers \(IDMINT_KAFKA_REPLICATION_FACTOR\)/);
     } finally {
       await admin.disconnect();
     }

@@ -4,8 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createKafka } from '../../src/kafka/kafka.js';
+import { createKafka } from '../../src/kafka/kafkajs/client.js';
 import { createKafkaClient, type IdmintKafkaClient } from '../../src/client/kafka/rpc-client.js';
+import { topicAdmin } from '../support/kafka.js';
 import { ensureTopics } from '../../src/kafka/topics.js';
 import { spawnServer, untilReady, type SpawnedServer } from '../support/spawn.js';
 import { expectNoDuplicates } from '../support/unique.js';
@@ -38,10 +39,10 @@ describe('idmint serve with Postgres, Redis, Kafka and ZooKeeper', () => {
     url.searchParams.set('options', `-c search_path=${schema}`);
 
     const kafka = createKafka({ brokers: KAFKA_BROKERS, clientId: `test-${run}` });
-    const admin = kafka.admin();
+    const admin = topicAdmin(kafka);
     await admin.connect();
     await ensureTopics(admin, [{ topic: requestTopic, numPartitions: 2 }]);
-    await admin.disconnect();
+    await admin.close();
 
     dataDir = mkdtempSync(join(tmpdir(), 'idmint-dist-'));
     server = await spawnServer({

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKafkaClient } from '../../src/client/kafka/rpc-client.js';
-import { createKafka } from '../../src/kafka/kafka.js';
+import { createKafka } from '../../src/kafka/kafkajs/client.js';
 import { startPrivateServer, type PrivateServer } from '../support/servers.js';
 import { spawnServer, untilReady } from '../support/spawn.js';
 import { freshStore, type TestStore } from '../support/store.js';

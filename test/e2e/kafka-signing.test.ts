@@ -11,7 +11,7 @@ import { generateSigningKey } from '../../src/kafka/signing.js';
 import { ensureTopics } from '../../src/kafka/topics.js';
 import { idmint } from '../support/cli.js';
 import { env } from '../support/env.js';
-import { testKafka } from '../support/kafka.js';
+import { testKafka, topicAdmin } from '../support/kafka.js';
 import { until } from '../support/poll.js';
 import { spawnServer, untilReady, type SpawnedServer } from '../support/spawn.js';
 import { expectNoDuplicates } from '../support/unique.js';
@@ -68,10 +68,10 @@ describe("the deployment's signing key, its rotation, and what a responder refus
     const u = new URL(env('DATABASE_URL'));
     u.searchParams.set('options', `-c search_path=${schema}`);
     url = u.toString();
-    const kafkaAdmin = testKafka(`sign-${run}`).admin();
+    const kafkaAdmin = topicAdmin(testKafka(`sign-${run}`));
     await kafkaAdmin.connect();
     await ensureTopics(kafkaAdmin, [{ topic: requestTopic, numPartitions: 2 }]);
-    await kafkaAdmin.disconnect();
+    await kafkaAdmin.close();
     server = await start();
     await untilReady(server.url, { output: server.output, timeoutMs: 60_000 });
     for (const body of [{ bizTag: 'streamed', pool: 'kafka', step: 1000 }, { bizTag: 'asked', step: 1000 }]) {
@@ -144,7 +144,7 @@ describe("the deployment's signing key, its rotation, and what a responder refus
     const replies = `idmint.replies.raw.${run}`;
     const kafkaAdmin = kafka.admin();
     await kafkaAdmin.connect();
-    await ensureTopics(kafkaAdmin, [{ topic: victim, numPartitions: 1 }, { topic: replies, numPartitions: 1 }]);
+    await ensureTopics(topicAdmin(kafka), [{ topic: victim, numPartitions: 1 }, { topic: replies, numPartitions: 1 }]);
     const producer = kafka.producer();
     await producer.connect();
     try {

@@ -7,6 +7,9 @@ import zookeeper from 'node-zookeeper-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/app/config.js';
 import { kafkaFor } from '../../src/app/kafka-client.js';
+import { createKafka } from '../../src/kafka/kafkajs/client.js';
+import { kafkaJsConfig } from '../../src/kafka/kafkajs/index.js';
+import type { KafkaConnectionOptions } from '../../src/kafka/ports.js';
 import { silentLogger } from '../../src/core/logger.js';
 import { createKafkaClient } from '../../src/client/kafka/rpc-client.js';
 import { IdmintClient } from '../../src/client/client.js';
@@ -20,6 +23,9 @@ import { startSecureInfra, type SecureInfra } from '../support/secure-servers.js
 import { expectNoDuplicates } from '../support/unique.js';
 import { sdkPoolAcls } from '../support/kafka.js';
 import { TEST_VERIFY_KEY, testSigner } from '../support/signing.js';
+
+/** A KafkaJS instance with the same TLS and SASL: the test acts as an administrator and as an attacker, outside idmint's ports. */
+const asKafkaJs = (o: KafkaConnectionOptions) => createKafka({ brokers: o.brokers, clientId: o.clientId ?? 'secure-test', config: kafkaJsConfig(o) });
 
 /**
  * Secured connections, end to end: idmint against Kafka (SASL_SSL, SCRAM-SHA-512), Redis (TLS,
@@ -96,10 +102,10 @@ describe('secured connections', () => {
     const bizTag = 'aclpool';
     const client = loadConfig({ ...infra.env, IDMINT_KAFKA_SASL_USERNAME: 'idmint-client' });
     const grants = sdkPoolAcls('idmint-client');
-    const kafkaAdmin = admin.admin();
+    const kafkaAdmin = asKafkaJs(admin).admin();
     await kafkaAdmin.connect();
     const sdk = new IdmintClient({ transport: kafkaPoolTransport({ verifyKey: TEST_VERIFY_KEY, kafka: kafkaFor(client, 'acl-sdk', silentLogger), takeTimeoutMs: 10_000 }), timeoutMs: 60_000 });
-    const producer = kafkaFor(client, 'acl-forger', silentLogger).producer();
+    const producer = asKafkaJs(kafkaFor(client, 'acl-forger', silentLogger)).producer();
     try {
       await kafkaAdmin.createAcls({ acl: grants });
       // The refill (idmint, a super user) fills the topic.

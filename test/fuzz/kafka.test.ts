@@ -4,7 +4,7 @@ import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ERROR_CODES } from '../../src/core/errors.js';
 import { createKafkaClient, type IdmintKafkaClient } from '../../src/client/kafka/rpc-client.js';
-import { waitForGroupJoin } from '../../src/kafka/group.js';
+import { waitForGroupJoin } from '../../src/kafka/kafkajs/group.js';
 import { decodeReply } from '../../src/kafka/messages.js';
 import { createResponder, type Responder } from '../../src/kafka/responder.js';
 import { createTopic, deleteTopics, testKafka } from '../support/kafka.js';

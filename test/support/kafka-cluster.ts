@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { KafkaConfig } from 'kafkajs';
-import { createKafka } from '../../src/kafka/kafka.js';
+import { createKafka } from '../../src/kafka/kafkajs/client.js';
 import { until, untilValue } from './poll.js';
 import { makeTls } from './tls.js';
 import { freePort } from './ports.js';

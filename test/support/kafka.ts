@@ -1,23 +1,35 @@
 import { AclOperationTypes, AclPermissionTypes, AclResourceTypes, ResourcePatternTypes, type Kafka } from 'kafkajs';
 import { silentLogger } from '../../src/core/logger.js';
-import { createKafka } from '../../src/kafka/kafka.js';
+import { createKafka } from '../../src/kafka/kafkajs/client.js';
+import { kafkaJsDriverOf } from '../../src/kafka/kafkajs/index.js';
+import type { KafkaConnectionOptions, TopicAdmin } from '../../src/kafka/ports.js';
 import { ensureTopics, POOL_GROUP_PREFIX, POOL_TOPIC_PREFIX } from '../../src/kafka/topics.js';
 import { env } from './env.js';
 import { uniqueName } from './names.js';
 
 /** Kafka for tests: a client on the shared broker, and topics made and dropped by unique name. */
 
+/** How idmint's own parts (SDK, responder, sink) reach the shared broker: plain options, the driver loaded on start. */
+export function testKafkaOptions(clientId = 'idmint-test'): KafkaConnectionOptions {
+  return { brokers: env('KAFKA_BROKERS'), clientId, logger: silentLogger };
+}
+
 export function testKafka(clientId = 'idmint-test'): Kafka {
   return createKafka({ brokers: env('KAFKA_BROKERS'), clientId, logger: silentLogger });
 }
 
+/** idmint's TopicAdmin port over a test's KafkaJS instance (topics.ts takes the port). */
+export function topicAdmin(kafka: Kafka): TopicAdmin {
+  return kafkaJsDriverOf(kafka).admin();
+}
+
 export async function createTopic(kafka: Kafka, topic: string, numPartitions = 1): Promise<void> {
-  const admin = kafka.admin();
+  const admin = topicAdmin(kafka);
   await admin.connect();
   try {
     await ensureTopics(admin, [{ topic, numPartitions }]);
   } finally {
-    await admin.disconnect();
+    await admin.close();
   }
 }
 

@@ -1,12 +1,13 @@
 import type { Registry } from 'prom-client';
 import type { Logger } from '../../core/logger.js';
 import type { IdDispenser } from '../../core/ports.js';
-import type { Kafka } from 'kafkajs';
 import { initTopics, kafkaNames, logUnderReplicated, underReplicated } from '../../kafka/topics.js';
 import type { SigningKey } from '../../kafka/signing.js';
 import { createResponder, type Responder } from '../../kafka/responder.js';
 import type { Config } from '../config.js';
 import { kafkaFor } from '../kafka-client.js';
+import { openKafka } from '../../kafka/driver.js';
+import type { KafkaConnectionOptions } from '../../kafka/ports.js';
 
 export interface ResponderRoleOptions {
   config: Config;
@@ -46,8 +47,8 @@ export async function startResponderRole(options: ResponderRoleOptions): Promise
 }
 
 /** Creates the request topic when it is missing (idempotent), with the configured partitions and retention. */
-async function createRequestTopic(kafka: Kafka, config: Config, logger: Logger): Promise<void> {
-  const admin = kafka.admin();
+async function createRequestTopic(kafka: KafkaConnectionOptions, config: Config, logger: Logger): Promise<void> {
+  const admin = (await openKafka(kafka, logger)).admin();
   await admin.connect();
   try {
     const created = await initTopics(admin, {
@@ -59,7 +60,7 @@ async function createRequestTopic(kafka: Kafka, config: Config, logger: Logger):
     if (created.length > 0) logger.info({ created }, 'created missing Kafka topics (IDMINT_KAFKA_CREATE_TOPICS=false turns this off)');
     else logUnderReplicated(logger, await underReplicated(admin, [config.IDMINT_KAFKA_REQUEST_TOPIC], config.IDMINT_KAFKA_REPLICATION_FACTOR));
   } finally {
-    await admin.disconnect();
+    await admin.close();
   }
 }
 

@@ -1,15 +1,13 @@
-import type { Admin, Consumer, EachBatchPayload, Kafka, KafkaMessage } from 'kafkajs';
 import { BadRequestError, IdmintError, isIdmintError, notReady } from '../../core/errors.js';
 import type { Logger } from '../../core/logger.js';
 import { silentLogger } from '../../core/logger.js';
 import { decodePoolBlock } from '../../kafka/messages.js';
-import { blockBytes } from '../../kafka/signing.js';
-import { isCoordinatorMoving } from '../../kafka/errors.js';
+import { blockRefusal } from './block-refusal.js';
 import { Episode } from '../../core/episode.js';
 import { verifierFrom, type Verification } from './verification.js';
 import type { Block } from '../../core/block.js';
-import { waitForGroupJoin } from '../../kafka/group.js';
-import { installFetchGuard } from '../../kafka/fetch-guard.js';
+import { openKafka, type KafkaSource } from '../../kafka/driver.js';
+import type { GroupReader, ReaderBatch, ReceivedRecord, TopicAdmin } from '../../kafka/ports.js';
 import { kafkaNames } from '../../kafka/topics.js';
 import { checkInteger, resolveOptions } from '../../core/options.js';
 import type { Link } from '@opentelemetry/api';
@@ -33,9 +31,9 @@ export interface KafkaPoolConsumerSettings {
   joinTimeoutMs: number;
   /**
    * A started consumer that neither completes a fetch nor waits for room in its buffer for this
-   * long is taken as wedged and replaced (KafkaJS can stop consuming without a crash or an error,
-   * tulios/kafkajs#659). Above the longest rejoin: a JoinGroup waits the rebalance timeout (30 s)
-   * plus the request timeout.
+   * long is taken as wedged and replaced (the driver's watchdog: KafkaJS can stop consuming without
+   * a crash or an error, tulios/kafkajs#659). Above the longest rejoin: a JoinGroup waits the
+   * rebalance timeout (30 s) plus the request timeout.
    */
   stallTimeoutMs: number;
   /**
@@ -56,14 +54,12 @@ export const KAFKA_POOL_CONSUMER_DEFAULTS: Readonly<KafkaPoolConsumerSettings> =
   maxBlockAgeMs: 36 * 3_600_000,
 });
 
-/** How far ahead of this host's clock a block's signing time may be (clock skew), ms. */
-const FUTURE_SLACK_MS = 3_600_000;
-
-/** How long the coordinator waits for the members to rejoin in a rebalance (KafkaJS: 60 s). */
+/** How long the coordinator waits for the members to rejoin in a rebalance (KafkaJS's default: 60 s). */
 const REBALANCE_TIMEOUT_MS = 30_000;
 
 export interface KafkaPoolConsumerOptions extends Partial<KafkaPoolConsumerSettings> {
-  kafka: Kafka;
+  /** How to reach Kafka (`{ brokers, clientId, tls, sasl, driver }`, or a ready driver); loaded at start(). */
+  kafka: KafkaSource;
   bizTag: string;
   shard?: number;
   /**
@@ -77,17 +73,6 @@ export interface KafkaPoolConsumerOptions extends Partial<KafkaPoolConsumerSetti
   /** The servers' IDMINT_KAFKA_NAMESPACE: the pool topic is `idmint.<namespace>.ids.<tag>`. Default none: `idmint.ids.<tag>`. */
   namespace?: string | undefined;
   logger?: Logger;
-}
-
-/** KafkaJS's errors after which a member must rejoin its group (its isRebalancing, and an unknown member). */
-const REJOIN_TYPES = new Set(['REBALANCE_IN_PROGRESS', 'NOT_COORDINATOR_FOR_GROUP', 'ILLEGAL_GENERATION', 'UNKNOWN_MEMBER_ID']);
-
-/** The rebalance error in `err` (itself, or the cause KafkaJS wrapped after its retries), else undefined. */
-export function rebalanceError(err: unknown): Error | undefined {
-  for (let e = err as { type?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 4; e = e.cause as typeof e, depth++) {
-    if (typeof e.type === 'string' && REJOIN_TYPES.has(e.type)) return e as unknown as Error;
-  }
-  return undefined;
 }
 
 /** What a commit's metadata says: the end of the last block this group accepted from the partition. */
@@ -113,9 +98,9 @@ export class KafkaPoolConsumer {
   private readonly verification: Verification;
   private readonly namespace: string;
   private readonly logger: Logger;
-  private readonly consumer: Consumer;
-  private readonly admin: Admin;
-  private adminReady: Promise<void> | undefined;
+  private readonly kafka: KafkaSource;
+  private reader: GroupReader | undefined;
+  private admin: TopicAdmin | undefined;
   private readonly blocks: Pending[] = [];
   /**
    * Per partition, the end of the last block this group accepted there (by this member or an
@@ -131,19 +116,9 @@ export class KafkaPoolConsumer {
   private starting: Promise<void> | undefined;
   private closing: Promise<void> | undefined;
   /**
-   * Set when a commit or heartbeat of this member met a rebalance (the coordinator moved, the
-   * member was evicted): every batch in hand returns at once, so KafkaJS's fetchers end and it
-   * rejoins. Cleared when the rebalance starts, and by the join.
-   */
-  private rejoining = false;
-  /** When the consumer last showed it is alive: a fetch completed, a join, a batch, a wait for room. */
-  private lastProgress = Date.now();
-  private watchdog: NodeJS.Timeout | undefined;
-  /**
-   * True once this consumer will not serve again: its start failed, or KafkaJS stopped it after a
-   * crash it does not restart from (a non-retriable error, or the client's `restartOnFailure`
-   * said no) — KafkaJS then leaves it disconnected and silent. Its takes fail NOT_READY once its
-   * buffer is empty; its owner replaces it (kafkaPoolTransport does).
+   * True once this consumer will not serve again: its start failed, or its reader failed (a crash
+   * the driver does not restart from, or no fetch for stallTimeoutMs). Its takes fail NOT_READY
+   * once its buffer is empty; its owner replaces it (kafkaPoolTransport does).
    */
   failed = false;
 
@@ -165,57 +140,41 @@ export class KafkaPoolConsumer {
     this.groupId = names.poolGroup(options.bizTag, this.shard);
     this.logger = (options.logger ?? silentLogger).child({ component: 'kafka-pool-consumer', bizTag: options.bizTag });
     this.dropping = new Episode(this.logger, 'dropping pool blocks that must not be served (unsigned, badly signed, copies or replays)');
-    this.admin = options.kafka.admin();
-    installFetchGuard(); // options.kafka may be the caller's own KafkaJS instance
-    this.consumer = options.kafka.consumer({
-      groupId: this.groupId,
-      allowAutoTopicCreation: false,
-      sessionTimeout: this.settings.sessionTimeoutMs,
-      rebalanceTimeout: Math.max(REBALANCE_TIMEOUT_MS, this.settings.sessionTimeoutMs),
-      heartbeatInterval: Math.max(500, Math.floor(this.settings.sessionTimeoutMs / 5)),
-      maxWaitTimeInMs: 1000,
-    });
-    this.consumer.on(this.consumer.events.GROUP_JOIN, (event) => {
-      const assigned = event.payload.memberAssignment[this.topic]?.length ?? 0;
-      if (assigned === 0 && this.assigned !== 0) this.logger.info({ topic: this.topic }, 'no partition of the pool topic for this instance (more consumers than partitions); its fallback serves');
-      this.assigned = assigned;
-      // Partitions may have moved: each one's floor is read again from what its last owner committed.
-      this.floors.clear();
-      this.rejoining = false;
-      this.lastProgress = Date.now();
-      this.wake();
-    });
-    const alive = (): void => {
-      this.lastProgress = Date.now();
-    };
-    this.consumer.on(this.consumer.events.FETCH, alive);
-    this.consumer.on(this.consumer.events.START_BATCH_PROCESS, alive);
-    // A rebalance starting: the join that follows fetches nothing for up to the rebalance timeout.
-    // KafkaJS emits it once every fetcher has ended, so the batches that were told to end are done
-    // (a join that then fails is retried by fetching again: batches run, and end again if need be).
-    this.consumer.on(this.consumer.events.REBALANCING, () => {
-      this.rejoining = false;
-      alive();
-    });
-    this.consumer.on(this.consumer.events.CRASH, (event) => {
-      if (event.payload.restart) return;
-      this.logger.warn({ topic: this.topic, err: event.payload.error }, 'the Kafka pool consumer crashed and KafkaJS will not restart it; a new one takes over');
-      this.failed = true;
-      this.wake();
-    });
+    this.kafka = options.kafka;
   }
 
   start(): Promise<void> {
     if (this.closing) return Promise.reject(new IdmintError('NOT_READY', 'Kafka pool consumer is closed'));
     this.starting ??= (async () => {
       if (!this.verification.keys) this.logger.warn({ topic: this.topic }, 'insecureSkipVerify: pool blocks are not authenticated; anyone who can write the topic decides the IDs handed out');
-      const joined = waitForGroupJoin(this.consumer, this.settings.joinTimeoutMs);
-      await this.consumer.connect();
-      await this.consumer.subscribe({ topic: this.topic, fromBeginning: true });
-      await this.consumer.run({ autoCommit: false, eachBatchAutoResolve: false, eachBatch: (p) => this.onBatch(p) });
-      await joined;
-      this.lastProgress = Date.now();
-      this.watchdog = setInterval(() => this.checkStalled(), Math.min(5000, this.settings.stallTimeoutMs)).unref();
+      const driver = await openKafka(this.kafka, this.logger);
+      this.admin = driver.admin();
+      const { sessionTimeoutMs } = this.settings;
+      this.reader = driver.reader({
+        groupId: this.groupId,
+        topic: this.topic,
+        commit: { kind: 'manual' },
+        sessionTimeoutMs,
+        rebalanceTimeoutMs: Math.max(REBALANCE_TIMEOUT_MS, sessionTimeoutMs),
+        heartbeatIntervalMs: Math.max(500, Math.floor(sessionTimeoutMs / 5)),
+        maxWaitMs: 1000,
+        joinTimeoutMs: this.settings.joinTimeoutMs,
+        stallTimeoutMs: this.settings.stallTimeoutMs,
+      });
+      await this.reader.start((batch) => this.onBatch(batch), {
+        joined: (assigned) => {
+          if (assigned === 0 && this.assigned !== 0) this.logger.info({ topic: this.topic }, 'no partition of the pool topic for this instance (more consumers than partitions); its fallback serves');
+          this.assigned = assigned;
+          // Partitions may have moved: each one's floor is read again from what its last owner committed.
+          this.floors.clear();
+          this.wake();
+        },
+        failed: (err) => {
+          this.logger.warn({ topic: this.topic, err }, 'the Kafka pool consumer stopped (a crash its driver does not restart from, or no fetch for stallTimeoutMs); a new one takes over');
+          this.failed = true;
+          this.wake();
+        },
+      });
     })().catch((err: unknown) => {
       this.failed = true;
       throw isIdmintError(err) ? err : notReady('Kafka (pool consumer start)', err);
@@ -263,7 +222,7 @@ export class KafkaPoolConsumer {
       }
       if (this.failed) {
         if (out.length > 0) break;
-        throw new IdmintError('NOT_READY', `the Kafka pool consumer of "${this.bizTag}" stopped (a crash KafkaJS does not restart, or no fetch for stallTimeoutMs)`);
+        throw new IdmintError('NOT_READY', `the Kafka pool consumer of "${this.bizTag}" stopped (a crash its driver does not restart from, or no fetch for stallTimeoutMs)`);
       }
       // Something in hand, or nothing will come: answer now rather than wait for the rest.
       if (out.length > 0 || (this.assigned === 0 && !options.waitForPartition)) break;
@@ -288,67 +247,58 @@ export class KafkaPoolConsumer {
 
   close(): Promise<void> {
     this.closing ??= (async () => {
-      clearInterval(this.watchdog);
       this.wake();
       await this.starting?.catch(() => undefined);
-      await this.consumer.disconnect();
-      await this.adminReady?.then(() => this.admin.disconnect()).catch(() => undefined);
+      await this.reader?.close();
+      await this.admin?.close().catch(() => undefined);
       // Buffered IDs are dropped: their offsets are committed, so they are gaps, never repeats.
       this.blocks.length = 0;
     })();
     return this.closing;
   }
 
-  /** Marks a consumer that showed no sign of life for stallTimeoutMs as failed: its owner replaces it. */
-  private checkStalled(): void {
-    // A member without partitions fetches nothing: silence is expected there.
-    if (this.closing || this.failed || this.assigned === 0) return;
-    const silent = Date.now() - this.lastProgress;
-    if (silent < this.settings.stallTimeoutMs) return;
-    this.logger.warn({ topic: this.topic, silentMs: silent }, 'the Kafka pool consumer completed no fetch for too long (KafkaJS wedged); a new one takes over');
-    clearInterval(this.watchdog);
-    this.failed = true;
-    this.wake();
-  }
-
-  private async onBatch({ batch, resolveOffset, heartbeat, isRunning, isStale }: EachBatchPayload): Promise<void> {
-    const messages = batch.messages;
+  private async onBatch(batch: ReaderBatch): Promise<void> {
+    const { records, partition } = batch;
     let i = 0;
-    while (i < messages.length) {
+    while (i < records.length) {
       while (this.blocks.length >= this.settings.bufferBlocks) {
-        if (!isRunning() || isStale() || this.closing || this.rejoining) return;
-        // Waiting for takers is no stall: nothing is fetched while the buffer is full.
-        this.lastProgress = Date.now();
+        if (!batch.active() || this.closing) return;
         await this.waitForChange(1000);
-        await this.groupCall(heartbeat);
+        await this.rejoinOnFailure(batch.heartbeat());
       }
-      if (!isRunning() || isStale() || this.closing || this.rejoining) return;
+      if (!batch.active() || this.closing) return;
       // As many as fit, judged, then committed with one request before any of them is handed out.
       const room = this.settings.bufferBlocks - this.blocks.length;
-      const taken = messages.slice(i, i + room);
+      const taken = records.slice(i, i + room);
       i += taken.length;
       const last = taken[taken.length - 1]!;
-      const before = await this.floorOf(batch.partition);
+      const before = await this.floorOf(partition);
       let floor = before;
       const accepted: Pending[] = [];
-      for (const message of taken) {
-        const block = this.accept(message, batch.partition, floor);
+      for (const record of taken) {
+        const block = this.accept(record, partition, floor);
         if (!block) continue;
         accepted.push(block.pending);
         floor = block.seq;
       }
-      // Commit before hand-out: if this throws (rebalance, fenced member), none of these blocks is
-      // served here. The floor travels with the offset, so the partition's next owner knows it.
-      await this.groupCall(() =>
-        this.consumer.commitOffsets([{ topic: batch.topic, partition: batch.partition, offset: (BigInt(last.offset) + 1n).toString(), metadata: `${FLOOR_PREFIX}${floor}` }]),
-      );
-      // KafkaJS's commitOffsets returns without committing, and without an error, once the
-      // consumer stopped running (a stop, a crash it restarts from): those blocks may be uncommitted.
-      if (!isRunning() || this.closing) return;
-      if (floor > before) this.floors.set(batch.partition, floor);
-      for (const message of taken) resolveOffset(message.offset);
+      // Commit before hand-out: if this throws or says no (rebalance, fenced member, a stopped
+      // reader), none of these blocks is served here. The floor travels with the offset, so the
+      // partition's next owner knows it.
+      const committed = await this.rejoinOnFailure(batch.commit((BigInt(last.offset) + 1n).toString(), `${FLOOR_PREFIX}${floor}`));
+      if (!committed || this.closing) return;
+      if (floor > before) this.floors.set(partition, floor);
       this.blocks.push(...accepted);
       this.wake();
+    }
+  }
+
+  /** A heartbeat or commit; when it fails (a rebalance), every batch waiting for room is woken to end too. */
+  private async rejoinOnFailure<T>(call: Promise<T>): Promise<T> {
+    try {
+      return await call;
+    } catch (err) {
+      this.wake();
+      throw err;
     }
   }
 
@@ -356,51 +306,19 @@ export class KafkaPoolConsumer {
   private async floorOf(partition: number): Promise<number> {
     const known = this.floors.get(partition);
     if (known !== undefined) return known;
-    this.adminReady ??= this.admin.connect().catch((err: unknown) => {
-      this.adminReady = undefined;
-      throw err;
-    });
-    await this.adminReady;
-    const deadline = Date.now() + 30_000;
-    for (let attempt = 1; ; attempt++) {
-      try {
-        const [committed] = await this.admin.fetchOffsets({ groupId: this.groupId, topics: [this.topic] });
-        const metadata = committed?.partitions.find((p) => p.partition === partition)?.metadata ?? '';
-        const floor = metadata.startsWith(FLOOR_PREFIX) ? Number(metadata.slice(FLOOR_PREFIX.length)) : 0;
-        const value = Number.isSafeInteger(floor) && floor > 0 ? floor : 0;
-        this.floors.set(partition, value);
-        return value;
-      } catch (err) {
-        if (!isCoordinatorMoving(err) || Date.now() >= deadline) throw err;
-        await new Promise((resolve) => setTimeout(resolve, Math.min(1000, 100 * attempt)));
-      }
-    }
-  }
-
-  /**
-   * A commit or heartbeat; a rebalance error it meets (also as the cause of KafkaJS's "retries
-   * exceeded") is thrown bare and ends every batch in hand. KafkaJS rejoins — finding the group's
-   * coordinator anew — only when such an error reaches its fetch loop bare, and only once every
-   * fetcher has ended: its commits keep the coordinator they cached and retry NOT_COORDINATOR there,
-   * and batches waiting for room kept the fetchers alive, so a member whose coordinator had moved
-   * (a hung broker) took 25–45 s to serve again, or the watchdog's 45 s.
-   */
-  private async groupCall(call: () => Promise<void>): Promise<void> {
-    try {
-      await call();
-    } catch (err) {
-      const bare = rebalanceError(err);
-      if (!bare) throw err;
-      this.rejoining = true;
-      this.wake();
-      throw bare;
-    }
+    const committed = await this.admin!.committedOffsets(this.groupId, this.topic);
+    const metadata = committed.find((p) => p.partition === partition)?.metadata ?? '';
+    const floor = metadata.startsWith(FLOOR_PREFIX) ? Number(metadata.slice(FLOOR_PREFIX.length)) : 0;
+    const value = Number.isSafeInteger(floor) && floor > 0 ? floor : 0;
+    this.floors.set(partition, value);
+    return value;
   }
 
   /** The block to serve and its sequence, or null (counted; logged once per episode) for one that must not be served. */
-  private accept(message: KafkaMessage, partition: number, floor: number): { pending: Pending; seq: number } | null {
+  private accept(message: ReceivedRecord, partition: number, floor: number): { pending: Pending; seq: number } | null {
     const block = decodePoolBlock(message.value);
-    const why = this.refusal(block, partition, floor);
+    const { namespace, topic, bizTag, shard } = this;
+    const why = blockRefusal(block, { namespace, topic, partition, bizTag, shard, floor, keys: this.verification.keys, maxBlockAgeMs: this.settings.maxBlockAgeMs });
     if (why === undefined && block) {
       if (this.dropping.active) this.dropping.recover({ rejected: this.rejected });
       return { pending: { next: Number(block.start), end: Number(block.end), link: blockLink(message.headers) }, seq: Number(block.seq ?? block.start) };
@@ -410,25 +328,6 @@ export class KafkaPoolConsumer {
     this.rejected[reason] = (this.rejected[reason] ?? 0) + 1;
     this.dropping.fail({ partition, offset: message.offset, why: reason, rejected: this.rejected }, reason);
     return null;
-  }
-
-  private refusal(block: ReturnType<typeof decodePoolBlock>, partition: number, floor: number): string | undefined {
-    if (!block) return 'malformed';
-    if (block.bizTag !== this.bizTag || (block.shard ?? 0) !== this.shard) return 'of another tag or shard';
-    const keys = this.verification.keys;
-    if (keys) {
-      if (block.sig === undefined || block.kid === undefined || block.seq === undefined || block.at === undefined) return 'unsigned';
-      const place = { namespace: this.namespace, topic: this.topic, partition, seq: block.seq, at: block.at, bizTag: block.bizTag, shard: block.shard ?? 0, start: block.start, end: block.end };
-      if (!keys.verify(block.kid, blockBytes(place), block.sig)) return keys.kids.includes(block.kid) ? 'badly signed, or signed for another place' : 'signed by an unknown key';
-      const age = Date.now() - Number(block.at);
-      if (age > this.settings.maxBlockAgeMs || age < -FUTURE_SLACK_MS) return 'signed too long ago (or ahead of this clock)';
-    }
-    const seq = Number(block.seq ?? block.start);
-    if (!Number.isSafeInteger(Number(block.end)) || !Number.isSafeInteger(seq)) return 'beyond 2^53';
-    // At or below the floor: a copy of a block taken from this partition (or one a refill
-    // appended out of order with another's: a gap, never a repeat).
-    if (seq <= floor) return 'a copy or replay of a block taken already';
-    return undefined;
   }
 
   private waitForChange(ms: number): Promise<void> {

@@ -1,20 +1,16 @@
 import { randomUUID } from 'node:crypto';
-import { Partitioners } from 'kafkajs';
-import type { Admin, Consumer, Kafka, Message, Producer } from 'kafkajs';
 import { BIZ_TAG_PATTERN } from '../../core/ports.js';
 import type { BlocksResult, DispenseResult } from '../../core/ports.js';
 import { BadRequestError, IdmintError, TimeoutError, isIdmintError, notReady } from '../../core/errors.js';
 import type { Logger } from '../../core/logger.js';
 import { silentLogger } from '../../core/logger.js';
-import { createKafka } from '../../kafka/kafka.js';
+import { openKafka, type KafkaSource } from '../../kafka/driver.js';
+import type { GroupReader, KafkaConnectionOptions, KafkaDriver, OutgoingRecord, TopicAdmin, TopicWriter } from '../../kafka/ports.js';
 import { decodeReply, encodeRequest, type IdReply } from '../../kafka/messages.js';
 import { replyBytes, type ReplyContent } from '../../kafka/signing.js';
 import { Episode } from '../../core/episode.js';
 import { verifierFrom, type Verification } from './verification.js';
 import { REQUEST_TOPIC, assertTopicsExist, ensureTopics, kafkaNames } from '../../kafka/topics.js';
-import { waitForGroupJoin } from '../../kafka/group.js';
-import { installFetchGuard } from '../../kafka/fetch-guard.js';
-import { ALL_REPLICAS } from '../../kafka/producer.js';
 import { isUnknownTopic } from '../../kafka/errors.js';
 import { checkInteger, OptionsError, resolveOptions } from '../../core/options.js';
 import type { Span } from '@opentelemetry/api';
@@ -29,7 +25,7 @@ import type { HeaderRecord } from '../../tracing/propagation.js';
  */
 
 export interface KafkaClientSettings {
-  /** KafkaJS client id, also part of the reply topic's name. */
+  /** Kafka client id, also part of the reply topic's name. */
   clientId: string;
   requestTopic: string;
   /** Default per-request timeout. */
@@ -51,9 +47,13 @@ export const KAFKA_CLIENT_DEFAULTS: Readonly<KafkaClientSettings> = Object.freez
 });
 
 export interface KafkaClientOptions extends Partial<KafkaClientSettings> {
-  /** Either brokers (a Kafka instance is made) or a ready `kafka`. */
+  /** The brokers alone (no TLS or SASL); `kafka` says more. */
   brokers?: string[] | string;
-  kafka?: Kafka;
+  /**
+   * How to reach Kafka: `{ brokers, clientId, tls, sasl, logger, driver }`. (A KafkaJS `Kafka`
+   * instance is still accepted, deprecated.) The driver is loaded at start(), not before.
+   */
+  kafka?: KafkaConnectionOptions | KafkaSource;
   logger?: Logger;
   /** Replication factor of the reply topic. Default min(3, brokers in the cluster). */
   replicationFactor?: number;
@@ -94,16 +94,17 @@ export class IdmintKafkaClient {
   private readonly verification: Verification;
   private readonly forged: Episode;
   private readonly settings: Readonly<KafkaClientSettings>;
-  private readonly kafka: Kafka;
+  private readonly kafka: KafkaSource;
   private readonly logger: Logger;
   private readonly groupId: string;
-  private readonly admin: Admin;
-  private readonly producer: Producer;
-  private consumer: Consumer;
+  private driver: KafkaDriver | undefined;
+  private admin: TopicAdmin | undefined;
+  private producer: TopicWriter | undefined;
+  private consumer: GroupReader | undefined;
   private readonly replicationFactor: number | undefined;
   private readonly pending = new Map<string, Pending>();
   /** Requests made in one turn of the event loop go out in one produce request. */
-  private outbox: Array<{ id: string; message: Message }> = [];
+  private outbox: Array<{ id: string; message: OutgoingRecord }> = [];
   private starting: Promise<void> | undefined;
   private closing: Promise<void> | undefined;
 
@@ -120,37 +121,36 @@ export class IdmintKafkaClient {
     this.logger = (options.logger ?? silentLogger).child({ component: 'kafka-client' });
     this.forged = new Episode(this.logger, 'ignoring messages on the reply topic that are not the deployment\'s replies (unsigned, badly signed or malformed)');
     if (!this.verification.keys) this.logger.warn('insecureSkipVerify: replies are not authenticated; anyone who reads the request topic can answer with IDs of their choosing');
-    this.kafka = options.kafka ?? createKafka({ brokers: options.brokers!, clientId: s.clientId, logger: options.logger });
+    this.kafka = options.kafka ?? { brokers: options.brokers!, clientId: s.clientId, ...(options.logger ? { logger: options.logger } : {}) };
     const suffix = randomUUID();
     const safeId = s.clientId.replace(/[^A-Za-z0-9._-]/g, '_').slice(0, 100);
     this.replyTopic = `${kafkaNames(namespace).replyPrefix}${safeId}.${suffix}`;
     this.groupId = `idmint.client.${safeId}.${suffix}`;
-    this.admin = this.kafka.admin();
-    this.producer = this.kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner, allowAutoTopicCreation: false });
-    this.consumer = this.newConsumer();
     if (replicationFactor !== undefined) checkInteger('Kafka client', { replicationFactor }, 'replicationFactor', 1);
     this.replicationFactor = replicationFactor;
   }
 
-  private newConsumer(): Consumer {
+  private newConsumer(driver: KafkaDriver): GroupReader {
     // The group has one member and commits nothing: short sessions cost nothing, and a consumer
     // that crashed and restarted (a broker lost) rejoins in seconds instead of waiting out its old
     // member's session (KafkaJS: 30 s).
-    installFetchGuard(); // this.kafka may be the caller's own KafkaJS instance
-    return this.kafka.consumer({
+    return driver.reader({
       groupId: this.groupId,
-      allowAutoTopicCreation: false,
-      maxWaitTimeInMs: 1000,
-      sessionTimeout: REPLY_SESSION_TIMEOUT_MS,
-      rebalanceTimeout: REPLY_SESSION_TIMEOUT_MS,
-      heartbeatInterval: 1000,
+      topic: this.replyTopic,
+      commit: { kind: 'none' },
+      maxWaitMs: 1000,
+      sessionTimeoutMs: REPLY_SESSION_TIMEOUT_MS,
+      rebalanceTimeoutMs: REPLY_SESSION_TIMEOUT_MS,
+      heartbeatIntervalMs: 1000,
+      joinTimeoutMs: this.settings.joinTimeoutMs,
     });
   }
 
-  /** A consumer that failed to start or join is dropped for a fresh one (KafkaJS's cannot start twice). */
-  private async replaceConsumer(): Promise<void> {
-    await this.consumer.disconnect().catch(() => undefined);
-    this.consumer = this.newConsumer();
+  /** A reader that failed to start or join is dropped: the next start makes a fresh one (readers are single use). */
+  private async dropConsumer(): Promise<void> {
+    const consumer = this.consumer;
+    this.consumer = undefined;
+    await consumer?.close().catch(() => undefined);
   }
 
   start(): Promise<void> {
@@ -158,7 +158,7 @@ export class IdmintKafkaClient {
     // A broker that cannot be reached is NOT_READY, like every other backing server.
     // A failed start is not kept: the next call starts again (Kafka was down, or a broker was lost).
     const starting = (this.starting ??= this.doStart().catch(async (err: unknown) => {
-      await this.replaceConsumer();
+      await this.dropConsumer();
       if (this.starting === starting) this.starting = undefined;
       throw isIdmintError(err) ? err : notReady('Kafka (client start)', err);
     }));
@@ -208,38 +208,40 @@ export class IdmintKafkaClient {
   }
 
   private async doStart(): Promise<void> {
-    await this.admin.connect();
-    await assertTopicsExist(this.admin, [this.settings.requestTopic]);
+    const driver = (this.driver ??= await openKafka(this.kafka, this.logger));
+    const admin = (this.admin ??= driver.admin());
+    await admin.connect();
+    await assertTopicsExist(admin, [this.settings.requestTopic]);
     await ensureTopics(
-      this.admin,
+      admin,
       [{ topic: this.replyTopic, numPartitions: 1, configs: { 'retention.ms': String(this.settings.replyRetentionMs) } }],
       this.replicationFactor,
     );
-    await this.producer.connect();
+    const producer = (this.producer ??= driver.writer());
+    await producer.connect();
     for (let attempt = 1; ; attempt++) {
       try {
-        await this.join();
+        await this.join(driver);
         break;
       } catch (err) {
         // A topic just created can be led in the metadata before its leader serves it ("does not
         // host this topic-partition"): join again with a fresh consumer.
         if (!isUnknownTopic(err) || attempt >= JOIN_ATTEMPTS || this.closing) throw err;
         this.logger.debug({ err, attempt }, 'the new reply topic is not served yet; joining again');
-        await this.replaceConsumer();
+        await this.dropConsumer();
         await new Promise((resolve) => setTimeout(resolve, 200 * attempt));
       }
     }
     this.logger.debug({ replyTopic: this.replyTopic }, 'Kafka client ready');
   }
 
-  private async join(): Promise<void> {
-    const joined = waitForGroupJoin(this.consumer, this.settings.joinTimeoutMs);
-    await this.consumer.connect();
+  private async join(driver: KafkaDriver): Promise<void> {
     // The topic is new and ours: reading from its start loses no reply sent before the first fetch.
-    await this.consumer.subscribe({ topic: this.replyTopic, fromBeginning: true });
     // No commits: the topic is this client's alone and lives only as long as it does.
-    await this.consumer.run({ autoCommit: false, eachMessage: async ({ message }) => this.onReply(message.value, message.headers) });
-    await joined;
+    const consumer = (this.consumer = this.newConsumer(driver));
+    await consumer.start(async (batch) => {
+      for (const record of batch.records) this.onReply(record.value, record.headers);
+    });
   }
 
   private request(bizTag: string, count: number, timeoutMs: number, as: 'ids' | 'blocks'): Promise<DispenseResult | BlocksResult> {
@@ -251,14 +253,15 @@ export class IdmintKafkaClient {
       }, timeoutMs);
       this.pending.set(id, { bizTag, resolve, reject, timer, span: replyWaiter() });
       const value = encodeRequest({ id, bizTag, count, replyTo: this.replyTopic, deadline: Date.now() + timeoutMs, ...(as === 'blocks' ? { as } : {}) });
-      if (this.outbox.push({ id, message: withTraceHeaders<Message>({ key: id, value }) }) === 1) setImmediate(() => this.flush());
+      if (this.outbox.push({ id, message: withTraceHeaders<OutgoingRecord>({ key: id, value }) }) === 1) setImmediate(() => this.flush());
     });
   }
 
   private flush(): void {
     const batch = this.outbox;
     this.outbox = [];
-    this.producer.send({ topic: this.settings.requestTopic, messages: batch.map((b) => b.message), acks: ALL_REPLICAS }).catch((err: unknown) => {
+    // start() made the producer before any request could be queued.
+    this.producer!.send(this.settings.requestTopic, batch.map((b) => b.message)).catch((err: unknown) => {
       const reason = err instanceof Error ? err.message : String(err);
       for (const { id } of batch) this.settle(id)?.reject(new IdmintError('NOT_READY', `sending the Kafka ID request failed: ${reason}`, { cause: err }));
     });
@@ -309,15 +312,17 @@ export class IdmintKafkaClient {
   private async doClose(): Promise<void> {
     await this.starting?.catch(() => undefined);
     for (const id of [...this.pending.keys()]) this.settle(id)?.reject(new IdmintError('NOT_READY', 'Kafka client closed'));
-    await this.consumer.disconnect().catch(() => undefined);
-    await this.producer.disconnect().catch(() => undefined);
+    await this.dropConsumer();
+    await this.producer?.close().catch(() => undefined);
+    const admin = this.admin;
+    if (!admin) return;
     try {
-      await this.admin.deleteTopics({ topics: [this.replyTopic] });
-      await this.admin.deleteGroups([this.groupId]).catch(() => undefined);
+      await admin.deleteTopics([this.replyTopic]);
+      await admin.deleteGroups([this.groupId]).catch(() => undefined);
     } catch (err) {
       this.logger.warn({ err, replyTopic: this.replyTopic }, 'could not delete the reply topic; its retention will empty it');
     } finally {
-      await this.admin.disconnect().catch(() => undefined);
+      await admin.close().catch(() => undefined);
     }
   }
 }

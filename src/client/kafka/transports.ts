@@ -1,4 +1,4 @@
-import type { Kafka } from 'kafkajs';
+import type { KafkaSource } from '../../kafka/driver.js';
 import { IdmintError, isIdmintError } from '../../core/errors.js';
 import type { Logger } from '../../core/logger.js';
 import { KafkaPoolConsumer } from './pool-consumer.js';
@@ -37,7 +37,11 @@ export function kafkaTransport(client: IdmintKafkaClient, options: KafkaTranspor
 }
 
 export interface KafkaPoolTransportOptions extends Partial<KafkaPoolConsumerSettings> {
-  kafka: Kafka;
+  /**
+   * How to reach Kafka: `{ brokers, clientId, tls, sasl, logger, driver }` (a KafkaJS `Kafka`
+   * instance is still accepted, deprecated). The driver is loaded at the first take.
+   */
+  kafka: KafkaSource;
   /** The deployment's public signing key(s) (`idmint keys public`; default IDMINT_VERIFY_KEY): blocks not signed by it, over their place, are never handed out. */
   verifyKey?: string | readonly string[] | undefined;
   /** Hand out unsigned blocks (whoever can write the pool topic then decides the IDs): logged once. */
@@ -79,7 +83,7 @@ export function kafkaPoolTransport(options: KafkaPoolTransportOptions): IdTransp
       blocks = await consumer.takeBlocks(count, { waitForPartition: !fallback });
     } catch (err) {
       // A consumer whose start failed (Kafka unreachable, the group join past its deadline), or that
-      // KafkaJS stopped after a crash, keeps failing: the next take starts a new one instead of
+      // its driver stopped after a crash, keeps failing: the next take starts a new one instead of
       // answering NOT_READY for the life of the process.
       if (consumer.failed && consumers.get(bizTag) === consumer) {
         consumers.delete(bizTag);

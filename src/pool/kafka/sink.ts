@@ -1,4 +1,3 @@
-import type { Admin, Kafka } from 'kafkajs';
 import { Registry } from 'prom-client';
 import type { PoolSink, Segment } from '../../core/ports.js';
 import type { Logger } from '../../core/logger.js';
@@ -7,9 +6,8 @@ import { encodePoolBlock } from '../../kafka/messages.js';
 import { blockBytes, type SigningKey } from '../../kafka/signing.js';
 import { kafkaPoolMetrics } from '../../kafka/metrics.js';
 import type { KafkaPoolMetrics } from '../../kafka/metrics.js';
-import { TopicProducer } from '../../kafka/producer.js';
-import { isCoordinatorMoving, isLeaderMoving, isUnknownTopic } from '../../kafka/errors.js';
-import { retry } from '../../core/retry.js';
+import { openKafka, type KafkaSource } from '../../kafka/driver.js';
+import type { KafkaDriver, TopicAdmin, TopicWriter } from '../../kafka/ports.js';
 import { DEFAULT_POOL_PARTITIONS, ensureTopics, existingTopics, kafkaNames, type KafkaNames, logUnderReplicated, POOL_TOPIC_CONFIGS, underReplicated } from '../../kafka/topics.js';
 import { checkInteger, resolveOptions } from '../../core/options.js';
 import { IdmintError } from '../../core/errors.js';
@@ -41,7 +39,8 @@ export interface KafkaPoolSinkSettings {
 export const KAFKA_POOL_SINK_DEFAULTS: Readonly<KafkaPoolSinkSettings> = Object.freeze({ blockSize: 1000, maxBlockSize: 1_000_000, partitions: DEFAULT_POOL_PARTITIONS });
 
 export interface KafkaPoolSinkOptions extends Partial<KafkaPoolSinkSettings> {
-  kafka: Kafka;
+  /** The brokers (or a ready driver); the driver is loaded at the first push or read. */
+  kafka: KafkaSource;
   /**
    * The deployment's signing key, read at each push (a rotation lands without a restart): every
    * block is signed over its place. Undefined while this process may not sign (its key differs
@@ -71,9 +70,10 @@ export class KafkaPoolSink implements PoolSink {
   readonly names: KafkaNames;
   private readonly logger: Logger;
   private readonly metrics: KafkaPoolMetrics;
-  private admin: Admin;
-  private readonly kafka: Kafka;
-  private readonly producer: TopicProducer;
+  private readonly kafka: KafkaSource;
+  private driver: Promise<KafkaDriver> | undefined;
+  private admin: TopicAdmin | undefined;
+  private producer: TopicWriter | undefined;
   private readonly signer: () => SigningKey | undefined;
   private readonly namespace: string;
   private readonly replicationFactor: number | undefined;
@@ -101,11 +101,6 @@ export class KafkaPoolSink implements PoolSink {
     this.namespace = options.namespace ?? '';
     this.replicationFactor = options.replicationFactor;
     this.names = kafkaNames(options.namespace);
-    this.admin = options.kafka.admin();
-    // Idempotent, one send per topic at a time, a fresh producer after a failed send (see
-    // TopicProducer's appendOnce): a block is never appended twice (two consumers would share its
-    // IDs). Never resent: a failed push is retried by the refill with a new segment.
-    this.producer = new TopicProducer(options.kafka, this.logger, { idempotent: true, maxInFlightRequests: 1 }, true);
   }
 
   /**
@@ -151,7 +146,8 @@ export class KafkaPoolSink implements PoolSink {
       messages.push({ partition, value: encodePoolBlock(segment.bizTag, start, end, { shard: segment.shard, seq, at, signature: { kid: key.kid, sig: key.sign(blockBytes(place)) } }) });
     }
     try {
-      await traceBlocksSend(topic, messages, () => this.producer.send(topic, messages));
+      const writer = await this.writer();
+      await traceBlocksSend(topic, messages, () => writer.send(topic, messages));
     } catch (err) {
       // Check the topic again before the next push (deleted, or partitions not yet hosted).
       this.ready.delete(topic);
@@ -177,14 +173,11 @@ export class KafkaPoolSink implements PoolSink {
   /** The topic's offsets in blocks, or null when it does not exist yet. */
   async state(bizTag: string, shard: number): Promise<PoolTopicState | null> {
     const topic = this.names.poolTopic(bizTag, shard);
-    const offsets = await this.withAdmin(async (admin) => {
-      // A topic this sink made or found is not listed again (a listing fails whole while any partition in the cluster has no leader).
-      if (!this.ready.has(topic) && !(await existingTopics(admin, [topic])).has(topic)) return null;
-      return Promise.all([topicOffsets(admin, topic), committedOffsets(admin, this.names.poolGroup(bizTag, shard), topic)]);
-    });
-    if (!offsets) return null;
-    const [ends, committed] = offsets;
-    const done = new Map((committed[0]?.partitions ?? []).map((p) => [p.partition, Number(p.offset)]));
+    const admin = await this.connect();
+    // A topic this sink made or found is not listed again (a listing fails whole while any partition in the cluster has no leader).
+    if (!this.ready.has(topic) && !(await existingTopics(admin, [topic])).has(topic)) return null;
+    const [ends, committed] = await Promise.all([admin.topicOffsets(topic), admin.committedOffsets(this.names.poolGroup(bizTag, shard), topic)]);
+    const done = new Map(committed.map((p) => [p.partition, Number(p.offset)]));
     const unconsumed: number[] = [];
     let sum = 0;
     for (const p of ends) {
@@ -210,12 +203,12 @@ export class KafkaPoolSink implements PoolSink {
 
   /** Deletes the tag's pool topics (every shard) and its consumer groups: for tests and operators who know no copy of its blocks is kept. */
   async deleteTopics(bizTag: string): Promise<void> {
-    await this.connect();
+    const admin = await this.connect();
     const base = this.names.poolTopic(bizTag);
-    const topics = (await this.admin.listTopics()).filter((t) => t === base || t.startsWith(`${base}.S`));
-    if (topics.length > 0) await this.admin.deleteTopics({ topics });
+    const topics = (await admin.listTopics()).filter((t) => t === base || t.startsWith(`${base}.S`));
+    if (topics.length > 0) await admin.deleteTopics(topics);
     const groups = [this.names.poolGroup(bizTag), ...topics.filter((t) => t !== base).map((t) => `${this.names.poolGroup(bizTag)}${t.slice(base.length)}`)];
-    await this.admin.deleteGroups(groups).catch((err: unknown) => this.logger.debug({ err, groups }, 'pool groups not deleted (none, or still active)'));
+    await admin.deleteGroups(groups).catch((err: unknown) => this.logger.debug({ err, groups }, 'pool groups not deleted (none, or still active)'));
     for (const t of topics) this.ready.delete(t);
     this.seqs.delete(base);
     this.metrics.depth.remove({ biz_tag: bizTag });
@@ -223,56 +216,52 @@ export class KafkaPoolSink implements PoolSink {
   }
 
   async close(): Promise<void> {
-    await this.producer.close();
-    await this.admin.disconnect();
+    await this.producer?.close();
+    await this.admin?.close();
   }
 
-  private connect(): Promise<void> {
-    // A failed connect is forgotten, so the next refill tries again instead of failing forever.
-    this.connecting ??= this.admin.connect().catch((err: unknown) => {
-      this.connecting = undefined;
+  /** The driver, loaded on first use; a failed load is forgotten, so the next refill tries again. */
+  private open(): Promise<KafkaDriver> {
+    this.driver ??= openKafka(this.kafka, this.logger).catch((err: unknown) => {
+      this.driver = undefined;
       throw err;
     });
-    return this.connecting;
+    return this.driver;
+  }
+
+  private async connect(): Promise<TopicAdmin> {
+    this.admin ??= (await this.open()).admin();
+    await this.admin.connect();
+    return this.admin;
   }
 
   /**
-   * Like the producer (see TopicProducer), a KafkaJS admin that has read a topic's offsets
-   * fails every later metadata refresh once that topic is deleted elsewhere: replace it, retry once.
+   * Appends once: a block is never appended twice (two consumers would share its IDs). Never
+   * resent: a failed push is retried by the refill with a new segment.
    */
-  private async withAdmin<T>(fn: (admin: Admin) => Promise<T>): Promise<T> {
-    await this.connect();
-    try {
-      return await fn(this.admin);
-    } catch (err) {
-      if (!isUnknownTopic(err)) throw err;
-      const old = this.admin;
-      this.admin = this.kafka.admin();
-      this.connecting = undefined;
-      await old.disconnect().catch(() => undefined);
-      await this.connect();
-      return fn(this.admin);
-    }
+  private async writer(): Promise<TopicWriter> {
+    this.producer ??= (await this.open()).writer({ appendOnce: true });
+    return this.producer;
   }
 
   /** Creates the topic, or raises an existing one's partitions to the setting (Kafka never lowers them). */
   private async ensureTopic(topic: string): Promise<void> {
     if (this.ready.has(topic)) return;
-    await this.connect();
+    const admin = await this.connect();
     const { partitions } = this.settings;
-    const created = await ensureTopics(this.admin, [{ topic, numPartitions: partitions, configs: { ...POOL_TOPIC_CONFIGS } }], this.replicationFactor);
+    const created = await ensureTopics(admin, [{ topic, numPartitions: partitions, configs: { ...POOL_TOPIC_CONFIGS } }], this.replicationFactor);
     if (created.length > 0) this.logger.info({ topic, partitions }, 'pool topic created');
     else {
-      logUnderReplicated(this.logger, await this.withAdmin((admin) => underReplicated(admin, [topic], this.replicationFactor)));
-      const meta = await this.withAdmin((admin) => admin.fetchTopicMetadata({ topics: [topic] }));
-      const has = meta.topics[0]?.partitions.length ?? partitions;
+      logUnderReplicated(this.logger, await underReplicated(admin, [topic], this.replicationFactor));
+      const meta = await admin.topicMetadata([topic]);
+      const has = meta[0]?.partitions.length ?? partitions;
       if (has < partitions) {
-        await this.admin.createPartitions({ topicPartitions: [{ topic, count: partitions }] }).catch((err: unknown) => {
+        await admin.createPartitions(topic, partitions).catch((err: unknown) => {
           // Another refill raised it meanwhile: fine; anything else leaves the topic as it was, still usable.
           this.logger.warn({ err, topic, has, partitions }, 'could not raise the pool topic\'s partitions; consumers beyond its count use their fallback');
         });
         this.logger.info({ topic, from: has, to: partitions }, 'pool topic partitions raised');
-        this.producer.refresh();
+        this.producer?.refresh();
       }
     }
     await this.untilHosted(topic);
@@ -288,9 +277,10 @@ export class KafkaPoolSink implements PoolSink {
     const deadline = Date.now() + 30_000;
     for (let wait = 50; ; wait = Math.min(1000, wait * 2)) {
       try {
-        const offsets = await this.withAdmin((admin) => topicOffsets(admin, topic));
-        const meta = await this.withAdmin((admin) => admin.fetchTopicMetadata({ topics: [topic] }));
-        const partitions = meta.topics[0]?.partitions ?? [];
+        const admin = await this.connect();
+        const offsets = await admin.topicOffsets(topic);
+        const meta = await admin.topicMetadata([topic]);
+        const partitions = meta[0]?.partitions ?? [];
         if (offsets.length === partitions.length && partitions.length > 0 && partitions.every((p) => p.leader >= 0)) return;
       } catch (err) {
         if (Date.now() >= deadline) throw err;
@@ -299,24 +289,4 @@ export class KafkaPoolSink implements PoolSink {
       await new Promise((resolve) => setTimeout(resolve, wait));
     }
   }
-}
-
-/** How long an admin read waits out a leader or coordinator that is moving: an election takes seconds. */
-const ADMIN_READ_RETRY_MS = 30_000;
-
-/**
- * The topic's offsets; KafkaJS's admin gives up at once on a leader that moved or is not yet
- * elected (NOT_LEADER_FOR_PARTITION: issue 42's chaos failure, and a topic created a moment ago),
- * so this asks again, with fresh metadata each time (the admin keeps none between requests).
- */
-function topicOffsets(admin: Admin, topic: string): ReturnType<Admin['fetchTopicOffsets']> {
-  return retry(() => admin.fetchTopicOffsets(topic), { retriable: isLeaderMoving, timeoutMs: ADMIN_READ_RETRY_MS });
-}
-
-/**
- * The group's committed offsets; KafkaJS's admin does not retry a coordinator that moved or is
- * loading, so this does: a fresh broker creates its offsets topic on first use.
- */
-function committedOffsets(admin: Admin, groupId: string, topic: string): ReturnType<Admin['fetchOffsets']> {
-  return retry(() => admin.fetchOffsets({ groupId, topics: [topic] }), { retriable: isCoordinatorMoving, timeoutMs: ADMIN_READ_RETRY_MS });
 }

@@ -7,7 +7,7 @@ import { createKafkaClient } from '../../../src/client/kafka/rpc-client.js';
 import type { IdmintKafkaClient } from '../../../src/client/kafka/rpc-client.js';
 import { createResponder } from '../../../src/kafka/responder.js';
 import type { Responder } from '../../../src/kafka/responder.js';
-import { createTopic, deleteTopics, testKafka } from '../../support/kafka.js';
+import { createTopic, deleteTopics, testKafka, testKafkaOptions } from '../../support/kafka.js';
 import { storeWithDispenser, type DispensingStore } from '../../support/store.js';
 import { uniqueName } from '../../support/names.js';
 import { expectNoDuplicates } from '../../support/unique.js';
@@ -56,9 +56,10 @@ describe('client over Kafka', () => {
     ts = await storeWithDispenser();
     await ts.store.createBiz({ bizTag: 'order', step: 1000 });
     await createTopic(kafka, requestTopic, 2);
-    responder = createResponder({ signer: testSigner, kafka, dispenser: ts.dispenser, groupId, requestTopic });
+    responder = createResponder({ signer: testSigner, kafka: testKafkaOptions('sdk-test-responder'), dispenser: ts.dispenser, groupId, requestTopic });
     await responder.start();
-    rpc = createKafkaClient({ verifyKey: TEST_VERIFY_KEY, kafka, requestTopic, clientId: 'sdk-test', timeoutMs: 20_000 });
+    // The SDK as an application uses it: connection options, no Kafka client of its own.
+    rpc = createKafkaClient({ verifyKey: TEST_VERIFY_KEY, kafka: testKafkaOptions('sdk-test'), requestTopic, clientId: 'sdk-test', timeoutMs: 20_000 });
   });
 
   afterAll(async () => {
@@ -69,7 +70,7 @@ describe('client over Kafka', () => {
   });
 
   it('kafkaTransport: 2 clients × 16 callers take 20,000 IDs over request/reply with zero duplicates', async () => {
-    const second = createKafkaClient({ verifyKey: TEST_VERIFY_KEY, kafka, requestTopic, clientId: 'sdk-test-2', timeoutMs: 20_000 });
+    const second = createKafkaClient({ verifyKey: TEST_VERIFY_KEY, kafka: testKafkaOptions('sdk-test-2'), requestTopic, clientId: 'sdk-test-2', timeoutMs: 20_000 });
     const clients = [
       createIdmintClient({ transport: kafkaTransport(rpc), batchSize: 200, timeoutMs: 30_000 }),
       createIdmintClient({ transport: kafkaTransport(second, { closeClient: true }), batchSize: 200, timeoutMs: 30_000 }),
@@ -93,7 +94,7 @@ describe('client over Kafka', () => {
   it('kafkaPoolTransport: 2 clients share the tag\'s pool group and take 16,001 IDs with zero duplicates', async () => {
     const bizTag = uniqueName('client-pool');
     await ts.store.createBiz({ bizTag, pool: 'kafka', step: 1000 });
-    const sink = new KafkaPoolSink({ signer: testSigner, kafka, blockSize: 100, partitions: 2 });
+    const sink = new KafkaPoolSink({ signer: testSigner, kafka: testKafkaOptions('sdk-test-refill'), blockSize: 100, partitions: 2 });
     let highest = 0;
     const publish = async (): Promise<void> => {
       const segment = await ts.store.allocate(bizTag, 1000);
@@ -116,7 +117,7 @@ describe('client over Kafka', () => {
     try {
       for (let i = 0; i < 25; i++) await publish();
       const clients = [0, 1].map(() =>
-        createIdmintClient({ transport: kafkaPoolTransport({ verifyKey: TEST_VERIFY_KEY, kafka, takeTimeoutMs: 5000 }), batchSize: 100, maxBatchSize: 1000, timeoutMs: 60_000 }),
+        createIdmintClient({ transport: kafkaPoolTransport({ verifyKey: TEST_VERIFY_KEY, kafka: testKafkaOptions('sdk-pool'), takeTimeoutMs: 5000 }), batchSize: 100, maxBatchSize: 1000, timeoutMs: 60_000 }),
       );
       // The first joins alone and holds both partitions; the second's join moves one while the first takes.
       const first = await clients[0]!.next(bizTag);
@@ -140,11 +141,11 @@ describe('client over Kafka', () => {
 
   it('kafkaPoolTransport: a dry pool topic answers POOL_EMPTY', async () => {
     const bizTag = uniqueName('client-dry');
-    const sink = new KafkaPoolSink({ signer: testSigner, kafka, partitions: 1 });
+    const sink = new KafkaPoolSink({ signer: testSigner, kafka: testKafkaOptions('sdk-test-refill'), partitions: 1 });
     try {
       await ts.store.createBiz({ bizTag, pool: 'kafka', step: 10 });
       await sink.push(await ts.store.allocate(bizTag, 10));
-      const client = createIdmintClient({ transport: kafkaPoolTransport({ verifyKey: TEST_VERIFY_KEY, kafka, takeTimeoutMs: 2000 }), batchSize: 10, timeoutMs: 60_000 });
+      const client = createIdmintClient({ transport: kafkaPoolTransport({ verifyKey: TEST_VERIFY_KEY, kafka: testKafkaOptions('sdk-dry'), takeTimeoutMs: 2000 }), batchSize: 10, timeoutMs: 60_000 });
       expect(await client.nextMany(bizTag, 10)).toHaveLength(10);
       await expect(client.next(bizTag)).rejects.toMatchObject({ code: 'POOL_EMPTY' });
       await client.close();

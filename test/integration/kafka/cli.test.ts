@@ -4,7 +4,7 @@ import { createResponder } from '../../../src/kafka/responder.js';
 import { REQUEST_TOPIC, assertTopicsExist, poolTopic } from '../../../src/kafka/topics.js';
 import { KafkaPoolSink } from '../../../src/pool/kafka/sink.js';
 import type { IdDispenser } from '../../../src/core/ports.js';
-import { deleteTopics, testKafka } from '../../support/kafka.js';
+import { deleteTopics, testKafka, topicAdmin } from '../../support/kafka.js';
 import { uniqueName } from '../../support/names.js';
 import { testSigner } from '../../support/signing.js';
 
@@ -21,11 +21,11 @@ describe('idmint kafka init and the start-up topic check', () => {
     const admin = kafka.admin();
     await admin.connect();
     try {
-      await expect(assertTopicsExist(admin, tags.map((t) => poolTopic(t)))).rejects.toMatchObject({ code: 'NOT_READY' });
+      await expect(assertTopicsExist(topicAdmin(kafka), tags.map((t) => poolTopic(t)))).rejects.toMatchObject({ code: 'NOT_READY' });
       for (let run = 0; run < 2; run++) {
         await buildProgram().exitOverride().parseAsync(['node', 'idmint', 'kafka', 'init', '--pool-tags', tags.join(',')]);
       }
-      await assertTopicsExist(admin, [REQUEST_TOPIC, ...tags.map((t) => poolTopic(t))]);
+      await assertTopicsExist(topicAdmin(kafka), [REQUEST_TOPIC, ...tags.map((t) => poolTopic(t))]);
       const [meta] = (await admin.fetchTopicMetadata({ topics: [poolTopic(tags[0]!)] })).topics;
       expect(meta?.partitions).toHaveLength(16); // IDMINT_KAFKA_POOL_PARTITIONS by default
     } finally {
@@ -56,7 +56,7 @@ describe('idmint kafka init and the start-up topic check', () => {
       await sink.push({ bizTag: other, shard: 0, start: 1, end: 2000 });
       expect(await watcher.depth(tags[1]!, 0)).toBe(1000);
       await sink.deleteTopics(tags[1]!);
-      await expect(assertTopicsExist(admin, [poolTopic(tags[1]!)])).rejects.toThrow(/missing/);
+      await expect(assertTopicsExist(topicAdmin(kafka), [poolTopic(tags[1]!)])).rejects.toThrow(/missing/);
       expect(await sink.depth(tags[1]!, 0)).toBe(0);
       // The watcher's admin knew the deleted topic: it must still measure the others.
       expect(await watcher.depth(other, 0)).toBe(2000);

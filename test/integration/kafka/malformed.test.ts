@@ -8,7 +8,7 @@ import { createKafkaClient } from '../../../src/client/kafka/rpc-client.js';
 import type { IdmintKafkaClient } from '../../../src/client/kafka/rpc-client.js';
 import { decodeReply } from '../../../src/kafka/messages.js';
 import type { IdReply } from '../../../src/kafka/messages.js';
-import { waitForGroupJoin } from '../../../src/kafka/group.js';
+import { waitForGroupJoin } from '../../../src/kafka/kafkajs/group.js';
 import { createTopic, deleteTopics, testKafka } from '../../support/kafka.js';
 import { storeWithDispenser, type DispensingStore } from '../../support/store.js';
 import { uniqueName } from '../../support/names.js';

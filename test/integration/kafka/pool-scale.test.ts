@@ -8,7 +8,7 @@ import { KafkaPoolSink } from '../../../src/pool/kafka/sink.js';
 import { KafkaPoolWatch } from '../../../src/pool/kafka/watch.js';
 import { RedisPoolMeta } from '../../../src/pool/redis/meta.js';
 import { createRefillProcessor, type RefillProcessor } from '../../../src/refill/processor.js';
-import { createKafka } from '../../../src/kafka/kafka.js';
+import { createKafka } from '../../../src/kafka/kafkajs/client.js';
 import { silentLogger } from '../../../src/core/logger.js';
 import { kafkaPoolTags, testKafka } from '../../support/kafka.js';
 import { storeWithDispenser, type DispensingStore } from '../../support/store.js';

@@ -5,7 +5,7 @@ import { Registry } from 'prom-client';
 import { createResponder } from '../../../src/kafka/responder.js';
 import type { Responder } from '../../../src/kafka/responder.js';
 import { createKafkaClient } from '../../../src/client/kafka/rpc-client.js';
-import { waitForGroupJoin } from '../../../src/kafka/group.js';
+import { waitForGroupJoin } from '../../../src/kafka/kafkajs/group.js';
 import { decodeRequest, encodeIdsReply } from '../../../src/kafka/messages.js';
 import type { IdmintKafkaClient } from '../../../src/client/kafka/rpc-client.js';
 import { createTopic, deleteTopics, testKafka } from '../../support/kafka.js';

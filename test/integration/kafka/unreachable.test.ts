@@ -1,6 +1,6 @@
 import { createServer } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { createKafka } from '../../../src/kafka/kafka.js';
+import { createKafka } from '../../../src/kafka/kafkajs/client.js';
 import { createKafkaClient } from '../../../src/client/kafka/rpc-client.js';
 import { createResponder } from '../../../src/kafka/responder.js';
 import { KafkaPoolConsumer } from '../../../src/client/kafka/pool-consumer.js';

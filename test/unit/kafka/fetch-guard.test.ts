@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { EMPTY_PAUSE_MS, installFetchGuard, StoppedConsumerFetch } from '../../../src/kafka/fetch-guard.js';
+import { EMPTY_PAUSE_MS, installFetchGuard, StoppedConsumerFetch } from '../../../src/kafka/kafkajs/fetch-guard.js';
 
 /**
  * KafkaJS's Runner.fetch, guarded, on a runner whose group fetch answers at once (what a stopped

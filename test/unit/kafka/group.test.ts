@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import type { Consumer } from 'kafkajs';
 import { describe, expect, it } from 'vitest';
-import { waitForGroupJoin } from '../../../src/kafka/group.js';
+import { waitForGroupJoin } from '../../../src/kafka/kafkajs/group.js';
 
 // The two events waitForGroupJoin listens to, emitted as KafkaJS's instrumentation does.
 function consumerEvents(): { consumer: Consumer; emit(event: 'join' | 'crash', payload?: object): void } {

@@ -2,7 +2,7 @@ import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { logLevel } from 'kafkajs';
 import { createLogger } from '../../../src/app/log.js';
-import { isExpectedKafkaCondition, parseBrokers, pinoLogCreator } from '../../../src/kafka/kafka.js';
+import { isExpectedKafkaCondition, parseBrokers, pinoLogCreator } from '../../../src/kafka/kafkajs/client.js';
 
 function capture(level: string) {
   const lines: Array<Record<string, unknown>> = [];

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createKafka } from '../../../src/kafka/kafka.js';
+import { createKafka } from '../../../src/kafka/kafkajs/client.js';
 import { RESPONDER_DEFAULTS, createResponder } from '../../../src/kafka/responder.js';
 import { KAFKA_CLIENT_DEFAULTS, createKafkaClient } from '../../../src/client/kafka/rpc-client.js';
 import { KAFKA_POOL_SINK_DEFAULTS, KafkaPoolSink } from '../../../src/pool/kafka/sink.js';

@@ -1,7 +1,7 @@
 import { Kafka, logLevel } from 'kafkajs';
 import type { Admin, AdminConfig, Consumer, ConsumerConfig, KafkaConfig, LogEntry, logCreator, Producer, ProducerConfig } from 'kafkajs';
-import type { Logger } from '../core/logger.js';
-import { silentLogger } from '../core/logger.js';
+import type { Logger } from '../../core/logger.js';
+import { silentLogger } from '../../core/logger.js';
 import { installFetchGuard } from './fetch-guard.js';
 
 /**

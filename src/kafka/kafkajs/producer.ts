@@ -1,7 +1,8 @@
-import type { Kafka, Message, Producer, ProducerConfig } from 'kafkajs';
+import type { Kafka, Producer, ProducerConfig } from 'kafkajs';
 import { Partitioners } from 'kafkajs';
-import type { Logger } from '../core/logger.js';
-import { isUnknownTopic } from './errors.js';
+import type { Logger } from '../../core/logger.js';
+import { isUnknownTopic } from '../errors.js';
+import type { OutgoingRecord, TopicWriter } from '../ports.js';
 
 /**
  * acks=-1 on every send: the leader answers once every in-sync replica has the message, and a
@@ -16,7 +17,7 @@ export const ALL_REPLICAS = -1;
  * metadata refresh fails with UNKNOWN_TOPIC_OR_PARTITION and no new topic can be added. So on
  * that error the producer is replaced by a fresh one and the send retried once.
  */
-export class TopicProducer {
+export class TopicProducer implements TopicWriter {
   private producer: Producer | undefined;
   private connecting: Promise<Producer> | undefined;
   private closed = false;
@@ -55,7 +56,7 @@ export class TopicProducer {
   }
 
   /** Sends to one topic; a deleted topic rejects with the KafkaJS error after one fresh retry (not with appendOnce). */
-  send(topic: string, messages: Message[]): Promise<void> {
+  send(topic: string, messages: readonly OutgoingRecord[]): Promise<void> {
     if (!this.appendOnce) return this.sendOrResend(topic, messages);
     const sent = (this.tails.get(topic) ?? Promise.resolve()).catch(() => undefined).then(() => this.sendOnce(topic, messages));
     this.tails.set(topic, sent);
@@ -66,22 +67,22 @@ export class TopicProducer {
     return sent;
   }
 
-  private async sendOrResend(topic: string, messages: Message[]): Promise<void> {
+  private async sendOrResend(topic: string, messages: readonly OutgoingRecord[]): Promise<void> {
     const producer = await this.current();
     try {
-      await producer.send({ topic, messages, acks: ALL_REPLICAS });
+      await producer.send({ topic, messages: [...messages], acks: ALL_REPLICAS });
     } catch (err) {
       if (!isUnknownTopic(err) || this.closed) throw err;
       this.logger.debug({ topic }, 'Kafka producer metadata poisoned by a deleted topic; replacing the producer');
       this.replace(producer);
-      await (await this.current()).send({ topic, messages, acks: ALL_REPLICAS });
+      await (await this.current()).send({ topic, messages: [...messages], acks: ALL_REPLICAS });
     }
   }
 
-  private async sendOnce(topic: string, messages: Message[]): Promise<void> {
+  private async sendOnce(topic: string, messages: readonly OutgoingRecord[]): Promise<void> {
     const producer = await this.current();
     try {
-      await producer.send({ topic, messages, acks: ALL_REPLICAS });
+      await producer.send({ topic, messages: [...messages], acks: ALL_REPLICAS });
     } catch (err) {
       this.logger.debug({ topic, err }, 'a send failed: the next one uses a fresh producer (new producer id, fresh sequence numbers)');
       this.replace(producer);

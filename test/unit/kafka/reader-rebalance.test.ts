@@ -1,11 +1,11 @@
 import { KafkaJSNonRetriableError, KafkaJSNumberOfRetriesExceeded, KafkaJSProtocolError } from 'kafkajs';
 import { describe, expect, it } from 'vitest';
-import { rebalanceError } from '../../../src/client/kafka/pool-consumer.js';
+import { rebalanceError } from '../../../src/kafka/kafkajs/reader.js';
 
 // KafkaJS builds its protocol errors from the broker's codes; these are its own classes.
 const protocol = (type: string, message: string) => new KafkaJSProtocolError({ type, message, code: 0, retriable: true } as never);
 
-describe('rebalanceError: what makes the pool consumer end its batches and rejoin', () => {
+describe('rebalanceError: what makes the KafkaJS group reader end its batches and rejoin', () => {
   it('finds a rebalance error bare, or as the cause KafkaJS wrapped after its retries', () => {
     const notCoordinator = protocol('NOT_COORDINATOR_FOR_GROUP', 'This is not the correct coordinator for this group');
     expect(rebalanceError(notCoordinator)).toBe(notCoordinator);

@@ -1,5 +1,5 @@
 import type { Consumer } from 'kafkajs';
-import { TimeoutError } from '../core/errors.js';
+import { TimeoutError } from '../../core/errors.js';
 
 /**
  * Resolves when the consumer has joined its group (and so has partitions): a request sent
