@@ -3,6 +3,7 @@ import type { Admin, AdminConfig, Consumer, ConsumerConfig, KafkaConfig, LogEntr
 import type { Logger } from '../../core/logger.js';
 import { silentLogger } from '../../core/logger.js';
 import { installFetchGuard } from './fetch-guard.js';
+import { installQueueGuard } from './queue-guard.js';
 
 /**
  * Kafka client construction shared by the responder, the client and the pool topics:
@@ -93,6 +94,7 @@ class IdmintKafka extends Kafka {
 
   constructor(config: KafkaConfig) {
     super(config);
+    installQueueGuard();
     // Each producer, consumer and admin opens its own connections: a second client costs nothing.
     this.forAdmin = new Kafka({ ...config, requestTimeout: ADMIN_REQUEST_TIMEOUT_MS });
   }
