@@ -27,6 +27,8 @@ export interface ReadinessSources {
   refillState: RoleState;
   refillHealth?: RefillHealth | undefined;
   responderState: RoleState;
+  /** The responder's own check (its group joined and fetching); without it a started responder counts as ready. */
+  responderHealth?: (() => { ok: boolean; message?: string }) | undefined;
 }
 
 /**
@@ -62,7 +64,8 @@ export function readinessOf(sources: ReadinessSources): () => Promise<ReadinessR
     const signing = sources.signing?.();
     if (signing) checks.signing = signing;
     const responder = sources.responderState();
-    if (responder !== 'off') checks.kafka = responder === 'running' ? { ok: true } : { ok: false, message: 'the Kafka responder has not joined its group yet' };
+    if (responder === 'starting') checks.kafka = { ok: false, message: 'the Kafka responder has not joined its group yet' };
+    else if (responder === 'running') checks.kafka = sources.responderHealth?.() ?? { ok: true };
     const refill = sources.refillState();
     if (refill === 'starting') checks.refill = { ok: false, message: 'the refill worker has not started yet' };
     else if (refill === 'running') {

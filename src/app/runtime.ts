@@ -131,6 +131,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     }
 
     let responderState: () => 'running' | 'starting' | 'off' = () => 'off';
+    let responderHealth: (() => { ok: boolean; message?: string }) | undefined;
     if (roles.has('responder') && parts) {
       const { startResponderRole } = await import('./roles/responder.js');
       const start = () => startResponderRole({ config, logger, dispenser: parts.dispenser, registry, signer: () => deployment.signer?.current() });
@@ -138,16 +139,18 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
         const responder = startInBackground('the Kafka responder', start, { logger: log, onStarted: () => log.info('responder ready') });
         closers.add('responder', () => responder.close());
         responderState = () => responder.state();
+        responderHealth = () => responder.started?.health() ?? { ok: false, message: 'the Kafka responder has not joined its group yet' };
       } else {
         // A responder-only process has nothing else to do: failing to start is fatal.
         const responder = await start();
         closers.add('responder', () => responder.close());
         log.info('responder ready');
         responderState = () => 'running';
+        responderHealth = () => responder.health();
       }
     }
 
-    const app = await buildApiServer({ config, db, store, parts, redis, deployment, fence, changes, refillState, refillHealth, responderState, registry, metrics, logger, api: roles.has('api'), roles: [...roles], dashboard: { history, kafkaPools } });
+    const app = await buildApiServer({ config, db, store, parts, redis, deployment, fence, changes, refillState, refillHealth, responderState, responderHealth, registry, metrics, logger, api: roles.has('api'), roles: [...roles], dashboard: { history, kafkaPools } });
     closers.add('http', () => app.close());
     const url = await listen(app, config.IDMINT_HOST, config.IDMINT_PORT);
     return { app, dispenser: parts?.dispenser, store, registry, url, roles, close: () => closers.closeAll() };

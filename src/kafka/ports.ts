@@ -203,6 +203,12 @@ export interface GroupReader {
   start(onBatch: (batch: ReaderBatch) => Promise<void>, events?: GroupReaderEvents): Promise<void>;
   /** True once it will not serve again. */
   readonly failed: boolean;
+  /**
+   * Whether it serves now: joined to its group and fetching (a fetch completed within a few of
+   * its waits). For /readyz: a responder whose Kafka is gone, or whose group is still rebalancing,
+   * answers no request.
+   */
+  health(): { ok: boolean; message?: string };
   close(): Promise<void>;
 }
 

@@ -87,6 +87,8 @@ export interface ResponderOptions extends Partial<ResponderSettings> {
 export interface Responder {
   start(): Promise<void>;
   close(): Promise<void>;
+  /** For /readyz: its group joined and fetching (the request topic's consumer), else why not. */
+  health(): { ok: boolean; message?: string };
   readonly metrics: ResponderMetrics;
 }
 
@@ -144,6 +146,12 @@ class KafkaResponder implements Responder {
       throw isIdmintError(err) ? err : notReady('Kafka (responder start)', err, 'kafka');
     });
     return this.starting;
+  }
+
+  health(): { ok: boolean; message?: string } {
+    if (!this.consumer) return { ok: false, message: 'the Kafka responder has not joined its group yet' };
+    const reader = this.consumer.health();
+    return reader.ok ? reader : { ok: false, message: `the Kafka responder answers no request: ${reader.message ?? 'its consumer is not serving'}` };
   }
 
   close(): Promise<void> {

@@ -43,6 +43,8 @@ export interface ApiRoleOptions {
   /** Whether the refill role runs here (for /v1/stats and /readyz), and whether the Kafka responder has started (for /readyz). */
   refillState: () => 'running' | 'starting' | 'off';
   responderState: () => 'running' | 'starting' | 'off';
+  /** The responder's own check: its group joined and fetching. */
+  responderHealth?: (() => { ok: boolean; message?: string }) | undefined;
   /** Whether the refill worker can refill now (its Redis, its last refills). */
   refillHealth?: RefillHealth | undefined;
   registry: Registry;
@@ -68,6 +70,7 @@ export async function buildApiServer(options: ApiRoleOptions): Promise<FastifyIn
     refillState: options.refillState,
     refillHealth: options.refillHealth,
     responderState: options.responderState,
+    responderHealth: options.responderHealth,
   });
   exportReadiness(options.registry, readiness);
   const metricsSource = config.IDMINT_PROCESS_INDEX !== undefined && process.send ? groupMetrics(options.registry) : options.registry;

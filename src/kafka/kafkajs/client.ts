@@ -2,6 +2,7 @@ import { Kafka, logLevel } from 'kafkajs';
 import type { Admin, AdminConfig, Consumer, ConsumerConfig, KafkaConfig, LogEntry, logCreator, Producer, ProducerConfig } from 'kafkajs';
 import type { Logger } from '../../core/logger.js';
 import { silentLogger } from '../../core/logger.js';
+import { Episode } from '../../core/episode.js';
 import { installFetchGuard } from './fetch-guard.js';
 import { installQueueGuard } from './queue-guard.js';
 
@@ -42,19 +43,52 @@ export function isExpectedKafkaCondition(message: string, error: unknown): boole
 /** The line KafkaJS logs at ERROR after every retriable consumer crash; it carries no error of its own. */
 const RESTART = /^Restarting the consumer in \d+ms$/;
 
+/**
+ * What KafkaJS logs, at ERROR or WARN, for every attempt while a broker cannot be reached: each
+ * connection refused or timed out, each seed broker tried, each crash and restart of a consumer
+ * (about 180 lines a minute from a responder, 400 from a refill while Kafka was down). These are
+ * one outage: one episode per client (core/episode.ts, `"dependency":"kafka"`).
+ */
+const UNREACHABLE = /ECONNREFUSED|ECONNRESET|EHOSTUNREACH|ENETUNREACH|ETIMEDOUT|EPIPE|Connection (error|timeout|closed)|Closed connection|connect to seed broker|KafkaJSConnection|Broker not connected|Request .* timed out|KafkaJSRequestTimeoutError/i;
+
+/** The episode ends when a consumer joins its group again, or once no such line came for this long (a producer says nothing when it is back). */
+export const QUIET_MS = 15_000;
+
+export function isUnreachableLine(message: string, error: unknown): boolean {
+  if (isExpectedKafkaCondition(message, error)) return false;
+  return UNREACHABLE.test(message) || (typeof error === 'string' && UNREACHABLE.test(error));
+}
+
 export function pinoLogCreator(logger: Logger): logCreator {
   // A restart is as expected as the crash before it: on a fresh Kafka 4 broker the first JoinGroup
   // can meet COORDINATOR_LOAD_IN_PROGRESS, and KafkaJS crashes the consumer and restarts it. So
   // remember, per group, whether its last crash was demoted; an unexpected crash stays loud, and
   // so does its restart.
   const expectedCrash = new Set<string>();
+  const outage = new Episode(logger, 'Kafka unreachable; its clients keep retrying', { dependency: 'kafka' });
+  let quiet: NodeJS.Timeout | undefined;
+  const unreachable = (fields: Record<string, unknown>, reason: string): void => {
+    outage.fail(fields, reason);
+    clearTimeout(quiet);
+    quiet = setTimeout(() => outage.recover({ quietMs: QUIET_MS }), QUIET_MS);
+    quiet.unref();
+  };
   return () =>
     ({ namespace, level, log }: LogEntry) => {
       const { message, timestamp: _ts, ...extra } = log;
       const fields = { kafkajs: namespace, ...extra };
       const loud = level === logLevel.ERROR || level === logLevel.WARN;
       const group = String((extra as { groupId?: unknown }).groupId ?? '');
-      let expected = loud && isExpectedKafkaCondition(message, (extra as { error?: unknown }).error);
+      const error = (extra as { error?: unknown }).error;
+      if (loud && (isUnreachableLine(message, error) || (RESTART.test(message) && outage.active && !expectedCrash.has(group)))) {
+        expectedCrash.delete(group);
+        return unreachable(fields, typeof error === 'string' ? `${message}: ${error}` : message);
+      }
+      if (outage.active && /has joined the group/.test(message)) {
+        clearTimeout(quiet);
+        outage.recover({ kafkajs: namespace });
+      }
+      let expected = loud && isExpectedKafkaCondition(message, error);
       if (loud && message.startsWith('Crash: ')) {
         if (expected) expectedCrash.add(group);
         else expectedCrash.delete(group);
@@ -115,8 +149,9 @@ class IdmintKafka extends Kafka {
 
 export function createKafka(options: CreateKafkaOptions): Kafka {
   const logger = (options.logger ?? silentLogger).child({ component: 'kafkajs' });
-  // Only ask KafkaJS for what pino will print: its DEBUG level is costly to format.
-  const level = logger.isLevelEnabled('trace') ? logLevel.DEBUG : logger.isLevelEnabled('debug') ? logLevel.INFO : logLevel.WARN;
+  // Only ask KafkaJS for DEBUG when pino prints it: that level is costly to format.
+  // INFO at least: its 'has joined the group' line ends a Kafka outage's log episode (logged at debug).
+  const level = logger.isLevelEnabled('trace') ? logLevel.DEBUG : logLevel.INFO;
   return new IdmintKafka({
     retry: { retries: 5, initialRetryTime: 100, maxRetryTime: 2000 },
     requestTimeout: REQUEST_TIMEOUT_MS,

@@ -14,6 +14,14 @@ export function rebalanceError(err: unknown): Error | undefined {
   return undefined;
 }
 
+/** KafkaJS's default wait of a fetch for records. */
+const DEFAULT_MAX_WAIT_MS = 5000;
+
+/** A consumer that completed no fetch for this long is not fetching: three of its waits, 15 s at least. */
+export function fetchWindowMs(maxWaitMs: number | undefined): number {
+  return Math.max(15_000, 3 * (maxWaitMs ?? DEFAULT_MAX_WAIT_MS));
+}
+
 /** Raised through `failed` when the watchdog finds the consumer wedged. */
 export class StalledReaderError extends Error {
   constructor(readonly silentMs: number) {
@@ -43,6 +51,11 @@ export class KafkaJsGroupReader implements GroupReader {
   private closed = false;
   /** Partitions of the topic held since the last join (undefined before the first). */
   private assigned: number | undefined;
+  /** Joined and not rebalancing or crashed since (health). */
+  private joined = false;
+  private lastFetch = 0;
+  /** Why it is not joined, when a crash said so. */
+  private trouble: string | undefined;
 
   constructor(kafka: Kafka, private readonly options: GroupReaderOptions) {
     installFetchGuard(); // `kafka` may be the caller's own KafkaJS instance
@@ -59,19 +72,29 @@ export class KafkaJsGroupReader implements GroupReader {
     };
     this.consumer.on(this.consumer.events.GROUP_JOIN, (event) => {
       this.rejoining = false;
+      this.joined = true;
+      this.trouble = undefined;
+      this.lastFetch = Date.now();
       alive();
       this.assigned = event.payload.memberAssignment[options.topic]?.length ?? 0;
       this.events.joined?.(this.assigned);
     });
-    this.consumer.on(this.consumer.events.FETCH, alive);
+    this.consumer.on(this.consumer.events.FETCH, () => {
+      this.lastFetch = Date.now();
+      alive();
+    });
     this.consumer.on(this.consumer.events.START_BATCH_PROCESS, alive);
     // KafkaJS emits it once every fetcher has ended, so the batches told to end are done.
     this.consumer.on(this.consumer.events.REBALANCING, () => {
       this.rejoining = false;
+      this.joined = false;
+      this.trouble = 'its group is rebalancing';
       alive();
       this.events.rebalancing?.();
     });
     this.consumer.on(this.consumer.events.CRASH, (event) => {
+      this.joined = false;
+      this.trouble = event.payload.error?.message;
       if (event.payload.restart) return;
       this.fail(event.payload.error);
     });
@@ -100,6 +123,16 @@ export class KafkaJsGroupReader implements GroupReader {
     this.lastProgress = Date.now();
     const stall = this.options.stallTimeoutMs;
     if (stall !== undefined) this.watchdog = setInterval(() => this.checkStalled(stall), Math.min(5000, stall)).unref();
+  }
+
+  health(): { ok: boolean; message?: string } {
+    const { groupId, topic } = this.options;
+    if (this.closed) return { ok: false, message: `the consumer of ${topic} is closed` };
+    if (this.failed) return { ok: false, message: `the consumer of ${topic} stopped for good; it is being replaced` };
+    if (!this.joined) return { ok: false, message: `not joined to group ${groupId}${this.trouble ? `: ${this.trouble}` : ''}` };
+    const silentMs = Date.now() - this.lastFetch;
+    if (silentMs > fetchWindowMs(this.options.maxWaitMs)) return { ok: false, message: `no fetch from ${topic} completed for ${Math.round(silentMs / 1000)} s` };
+    return { ok: true };
   }
 
   async close(): Promise<void> {

@@ -46,3 +46,26 @@ describe('readiness of the refill role', () => {
     expect(report.checks.refill).toEqual({ ok: false, message: 'the refill worker has not started yet' });
   });
 });
+
+describe('readiness of the responder role', () => {
+  const responder = (health: { ok: boolean; message?: string }, state: 'running' | 'starting' = 'running'): ReadinessSources => ({
+    ...sources({ database: true, redis: true, refill: undefined }),
+    refillState: () => 'off',
+    responderState: () => state,
+    responderHealth: () => health,
+  });
+
+  it("says what the responder's consumer says: not ready while its group is not joined or it does not fetch", async () => {
+    const down = await readinessOf(responder({ ok: false, message: 'not joined to group idmint.responders: Connection error' }))();
+    expect(down.checks.kafka).toEqual({ ok: false, message: 'not joined to group idmint.responders: Connection error' });
+    expect(down.status).toBe('degraded');
+    const up = await readinessOf(responder({ ok: true }))();
+    expect(up.checks.kafka).toEqual({ ok: true });
+    expect(up.status).toBe('ready');
+  });
+
+  it('a responder still starting is not ready, whatever its consumer would say', async () => {
+    const report = await readinessOf(responder({ ok: true }, 'starting'))();
+    expect(report.checks.kafka).toMatchObject({ ok: false });
+  });
+});

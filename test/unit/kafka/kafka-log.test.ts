@@ -90,3 +90,24 @@ describe("KafkaJS's retried start-up conditions", () => {
     expect(isExpectedKafkaCondition('Connection error: connect ECONNREFUSED 127.0.0.1:9092', undefined)).toBe(false);
   });
 });
+
+describe('KafkaJS while Kafka cannot be reached', () => {
+  it('is one episode: a warn line, the rest at debug, and a line when a consumer joins again', async () => {
+    const { lines, logger } = capture('info');
+    const log = pinoLogCreator(logger)(logLevel.INFO);
+    for (let i = 0; i < 50; i++) {
+      log(entry(logLevel.ERROR, 'Connection error: connect ECONNREFUSED 127.0.0.1:19092'));
+      log(entry(logLevel.ERROR, 'Failed to connect to seed broker, trying another broker from the list: Connection error: connect ECONNREFUSED 127.0.0.1:19092'));
+      log(entry(logLevel.ERROR, 'Crash: KafkaJSNumberOfRetriesExceeded: Connection error: connect ECONNREFUSED 127.0.0.1:19092'));
+      log(entry(logLevel.ERROR, 'Restarting the consumer in 300ms'));
+    }
+    log(entry(logLevel.INFO, 'Consumer has joined the group'));
+    await new Promise((r) => setImmediate(r));
+    expect(lines.map((l) => [l.level, String(l.msg).split(' (')[0]!.split(':')[0]])).toEqual([
+      [40, 'Kafka unreachable; its clients keep retrying'],
+      [30, 'Kafka unreachable; its clients keep retrying'],
+    ]);
+    expect(lines[0]).toMatchObject({ dependency: 'kafka' });
+    expect(String(lines[1]!.msg)).toMatch(/recovered after/);
+  });
+});
