@@ -285,8 +285,12 @@ export const envSchema = z.object({
   IDMINT_KAFKA_REQUEST_TOPIC: kafkaName.optional(),
   /** Responder consumer group. Default `idmint.responders` (`idmint.<namespace>.responders` with IDMINT_KAFKA_NAMESPACE). */
   IDMINT_KAFKA_RESPONDER_GROUP: kafkaName.optional(),
-  /** Responder group session timeout, ms: how soon a crashed responder's partitions move. Default 30000 (broker minimum 6000). */
-  IDMINT_KAFKA_SESSION_TIMEOUT_MS: int(1000, 3_600_000).default(30_000),
+  /**
+   * Responder group session timeout, ms: how soon a crashed responder's partitions move, and how
+   * long request/reply waits after Kafka restarts (the group's members from before expire first).
+   * Default 10000 (broker minimum 6000).
+   */
+  IDMINT_KAFKA_SESSION_TIMEOUT_MS: int(1000, 3_600_000).default(10_000),
 
   /** The Kafka client library behind idmint's Kafka ports (src/kafka/ports.ts). Default kafkajs, the only one so far. */
   IDMINT_KAFKA_DRIVER: z.enum(KAFKA_DRIVERS, { error: KAFKA_DRIVERS.join(' or ') }).default('kafkajs'),

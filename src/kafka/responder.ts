@@ -61,8 +61,8 @@ export const RESPONDER_DEFAULTS: Readonly<ResponderSettings> = Object.freeze({
   concurrency: 64,
   /** Longest wait for the consumer to join its group in start(). */
   joinTimeoutMs: 30_000,
-  /** Group session timeout: how long a crashed responder's partitions wait before moving. */
-  sessionTimeoutMs: 30_000,
+  /** Group session timeout: how long a crashed responder's partitions wait before moving (and the group after Kafka restarts). */
+  sessionTimeoutMs: 10_000,
   /** Request-topic partitions served at once (each batch also runs `concurrency` requests at once). */
   partitionsConsumedConcurrently: 4,
   /** Offsets are committed at most this often: a crash redelivers at most this much, and clients drop second replies. */

@@ -41,7 +41,7 @@ export function isExpectedKafkaCondition(message: string, error: unknown): boole
 }
 
 /** The line KafkaJS logs at ERROR after every retriable consumer crash; it carries no error of its own. */
-const RESTART = /^Restarting the consumer in \d+ms$/;
+const RESTART = /^Restarting the consumer in \d+(\.\d+)?ms$/;
 
 /**
  * What KafkaJS logs, at ERROR or WARN, for every attempt while a broker cannot be reached: each
@@ -80,7 +80,7 @@ export function pinoLogCreator(logger: Logger): logCreator {
       const loud = level === logLevel.ERROR || level === logLevel.WARN;
       const group = String((extra as { groupId?: unknown }).groupId ?? '');
       const error = (extra as { error?: unknown }).error;
-      if (loud && (isUnreachableLine(message, error) || (RESTART.test(message) && outage.active && !expectedCrash.has(group)))) {
+      if (loud && (isUnreachableLine(message, error) || (outage.active && (message.startsWith('Crash: ') || RESTART.test(message)) && !expectedCrash.has(group)))) {
         expectedCrash.delete(group);
         return unreachable(fields, typeof error === 'string' ? `${message}: ${error}` : message);
       }

@@ -99,7 +99,7 @@ describe('KafkaJS while Kafka cannot be reached', () => {
       log(entry(logLevel.ERROR, 'Connection error: connect ECONNREFUSED 127.0.0.1:19092'));
       log(entry(logLevel.ERROR, 'Failed to connect to seed broker, trying another broker from the list: Connection error: connect ECONNREFUSED 127.0.0.1:19092'));
       log(entry(logLevel.ERROR, 'Crash: KafkaJSNumberOfRetriesExceeded: Connection error: connect ECONNREFUSED 127.0.0.1:19092'));
-      log(entry(logLevel.ERROR, 'Restarting the consumer in 300ms'));
+      log(entry(logLevel.ERROR, 'Restarting the consumer in 739.5ms'));
     }
     log(entry(logLevel.INFO, 'Consumer has joined the group'));
     await new Promise((r) => setImmediate(r));
