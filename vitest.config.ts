@@ -16,6 +16,8 @@ export default defineConfig({
           name: 'unit',
           include: ['test/unit/**/*.test.ts'],
           environment: 'node',
+          // CPU-bound proofs (a million IDs) take seconds on a busy machine; a hung test still fails.
+          testTimeout: 30_000,
           // Projects run one after another, each with its own worker count.
           sequence: { groupOrder: 0 },
         },

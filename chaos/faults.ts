@@ -1,7 +1,7 @@
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { REQUEST_TOPIC } from '../src/kafka/topics.js';
+import { REQUEST_TOPIC } from '../src/kafka/names.js';
 import { ROLES, type Topology, type RoleName, type TopologyKind } from './topology.js';
 
 /**

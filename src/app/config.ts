@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { splitPostgresUrl } from '../store/pg-hosts.js';
 import { IdmintError, type BadRequestError } from '../core/errors.js';
 import { DEFAULT_STRIPE, regionLayout, type RegionLayout } from '../core/region.js';
-import { checkNamespace, kafkaNames } from '../kafka/topics.js';
+import { checkNamespace, kafkaNames } from '../kafka/names.js';
 import { KAFKA_DRIVERS } from '../kafka/ports.js';
 
 /**

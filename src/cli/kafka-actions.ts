@@ -3,7 +3,8 @@ import { kafkaFor } from '../app/kafka-client.js';
 import { createLogger } from '../app/log.js';
 import { BadRequestError, IdmintError } from '../core/errors.js';
 import { createKafkaClient } from '../client/kafka/rpc-client.js';
-import { initTopics, kafkaNames, underReplicated } from '../kafka/topics.js';
+import { initTopics, underReplicated } from '../kafka/topics.js';
+import { kafkaNames } from '../kafka/names.js';
 import { openKafka } from '../kafka/driver.js';
 import type { KafkaConnectionOptions, KafkaDriver } from '../kafka/ports.js';
 

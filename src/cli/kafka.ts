@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { BadRequestError } from '../core/errors.js';
 import { BIZ_TAG_PATTERN } from '../core/ports.js';
-import { REQUEST_TOPIC } from '../kafka/topics.js';
+import { REQUEST_TOPIC } from '../kafka/names.js';
 
 function tagList(raw: string): string[] {
   const tags = raw.split(',').map((t) => t.trim()).filter((t) => t !== '');

@@ -7,7 +7,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKafkaClient } from '../../src/client/kafka/rpc-client.js';
 import { createKafka } from '../../src/kafka/kafkajs/client.js';
-import { REQUEST_TOPIC } from '../../src/kafka/topics.js';
+import { REQUEST_TOPIC } from '../../src/kafka/names.js';
 import { until } from '../support/poll.js';
 import { freePort } from '../support/ports.js';
 import { spawnServer, untilReady, type SpawnedServer } from '../support/spawn.js';

@@ -5,7 +5,7 @@ import { kafkaPoolTransport } from '../../src/client/kafka/transports.js';
 import { silentLogger } from '../../src/core/logger.js';
 import { isIdmintError } from '../../src/core/errors.js';
 import { createKafka } from '../../src/kafka/kafkajs/client.js';
-import { poolGroup, poolTopic } from '../../src/kafka/topics.js';
+import { poolGroup, poolTopic } from '../../src/kafka/names.js';
 import { KafkaPoolSink } from '../../src/pool/kafka/sink.js';
 import { KafkaPoolWatch } from '../../src/pool/kafka/watch.js';
 import { RedisPoolMeta } from '../../src/pool/redis/meta.js';

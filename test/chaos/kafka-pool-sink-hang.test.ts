@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/core/logger.js';
 import { createKafka } from '../../src/kafka/kafkajs/client.js';
 import { decodePoolBlock } from '../../src/kafka/messages.js';
-import { poolTopic } from '../../src/kafka/topics.js';
+import { poolTopic } from '../../src/kafka/names.js';
 import { KafkaPoolSink } from '../../src/pool/kafka/sink.js';
 import { startKafkaCluster, type KafkaCluster } from '../support/kafka-cluster.js';
 import { uniqueName } from '../support/names.js';

@@ -15,7 +15,7 @@ import { createKafkaClient } from '../../src/client/kafka/rpc-client.js';
 import { IdmintClient } from '../../src/client/client.js';
 import { kafkaPoolTransport } from '../../src/client/kafka/transports.js';
 import { encodePoolBlock } from '../../src/kafka/messages.js';
-import { poolTopic } from '../../src/kafka/topics.js';
+import { poolTopic } from '../../src/kafka/names.js';
 import { KafkaPoolSink } from '../../src/pool/kafka/sink.js';
 import { runUntilExit, spawnServer, untilReady, type SpawnedServer } from '../support/spawn.js';
 import { until } from '../support/poll.js';

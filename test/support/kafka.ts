@@ -3,7 +3,8 @@ import { silentLogger } from '../../src/core/logger.js';
 import { createKafka } from '../../src/kafka/kafkajs/client.js';
 import { kafkaJsDriverOf } from '../../src/kafka/kafkajs/index.js';
 import type { KafkaConnectionOptions, TopicAdmin } from '../../src/kafka/ports.js';
-import { ensureTopics, POOL_GROUP_PREFIX, POOL_TOPIC_PREFIX } from '../../src/kafka/topics.js';
+import { ensureTopics } from '../../src/kafka/topics.js';
+import { POOL_GROUP_PREFIX, POOL_TOPIC_PREFIX } from '../../src/kafka/names.js';
 import { env } from './env.js';
 import { uniqueName } from './names.js';
 

@@ -1,7 +1,8 @@
 import type { Registry } from 'prom-client';
 import type { Logger } from '../../core/logger.js';
 import type { IdDispenser } from '../../core/ports.js';
-import { initTopics, kafkaNames, logUnderReplicated, underReplicated } from '../../kafka/topics.js';
+import { initTopics, logUnderReplicated, underReplicated } from '../../kafka/topics.js';
+import { kafkaNames } from '../../kafka/names.js';
 import type { SigningKey } from '../../kafka/signing.js';
 import { createResponder, type Responder } from '../../kafka/responder.js';
 import type { Config } from '../config.js';

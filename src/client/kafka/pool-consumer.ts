@@ -8,7 +8,7 @@ import { verifierFrom, type Verification } from './verification.js';
 import type { Block } from '../../core/block.js';
 import { openKafka, type KafkaSource } from '../../kafka/driver.js';
 import type { GroupReader, ReaderBatch, ReceivedRecord, TopicAdmin } from '../../kafka/ports.js';
-import { kafkaNames } from '../../kafka/topics.js';
+import { kafkaNames } from '../../kafka/names.js';
 import { checkInteger, resolveOptions } from '../../core/options.js';
 import type { Link } from '@opentelemetry/api';
 import { blockLink, linkTake } from '../../tracing/messaging.js';

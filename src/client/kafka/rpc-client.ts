@@ -10,7 +10,8 @@ import { decodeReply, encodeRequest, type IdReply } from '../../kafka/messages.j
 import { replyBytes, type ReplyContent } from '../../kafka/signing.js';
 import { Episode } from '../../core/episode.js';
 import { verifierFrom, type Verification } from './verification.js';
-import { REQUEST_TOPIC, assertTopicsExist, ensureTopics, kafkaNames } from '../../kafka/topics.js';
+import { assertTopicsExist, ensureTopics } from '../../kafka/topics.js';
+import { REQUEST_TOPIC, kafkaNames } from '../../kafka/names.js';
 import { isUnknownTopic } from '../../kafka/errors.js';
 import { checkInteger, OptionsError, resolveOptions } from '../../core/options.js';
 import type { Span } from '@opentelemetry/api';

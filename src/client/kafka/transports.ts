@@ -2,7 +2,7 @@ import type { KafkaSource } from '../../kafka/driver.js';
 import { IdmintError, isIdmintError } from '../../core/errors.js';
 import type { Logger } from '../../core/logger.js';
 import { KafkaPoolConsumer } from './pool-consumer.js';
-import { checkNamespace } from '../../kafka/topics.js';
+import { checkNamespace } from '../../kafka/names.js';
 import type { KafkaPoolConsumerSettings } from './pool-consumer.js';
 import type { IdmintKafkaClient } from './rpc-client.js';
 import type { IdTransport, TransportBatch } from '../transport.js';

@@ -1,7 +1,8 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { buildProgram } from '../../../src/cli/main.js';
 import { createResponder } from '../../../src/kafka/responder.js';
-import { REQUEST_TOPIC, assertTopicsExist, poolTopic } from '../../../src/kafka/topics.js';
+import { assertTopicsExist } from '../../../src/kafka/topics.js';
+import { REQUEST_TOPIC, poolTopic } from '../../../src/kafka/names.js';
 import { KafkaPoolSink } from '../../../src/pool/kafka/sink.js';
 import type { IdDispenser } from '../../../src/core/ports.js';
 import { deleteTopics, testKafka, topicAdmin } from '../../support/kafka.js';

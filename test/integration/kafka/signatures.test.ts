@@ -7,7 +7,7 @@ import { kafkaPoolTransport } from '../../../src/client/kafka/transports.js';
 import { encodePoolBlock, encodeIdsReply, decodeRequest } from '../../../src/kafka/messages.js';
 import { createResponder, type Responder } from '../../../src/kafka/responder.js';
 import { blockBytes, generateSigningKey, replyBytes, type SigningKey } from '../../../src/kafka/signing.js';
-import { kafkaNames, poolTopic } from '../../../src/kafka/topics.js';
+import { kafkaNames, poolTopic } from '../../../src/kafka/names.js';
 import { KafkaPoolSink } from '../../../src/pool/kafka/sink.js';
 import { createTopic, kafkaPoolTags, testKafka } from '../../support/kafka.js';
 import { uniqueName } from '../../support/names.js';

@@ -8,7 +8,7 @@ import {
   encodePoolBlock,
   encodeRequest,
 } from '../../../src/kafka/messages.js';
-import { poolGroup, poolTopic } from '../../../src/kafka/topics.js';
+import { poolGroup, poolTopic } from '../../../src/kafka/names.js';
 
 const limits = { maxCount: 10_000, maxBytes: 4096 };
 const valid = { v: 1, id: '3f2b8c1e-0000-4000-8000-000000000001', bizTag: 'order', count: 100, replyTo: 'idmint.replies.x', deadline: 1_700_000_000_000 };

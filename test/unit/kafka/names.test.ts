@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { isReplyTopicAllowed } from '../../../src/kafka/messages.js';
-import { kafkaNames, POOL_GROUP_PREFIX, POOL_TOPIC_PREFIX, poolGroup, poolTopic, REQUEST_TOPIC, RESPONDER_GROUP } from '../../../src/kafka/topics.js';
+import { kafkaNames, POOL_GROUP_PREFIX, POOL_TOPIC_PREFIX, poolGroup, poolTopic, REQUEST_TOPIC, RESPONDER_GROUP } from '../../../src/kafka/names.js';
 
 const namespace = fc.stringMatching(/^[a-z0-9][a-z0-9-]{0,47}$/).filter((n) => !['ids', 'pool', 'replies', 'requests', 'responders'].includes(n));
 const tag = fc.stringMatching(/^[a-z0-9][a-z0-9._-]{0,63}$/);
