@@ -97,6 +97,9 @@ async function localProvider(config: WorkerIdConfig, deps: WorkerIdDeps): Promis
     logger,
     clock,
     preferredWaitMs: config.IDMINT_WORKER_ID_WAIT_MS,
+    // A registry that is new, or may have lost writes, is guarded for two leases: a start waits it
+    // out (logging why) rather than exit, so a deployment's first start on the Redis provider serves.
+    maxGuardWaitMs: 2 * config.IDMINT_WORKER_ID_LEASE_MS + 5000,
     ...(preferredWorkerId === undefined ? {} : { preferredWorkerId }),
   };
   switch (kind) {

@@ -95,7 +95,7 @@ describe('the replicated infra profile (IDMINT_INFRA_HA=1)', () => {
     }, { timeoutMs: 60_000, detail: () => server!.output().slice(-2000) });
     const snow = (await (await fetch(`${server.url}/v1/ids/hasnow?count=100`)).json()) as { ids: string[] };
     expect(snow.ids).toHaveLength(100);
-    expect(server.output()).toMatch(/worker id registered in ZooKeeper/);
+    expect(server.output()).toMatch(/"where":"ZooKeeper[^\n]*"msg":"worker id leased"/);
     const client = createKafkaClient({ verifyKey: TEST_VERIFY_KEY, brokers: vars.KAFKA_BROKERS!, clientId: 'infra-ha', timeoutMs: 10_000 });
     try {
       await client.start();
@@ -117,6 +117,9 @@ describe('the replicated infra profile (IDMINT_INFRA_HA=1)', () => {
   }, 300_000);
 
   it('idmint serve runs on its Redis Cluster instead: pools and the refill queue on six nodes, no CROSSSLOT', async () => {
+    // The test before stops its server when it passes; when it failed, its process still holds the data directory.
+    await server?.stop('SIGKILL');
+    server = undefined;
     expect(vars.IDMINT_INFRA_REDIS_CLUSTER_NODES!.split(',')).toHaveLength(6);
     const { REDIS_SENTINELS: _s, REDIS_SENTINEL_NAME: _n, ...rest } = vars;
     server = await spawnServer({ ...rest, REDIS_CLUSTER_NODES: vars.IDMINT_INFRA_REDIS_CLUSTER_NODES!, IDMINT_DATA_DIR: dataDir, IDMINT_ADMIN_TOKEN: TOKEN, IDMINT_REFILL_EVERY_MS: '1000' }, { timeoutMs: 120_000 });
