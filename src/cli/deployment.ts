@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { DEPLOYMENT_SETTINGS, judge, RECORDED_SETTINGS, settingRule, type DeploymentSetting, type DeploymentView } from '../core/deployment.js';
 import { BadRequestError, IdmintError } from '../core/errors.js';
 import type { Database } from '../store/db.js';
+import { openDatabase, type DatabaseFlags } from './open-db.js';
 import type { LiveProcess } from '../store/deployment-record.js';
 
 const say = (line: string): void => void process.stdout.write(`${line}\n`);
@@ -9,19 +10,9 @@ const say = (line: string): void => void process.stdout.write(`${line}\n`);
 /** Processes that reported within this are live (they report every IDMINT_DEPLOYMENT_CHECK_MS, 5 s by default). */
 const LIVE_MS = 15_000;
 
-interface Flags {
-  url?: string;
-  schema?: string;
-}
+type Flags = DatabaseFlags;
 
-async function open(flags: Flags): Promise<Database> {
-  const url = flags.url ?? process.env.DATABASE_URL;
-  if (!url) throw new BadRequestError('the deployment record lives in Postgres: pass --url postgres://… or set DATABASE_URL', 'url');
-  const [{ createPgDatabase }, { migrate }] = await Promise.all([import('../store/pg.js'), import('../store/migrations.js')]);
-  const db = createPgDatabase({ connectionString: url, schema: flags.schema ?? (process.env.IDMINT_PG_SCHEMA || undefined), max: 2 });
-  await migrate(db);
-  return db;
-}
+const open = (flags: Flags): Promise<Database> => openDatabase(flags, 'the deployment record lives');
 
 /** The settings a live process holds that differ from the record, in a few words. */
 function differences(record: Awaited<ReturnType<RecordReader['read']>>, process: LiveProcess): string[] {

@@ -1,25 +1,16 @@
 import type { Command } from 'commander';
-import { BadRequestError, IdmintError } from '../core/errors.js';
+import { IdmintError } from '../core/errors.js';
 import { generateSigningKey } from '../kafka/signing.js';
 import type { Database } from '../store/db.js';
+import { openDatabase, type DatabaseFlags } from './open-db.js';
 import type { SigningKeys } from '../app/signing.js';
 
 const say = (line: string): void => void process.stdout.write(`${line}\n`);
 const tell = (line: string): void => void process.stderr.write(`${line}\n`);
 
-interface Flags {
-  url?: string;
-  schema?: string;
-}
+type Flags = DatabaseFlags;
 
-async function open(flags: Flags): Promise<Database> {
-  const url = flags.url ?? process.env.DATABASE_URL;
-  if (!url) throw new BadRequestError('the signing keys live in the deployment record in Postgres: pass --url postgres://… or set DATABASE_URL', 'url');
-  const [{ createPgDatabase }, { migrate }] = await Promise.all([import('../store/pg.js'), import('../store/migrations.js')]);
-  const db = createPgDatabase({ connectionString: url, schema: flags.schema ?? (process.env.IDMINT_PG_SCHEMA || undefined), max: 2 });
-  await migrate(db);
-  return db;
-}
+const open = (flags: Flags): Promise<Database> => openDatabase(flags, 'the signing keys live in the deployment record');
 
 async function withKeys<T>(flags: Flags, fn: (io: Awaited<ReturnType<typeof keysIo>>) => Promise<T>): Promise<T> {
   const db = await open(flags);
