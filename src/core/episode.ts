@@ -44,8 +44,7 @@ export function outageUnderWay(dependency: Dependency | undefined): boolean {
  */
 export class Episode {
   private since: number | undefined;
-  /** When this episode last warned (read by `fail` through its outage when it joined one). */
-  lastWarn = 0;
+  private lastWarn = 0;
   private repeats = 0;
   /** The outage this episode joined, while it lasts. */
   private joined: Dependency | undefined;
@@ -87,7 +86,7 @@ export class Episode {
     this.repeats++;
     const outage = this.joined === undefined ? undefined : outages.get(this.joined);
     if (outage) outage.repeats++;
-    if (now - (outage ?? this).lastWarn >= this.remindEveryMs) {
+    if (now - (outage ? outage.lastWarn : this.lastWarn) >= this.remindEveryMs) {
       if (outage) outage.lastWarn = now;
       else this.lastWarn = now;
       const since = outage?.since ?? this.since;
