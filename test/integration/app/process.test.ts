@@ -57,6 +57,15 @@ it('a SIGTERM during a start that never finishes stops the process at the close 
   expect(output()).not.toContain('"closed"');
 }, 4 * CLOSE_DEADLINE_MS);
 
+// A CI run saw "started" after "stopped cleanly": the logger's lines written just before an exit
+// must all come out, in order.
+it('a process that exits right after logging writes every line, in order', async () => {
+  const { output, exited } = runFixture('log-then-exit');
+  expect((await exited)[0], output()).toBe(0);
+  const messages = [...output().matchAll(/"msg":"([^"]*)"/g)].map((m) => m[1]);
+  expect(messages).toEqual(['long line', 'last line']);
+});
+
 it('no fixture outlives the test that started it', async () => {
   expect(started.length).toBeGreaterThan(0);
   expect(started.filter(alive).map((c) => c.pid)).toEqual([]);
