@@ -54,6 +54,9 @@ export const KAFKA_POOL_CONSUMER_DEFAULTS: Readonly<KafkaPoolConsumerSettings> =
   maxBlockAgeMs: 36 * 3_600_000,
 });
 
+/** At most this much longer than asked a take waits for the time its process could not look (a late timer). */
+const MAX_WAIT_EXTENSION_MS = 30_000;
+
 /** How long the coordinator waits for the members to rejoin in a rebalance (KafkaJS's default: 60 s). */
 const REBALANCE_TIMEOUT_MS = 30_000;
 
@@ -202,7 +205,9 @@ export class KafkaPoolConsumer {
   async takeBlocks(count: number, options: { timeoutMs?: number; waitForPartition?: boolean } = {}): Promise<Block[]> {
     if (!Number.isSafeInteger(count) || count < 1) throw new BadRequestError(`count must be a positive integer, got ${count}`, 'count');
     await this.start();
-    const deadline = Date.now() + (options.timeoutMs ?? this.settings.takeTimeoutMs);
+    const timeoutMs = options.timeoutMs ?? this.settings.takeTimeoutMs;
+    let deadline = Date.now() + timeoutMs;
+    const latest = deadline + MAX_WAIT_EXTENSION_MS;
     const out: Block[] = [];
     let left = count;
     while (left > 0 && !this.closing) {
@@ -228,7 +233,13 @@ export class KafkaPoolConsumer {
       if (out.length > 0 || (this.assigned === 0 && !options.waitForPartition)) break;
       const wait = deadline - Date.now();
       if (wait <= 0) break;
-      await this.waitForChange(wait);
+      // Time this process could not look does not count against the wait. A timer that fires late
+      // (the event loop held by the application's own loops, as 4 instances spinning on `await
+      // next()` hold it while their buffers last) fires in the loop's timers phase, before the poll
+      // phase hands over what arrived meanwhile: the take would say POOL_EMPTY for a topic that is
+      // not dry. So a late timer gives the take as much again (at most its timeout), from now.
+      const late = await this.waitForChange(wait);
+      if (late > 0) deadline = Math.min(latest, Math.max(deadline, Date.now() + Math.min(late, timeoutMs)));
     }
     return out;
   }
@@ -330,16 +341,19 @@ export class KafkaPoolConsumer {
     return null;
   }
 
-  private waitForChange(ms: number): Promise<void> {
+  /** Waits for a block or for room, at most `ms`; resolves with how late its timer fired (0 when woken). */
+  private waitForChange(ms: number): Promise<number> {
+    const due = Date.now() + ms;
     return new Promise((resolve) => {
-      const done = (): void => {
+      const done = (late: number): void => {
         clearTimeout(timer);
         // A timed-out waiter leaves the list, so an idle consumer does not grow it forever.
-        this.waiters = this.waiters.filter((w) => w !== done);
-        resolve();
+        this.waiters = this.waiters.filter((w) => w !== woken);
+        resolve(late);
       };
-      const timer = setTimeout(done, ms);
-      this.waiters.push(done);
+      const woken = (): void => done(0);
+      const timer = setTimeout(() => done(Math.max(0, Date.now() - due)), ms);
+      this.waiters.push(woken);
     });
   }
 

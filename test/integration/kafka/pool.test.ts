@@ -77,6 +77,39 @@ describe('Kafka pool topics', () => {
     }
   });
 
+  // Issue 40: 4 SDK instances in one process looping on `await next()` held the event loop while
+  // their buffers lasted; a waiting take's timer then fired late, before the poll phase delivered
+  // the block committed meanwhile, and the take said POOL_EMPTY for a topic that was not dry.
+  it('a take whose wait the event loop could not serve (a late timer) waits that time back: the block committed meanwhile is served', async () => {
+    const bizTag = await newTag('late');
+    await sink.push(await ts.store.allocate(bizTag, 1000));
+    const consumer = new KafkaPoolConsumer({ verifyKey: TEST_VERIFY_KEY, kafka, bizTag, bufferBlocks: 1 });
+    try {
+      // One block committed and buffered; the others fetched, waiting for room.
+      await consumer.takeBlocks(1, { timeoutMs: 20_000 });
+      await until('a block buffered', async () => consumer.buffered > 0, { timeoutMs: 20_000 });
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      // Taking the buffered block makes room: the next block's commit starts now...
+      expect(await consumer.takeBlocks(consumer.buffered, { timeoutMs: 0 })).not.toHaveLength(0);
+      expect(consumer.buffered).toBe(0);
+      // ...and a take waits 300 ms for it (its timer armed once its microtasks ran) while, from
+      // the next turn of the event loop, this thread is held for 1,000 ms.
+      const waiting = consumer.takeBlocks(1, { timeoutMs: 300 });
+      await new Promise<void>((resolve) =>
+        setImmediate(() => {
+          const heldUntil = performance.now() + 1000;
+          while (performance.now() < heldUntil) {
+            // The application's own loop, never yielding.
+          }
+          resolve();
+        }),
+      );
+      expect(await waiting).toHaveLength(1);
+    } finally {
+      await consumer.close();
+    }
+  });
+
   it('depth refills through the refill processor when consumed below threshold', async () => {
     const bizTag = await newTag('refill');
     const redis = new Redis(env('REDIS_URL'));

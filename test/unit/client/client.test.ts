@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { createIdmintClient, IdmintError } from '../../../src/client/index.js';
 import type { IdmintClient, IdTransport } from '../../../src/client/index.js';
 import { FakeTransport, settle } from './fake-transport.js';
+import { YIELD_EVERY } from '../../../src/client/client.js';
 import { rejection } from '../../support/assertions.js';
 import { codeOf } from '../core/helpers.js';
 import { expectNoDuplicates } from '../../support/unique.js';
@@ -469,6 +470,28 @@ describe('client: blocks and the synchronous take', () => {
     await settle();
     expect(codeOf(() => c.tryNextNumbers('flake', ids))).toBe('BAD_REQUEST');
     expect(await c.next('flake')).toBe(9007199254740993n);
+    await c.close();
+  });
+});
+
+describe('client: the event loop', () => {
+  // Issue 40: answers from the buffer resolve as microtasks, so a loop of `await next()` never let
+  // the event loop in, and the SDK's own fetches (a Kafka consumer's commits) waited until every
+  // such loop in the process had emptied its buffer.
+  it.each(['next', 'nextNumber'] as const)('a loop of `await %s()` lets the event loop in every YIELD_EVERY IDs answered from memory', async (call) => {
+    const t = new FakeTransport();
+    const c = createIdmintClient({ transport: t, batchSize: 10_000, maxBatchSize: 10_000 });
+    await c[call]('order');
+    let turns = 0;
+    let looping = true;
+    const turn = (): void => {
+      turns++;
+      if (looping) setImmediate(turn);
+    };
+    setImmediate(turn);
+    for (let i = 0; i < 3 * YIELD_EVERY; i++) await c[call]('order');
+    looping = false;
+    expect(turns).toBeGreaterThanOrEqual(2);
     await c.close();
   });
 });
