@@ -5,6 +5,7 @@ import type { RegionsPlan } from '../regions/apply.js';
 import type { RegionsReport } from '../regions/report.js';
 import { checkRegionPair, planSync, type TagDef } from '../regions/sync.js';
 import { call, targetFrom } from './http-client.js';
+import { openDatabase } from './open-db.js';
 import type { Database } from '../store/db.js';
 
 const say = (line: string): void => void process.stdout.write(`${line}\n`);
@@ -28,13 +29,9 @@ function printPlan(plan: RegionsPlan): void {
   }
 }
 
-async function open(url: string, schema: string | undefined): Promise<Database> {
-  // pg is loaded only by the commands that use it (test/e2e/lean-start.test.ts).
-  const [{ createPgDatabase }, { migrate }] = await Promise.all([import('../store/pg.js'), import('../store/migrations.js')]);
-  const db = createPgDatabase({ connectionString: url, schema, max: 2 });
-  await migrate(db);
-  return db;
-}
+/** Each region's database by its URL, in `--schema` or else IDMINT_PG_SCHEMA, through the CLI's one open helper. */
+const open = (url: string, schema: string | undefined): Promise<Database> =>
+  openDatabase({ url, schema }, "a region's tags and layout live");
 
 /** `idmint biz sync`: this region's tags made the same as another region's (src/regions/sync.ts). */
 function registerBizSync(program: Command): void {
@@ -98,12 +95,11 @@ export function registerRegionsCommands(program: Command): void {
         if (!/^\d{1,2}$/.test(o.regions) || !/^\d{1,15}$/.test(o.stripe)) throw new IdmintError('BAD_REQUEST', `--regions and --stripe take whole numbers, got "${o.regions}" and "${o.stripe}"`);
         const layout = regionLayout(Number(o.regions), 0, Number(o.stripe));
         const { applyRegions, planRegions } = await import('../regions/apply.js');
-        const schema = o.schema ?? (process.env.IDMINT_PG_SCHEMA || undefined);
         const dbs: Database[] = [];
         try {
-          const source = await open(o.from, schema);
+          const source = await open(o.from, o.schema);
           dbs.push(source);
-          for (const url of o.to) dbs.push(await open(url, schema));
+          for (const url of o.to) dbs.push(await open(url, o.schema));
           const targets = dbs.slice(1);
           if (name === 'plan') {
             const plan = await planRegions(source, targets, layout);

@@ -16,7 +16,7 @@ import { expectNoDuplicates } from '../support/unique.js';
  * of the API StatefulSet one pod at a time, highest ordinal first, never below what its PDB allows;
  * a SIGKILLed pod recreated by the controller (it waits for its ordinal's lease); and two live pods
  * with one ordinal (a force-deleted pod that still runs, and its replacement). Every ID is kept:
- * 0 duplicates. What this cannot show (kubelet, scheduler, eviction API, DNS) is in the README.
+ * 0 duplicates. What this cannot show (kubelet, scheduler, eviction API, DNS) is in docs/deploy.md, "Kubernetes".
  */
 const id = randomBytes(4).toString('hex');
 const NS = 'rehearsal';

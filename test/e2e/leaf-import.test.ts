@@ -7,7 +7,7 @@ import { leafKeyToBizTag } from '../../src/core/leaf-key.js';
 import { spawnServer, type SpawnedServer } from '../support/spawn.js';
 import { idmint } from '../support/cli.js';
 
-// The MariaDB this machine runs (README: "Migrating from Leaf"); a throwaway database per run.
+// The MariaDB this machine runs (docs/cli.md, "Migrating from Leaf"); a throwaway database per run.
 const MYSQL = process.env.IDMINT_TEST_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306';
 const TOKEN = 'leaf-import-token';
 const LONG_KEY = `Leaf.${'K'.repeat(123)}`;

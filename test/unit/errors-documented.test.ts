@@ -2,11 +2,12 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { ERROR_CODES, IdmintError } from '../../src/core/errors.js';
 
-const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+// The error table of the HTTP contract (docs/http-api.md, linked from the README).
+const page = readFileSync(new URL('../../docs/http-api.md', import.meta.url), 'utf8');
 
 describe('error codes', () => {
-  it.each(Object.entries(ERROR_CODES))('%s is documented in README.md with its HTTP status', (code, { status }) => {
-    expect(readme).toMatch(new RegExp(`\\| \`${code}\` \\| ${status} \\|`));
+  it.each(Object.entries(ERROR_CODES))('%s is documented in docs/http-api.md with its HTTP status', (code, { status }) => {
+    expect(page).toMatch(new RegExp(`\\| \`${code}\` \\| ${status} \\|`));
   });
 
   it('serialises to the public error shape without internals', () => {

@@ -17,7 +17,7 @@ import { CHART, helm, k8sTools, podEnv, preStopSeconds, render, ROOT, valuesFile
 /**
  * The chart's offline ladder: helm lint --strict and helm template for every values file, every
  * rendered object against the Kubernetes (and Prometheus Operator) schemas of kubernetes-models,
- * and contract tests on what is rendered. No cluster runs here (README, "Kubernetes").
+ * and contract tests on what is rendered. No cluster runs here (docs/deploy.md, "Kubernetes").
  */
 const MODELS: Record<string, new (data: never) => { validate(): void }> = {
   'apps/v1/StatefulSet': StatefulSet,

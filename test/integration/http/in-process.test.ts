@@ -8,7 +8,7 @@ import { ERROR_CODES } from '../../../src/core/errors.js';
 import { silentLogger } from '../../../src/core/logger.js';
 
 // The HTTP contract in process: the embedded runtime, driven with fastify's inject() (no socket),
-// for every route and every row of the README's error table that an embedded server can reach.
+// for every route and every row of the error table (docs/http-api.md) that an embedded server can reach.
 // The spawned-process e2e tests keep what needs a process (restarts, SIGKILL, locks, the CLI).
 const TOKEN = 'in-process-admin-token';
 const admin = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
@@ -125,7 +125,7 @@ describe('HTTP in process: OpenAPI', () => {
     const result = await new Validator().validate(doc as never);
     expect(result.errors ?? []).toEqual([]);
     expect(result.valid).toBe(true);
-    // Every route of the HTTP contract (README's API table) is served and documented.
+    // Every route of the HTTP contract (docs/http-api.md, its routes table) is served and documented.
     const contract = [
       'GET /v1/ids/:bizTag', 'GET /v1/blocks/:bizTag', 'GET /v1/decode/:id', 'POST /v1/biz', 'GET /v1/biz', 'GET /v1/biz/:bizTag', 'PATCH /v1/biz/:bizTag',
       'DELETE /v1/biz/:bizTag', 'POST /v1/biz/:bizTag/tokens', 'GET /v1/biz/:bizTag/tokens', 'DELETE /v1/biz/:bizTag/tokens/:id', 'GET /api/segment/get/:key',

@@ -68,7 +68,7 @@ app.kubernetes.io/part-of: idmint
 
 {{/*
 One pod template for every component: (dict "root" $ "component" "api" "values" .Values.api "ordinal" true).
-The env is the process's whole configuration (README, "Configuration"): the Secret's and
+The env is the process's whole configuration (docs/configuration.md): the Secret's and
 ConfigMap's keys, then what differs per component and pod.
 */}}
 {{- define "idmint.podTemplate" -}}
