@@ -54,7 +54,7 @@ describe('deployable artifacts', () => {
     }
     for (const name of ['postgres', 'redis', 'kafka', 'zookeeper']) expect(config.services[name]!.healthcheck, name).toBeDefined();
     expect(JSON.stringify(config.services.redis!.command)).toContain('appendonly');
-    expect(config.services.kafka!.image).toBe('apache/kafka:3.9.1');
+    expect(config.services.kafka!.image).toBe('apache/kafka:4.4.0');
     expect(config.services.zookeeper!.image).toBe('zookeeper:3.8');
     expect(Object.keys(config.volumes).length).toBeGreaterThanOrEqual(5);
     const prometheus = readFileSync(join(ROOT, 'compose/prometheus.yml'), 'utf8');
