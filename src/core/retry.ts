@@ -50,6 +50,7 @@ export function sleep(ms: number, options: SleepOptions = {}): Promise<void> {
       waited.then(resolve, reject).finally(() => signal.removeEventListener('abort', abort));
     });
   }
+  if (ms <= 0) return Promise.resolve();
   return new Promise<void>((resolve, reject) => {
     const abort = () => {
       clearTimeout(timer);
