@@ -77,11 +77,11 @@ export interface RetryEvent {
 }
 
 export interface RetryOptions extends Backoff {
-  /** What is retried, for logs: `"reading offsets of idmint.pool.order"`. */
+  /** What is retried, for logs (passed to onRetry): `"reading the offsets of idmint.pool.order"`. */
   what: string;
   /** Which failures may pass on another try; any other is thrown at once. */
   retriable: (err: unknown) => boolean;
-  /** Tries at most, the first included. Default unlimited. */
+  /** Tries at most, the first included (one is always made). Default unlimited. */
   attempts?: number;
   /**
    * Give up (throw the last failure) once this long has passed since the first try; the last wait
