@@ -1,5 +1,6 @@
 import { Episode } from '../core/episode.js';
 import type { Logger } from '../core/logger.js';
+import { retry } from '../core/retry.js';
 
 export interface Background<T> {
   /** What started, once it has. */
@@ -27,35 +28,33 @@ export function startInBackground<T extends { close(): Promise<void> }>(what: st
   const retryMs = options.retryMs ?? 5000;
   const failing = new Episode(options.logger, `${what} could not start; retrying every ${retryMs} ms`);
   let started: T | undefined;
-  let stopped = false;
-  let wake: (() => void) | undefined;
-  const attempts = (async () => {
-    while (!stopped) {
-      try {
-        const value = await start();
-        if (stopped) return void (await value.close());
-        started = value;
-        failing.recover();
-        options.onStarted?.(value);
-        return;
-      } catch (err) {
-        if (stopped) return;
-        failing.fail({}, err instanceof Error ? err.message : String(err));
-        await new Promise<void>((resolve) => {
-          wake = resolve;
-          setTimeout(resolve, retryMs).unref();
-        });
-      }
-    }
-  })();
+  const stop = new AbortController();
+  const attempts = retry(
+    async () => {
+      const value = await start();
+      if (stop.signal.aborted) return void (await value.close());
+      started = value;
+      failing.recover();
+      options.onStarted?.(value);
+    },
+    {
+      what: `starting ${what}`,
+      retriable: () => !stop.signal.aborted,
+      initialMs: retryMs,
+      factor: 1,
+      maxMs: retryMs,
+      signal: stop.signal,
+      unref: true,
+      onRetry: ({ err }) => failing.fail({}, err instanceof Error ? err.message : String(err)),
+    },
+  ).catch(() => undefined);
   return {
     get started() {
       return started;
     },
     state: () => (started ? 'running' : 'starting'),
     close: async () => {
-      stopped = true;
-      wake?.();
+      stop.abort();
       await attempts;
       await started?.close();
     },

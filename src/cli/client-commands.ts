@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { BadRequestError, IdmintError } from '../core/errors.js';
 import { call, targetFrom } from './http-client.js';
+import { retry } from '../core/retry.js';
 import { hasCounter, MAX_SHARDS } from '../core/ports.js';
 import type { RegionsReport } from '../regions/report.js';
 import { checkKeyAcrossRegions, checkRegionPair } from '../regions/sync.js';
@@ -147,18 +147,17 @@ export function registerClientCommands(program: Command): void {
     .option('--timeout <ms>', 'give up after this long', positiveInt('--timeout'), 60_000)
     .action(async (o: TargetFlags & { timeout: number }) => {
       const target = targetFrom(o);
-      const deadline = Date.now() + o.timeout;
-      let last = 'no answer yet';
-      while (Date.now() < deadline) {
-        try {
-          const report = await call<{ status: string }>(target, 'GET', '/readyz');
-          return print(`${target.url} is ${report.status}`);
-        } catch (err) {
-          last = (err as Error).message;
-        }
-        await sleep(200);
-      }
-      throw new IdmintError('TIMEOUT', `${target.url} was not ready within ${o.timeout} ms: ${last}`);
+      const report = await retry(() => call<{ status: string }>(target, 'GET', '/readyz'), {
+        what: `waiting for ${target.url}`,
+        retriable: () => true,
+        timeoutMs: o.timeout,
+        initialMs: 200,
+        factor: 1,
+        maxMs: 200,
+      }).catch((err: unknown) => {
+        throw new IdmintError('TIMEOUT', `${target.url} was not ready within ${o.timeout} ms: ${(err as Error).message}`, { cause: err });
+      });
+      print(`${target.url} is ${report.status}`);
     });
 
   program

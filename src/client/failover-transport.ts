@@ -1,6 +1,6 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { BadRequestError, IdmintError, isIdmintError } from '../core/errors.js';
 import { silentLogger, type Logger } from '../core/logger.js';
+import { retry } from '../core/retry.js';
 import { httpTransport, secretsOf, type HttpTransport } from './http-transport.js';
 import type { IdTransport, TransportBatch } from './transport.js';
 
@@ -47,37 +47,47 @@ export function failoverTransport(options: FailoverTransportOptions): IdTranspor
   let turn = 0;
   const closer = new AbortController();
 
-  async function call(fetchOne: (e: Endpoint) => Promise<TransportBatch>): Promise<TransportBatch> {
+  /** One round over the servers: the first answer, or the last retriable failure. */
+  async function round(fetchOne: (e: Endpoint) => Promise<TransportBatch>): Promise<TransportBatch> {
     let last: IdmintError | undefined;
-    for (let round = 0; round < rounds; round++) {
-      const now = Date.now();
-      // Servers that are up first, in turn; the ones cooling down only when none is up.
-      const order = endpoints.map((_, i) => endpoints[(turn + i) % endpoints.length]!);
-      turn = (turn + 1) % endpoints.length;
-      const up = order.filter((e) => e.downUntil <= now);
-      for (const endpoint of up.length > 0 ? up : order) {
-        if (closer.signal.aborted) throw new IdmintError('NOT_READY', 'the failover transport is closed', { retriable: false });
-        try {
-          const batch = await fetchOne(endpoint);
-          endpoint.downUntil = 0;
-          return batch;
-        } catch (err) {
-          if (!isIdmintError(err) || !err.retriable) throw err;
-          last = err;
-          endpoint.downUntil = Date.now() + cooldownMs;
-          logger.debug({ url: endpoint.url, code: err.code }, 'server failed; trying the next one');
-        }
+    const now = Date.now();
+    // Servers that are up first, in turn; the ones cooling down only when none is up.
+    const order = endpoints.map((_, i) => endpoints[(turn + i) % endpoints.length]!);
+    turn = (turn + 1) % endpoints.length;
+    const up = order.filter((e) => e.downUntil <= now);
+    for (const endpoint of up.length > 0 ? up : order) {
+      if (closer.signal.aborted) throw closer.signal.reason;
+      try {
+        const batch = await fetchOne(endpoint);
+        endpoint.downUntil = 0;
+        return batch;
+      } catch (err) {
+        if (!isIdmintError(err) || !err.retriable) throw err;
+        last = err;
+        endpoint.downUntil = Date.now() + cooldownMs;
+        logger.debug({ url: endpoint.url, code: err.code }, 'server failed; trying the next one');
       }
-      await sleep(Math.min(100 * 2 ** round, 2000), undefined, { signal: closer.signal }).catch(() => undefined);
     }
     throw last ?? new IdmintError('NOT_READY', 'no idmint server answered');
+  }
+
+  async function call(fetchOne: (e: Endpoint) => Promise<TransportBatch>): Promise<TransportBatch> {
+    if (rounds < 1) throw new IdmintError('NOT_READY', 'no idmint server answered');
+    return retry(() => round(fetchOne), {
+      what: 'a request to the idmint servers',
+      retriable: (err) => isIdmintError(err) && err.retriable,
+      attempts: rounds,
+      initialMs: 100,
+      maxMs: 2000,
+      signal: closer.signal,
+    });
   }
 
   return {
     fetch: (bizTag, count) => call((e) => e.transport.fetch(bizTag, count)),
     fetchBlocks: (bizTag, count) => call((e) => e.transport.fetchBlocks!(bizTag, count)),
     async close() {
-      closer.abort();
+      closer.abort(new IdmintError('NOT_READY', 'the failover transport is closed', { retriable: false }));
       await Promise.all(endpoints.map((e) => e.transport.close()));
     },
   };

@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { BadRequestError, ERROR_CODES, IdmintError, TimeoutError } from '../core/errors.js';
 import type { ErrorCode } from '../core/errors.js';
 import type { Block } from '../core/block.js';
@@ -7,6 +6,7 @@ import type { Logger } from '../core/logger.js';
 import { silentLogger } from '../core/logger.js';
 import type { IdTransport, TransportBatch } from './transport.js';
 import { checkInteger, resolveOptions } from '../core/options.js';
+import { retry } from '../core/retry.js';
 import { withHttpTraceHeaders } from '../tracing/client.js';
 
 export interface HttpTransportSettings {
@@ -80,19 +80,20 @@ export function httpTransport(options: HttpTransportOptions): HttpTransport {
     return decode(response.status, text, base.origin);
   }
 
-  async function withRetries(bizTag: string, count: number, route: 'ids' | 'blocks'): Promise<TransportBatch> {
-    for (let n = 0; ; n++) {
-      if (closer.signal.aborted) throw closedError();
-      try {
-        return await attempt(bizTag, count, route);
-      } catch (err) {
-        if (!(err instanceof IdmintError) || !err.retriable || n >= s.retries || closer.signal.aborted) throw err;
+  function withRetries(bizTag: string, count: number, route: 'ids' | 'blocks'): Promise<TransportBatch> {
+    return retry(() => attempt(bizTag, count, route), {
+      what: `GET /v1/${route}/${bizTag}`,
+      retriable: (err) => err instanceof IdmintError && err.retriable,
+      attempts: s.retries + 1,
+      initialMs: s.backoffMs,
+      maxMs: s.maxBackoffMs,
+      jitter: 0.5,
+      signal: closer.signal,
+      onRetry: ({ err, attempt: n, waitMs }) => {
         retried++;
-        const delay = Math.min(s.backoffMs * 2 ** n, s.maxBackoffMs) * (0.5 + Math.random() / 2);
-        logger.debug({ bizTag, attempt: n + 1, code: err.code, delay }, 'ID request failed; retrying');
-        await sleep(delay, undefined, { signal: closer.signal }).catch(() => undefined);
-      }
-    }
+        logger.debug({ bizTag, attempt: n, code: (err as IdmintError).code, delay: waitMs }, 'ID request failed; retrying');
+      },
+    });
   }
 
   return {
@@ -102,7 +103,7 @@ export function httpTransport(options: HttpTransportOptions): HttpTransport {
     fetch: (bizTag, count) => withRetries(bizTag, count, 'ids'),
     fetchBlocks: (bizTag, count) => withRetries(bizTag, count, 'blocks'),
     async close() {
-      closer.abort();
+      closer.abort(closedError());
     },
   };
 }

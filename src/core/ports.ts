@@ -112,14 +112,9 @@ export interface Clock {
   /**
    * Waits `ms` by this clock: what a deadline measured with `now()` waits with, so a test clock
    * that steps time on a wait runs a retry or a wait for a pool without real time passing.
-   * Default (absent): a real timer.
+   * Default (absent): a real timer. Waited through `sleep` in core/retry.ts.
    */
   sleep?(ms: number): Promise<void>;
-}
-
-/** Waits `ms` by `clock` (a real timer when the clock has no sleep of its own). */
-export function sleepBy(clock: Clock, ms: number): Promise<void> {
-  return clock.sleep ? clock.sleep(ms) : new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 export const systemClock: Clock = Object.freeze({ now: () => Date.now() });

@@ -1,10 +1,11 @@
 import { BadRequestError, dependencyOf, IdmintError, UnknownBizTagError, isIdmintError } from '../core/errors.js';
-import { BIZ_TAG_PATTERN, sleepBy, systemClock, type BizStore, type BizTag, type BlocksResult, type Clock, type DispenseResult, type IdService, type IdSource, type IdSourceName, type PoolKind, type TakeContext } from '../core/ports.js';
+import { BIZ_TAG_PATTERN, systemClock, type BizStore, type BizTag, type BlocksResult, type Clock, type DispenseResult, type IdService, type IdSource, type IdSourceName, type PoolKind, type TakeContext } from '../core/ports.js';
 import type { DispenserMetrics } from './metrics.js';
 import { silentLogger, type Logger } from '../core/logger.js';
 import { checkInteger, OptionsError, resolveOptions } from '../core/options.js';
 import { poolKindOf } from '../core/pool-kind.js';
 import { Episode } from '../core/episode.js';
+import { retry } from '../core/retry.js';
 import { blocksOf, blocksSize, type Block } from '../core/block.js';
 import type { IdCodec, IdFormat } from '../core/format/format.js';
 import { TagCache, TAG_CACHE_DEFAULTS } from './tag-cache.js';
@@ -129,8 +130,8 @@ export class Dispenser implements IdService {
       // Narrowed elsewhere (a startAfter or a lower maxLimit on another process): what is buffered here may lie outside.
       onRangeNarrowed: (bizTag) => void this.dropBuffered(bizTag).catch((err: unknown) => this.logger.warn({ err, bizTag }, 'dropping IDs below a raised floor failed; they are still never handed out')),
     });
-    this.poolOutage = new Episode(this.logger, 'pool unavailable; serving by fallback');
-    this.segmentOutage = new Episode(this.logger, 'Postgres cannot serve segments either; serving Snowflake IDs');
+    this.poolOutage = new Episode(this.logger, 'pool unavailable; serving by fallback', { clock: this.clock });
+    this.segmentOutage = new Episode(this.logger, 'Postgres cannot serve segments either; serving Snowflake IDs', { clock: this.clock });
   }
 
   get maxCount(): number {
@@ -364,18 +365,22 @@ export class Dispenser implements IdService {
     this.poolOutage.recover();
     let got = size(items);
     if (got >= count || tag.fallback !== 'error') return { items };
-    const clock = this.options.clock ?? systemClock;
-    const deadline = clock.now() + this.options.poolWaitMs;
-    for (let pause = 10; got < count && clock.now() + pause <= deadline; pause = Math.min(pause * 2, 200)) {
-      await sleepBy(clock, pause);
-      let taken: T[];
-      try {
-        taken = await take(count - got);
-      } catch (raw) {
-        return { items, error: this.poolFailed(tag, raw) };
-      }
-      got += size(taken);
-      items = items.concat(taken);
+    const short = new Error('the pool is still short');
+    try {
+      await retry(
+        async (n) => {
+          // The first take was made above: the wait starts with a pause.
+          if (n > 0) {
+            const taken = await take(count - got);
+            got += size(taken);
+            items = items.concat(taken);
+          }
+          if (got < count) throw short;
+        },
+        { what: `waiting for the pool of "${tag.bizTag}"`, retriable: (err) => err === short, timeoutMs: this.options.poolWaitMs, initialMs: 10, maxMs: 200, clock: this.clock },
+      );
+    } catch (raw) {
+      if (raw !== short) return { items, error: this.poolFailed(tag, raw) };
     }
     return { items };
   }

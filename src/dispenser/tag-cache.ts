@@ -2,7 +2,7 @@ import { BoundedCache } from '../core/bounded-cache.js';
 import { Episode } from '../core/episode.js';
 import { dependencyOf } from '../core/errors.js';
 import { silentLogger, type Logger } from '../core/logger.js';
-import { type BizStore, type BizTag, type Clock } from '../core/ports.js';
+import { systemClock, type BizStore, type BizTag, type Clock } from '../core/ports.js';
 import { defaults } from '../core/options.js';
 
 export interface TagCacheOptions {
@@ -30,10 +30,12 @@ export const TAG_CACHE_DEFAULTS = defaults({ ttlMs: 1000, maxMisses: 10_000 });
 export class TagCache {
   private readonly cache: BoundedCache<BizTag | null>;
   private readonly outage: Episode;
+  private readonly clock: Clock;
   private staleServed = 0;
 
   constructor(options: TagCacheOptions) {
     const log = (options.logger ?? silentLogger).child({ component: 'tag-cache' });
+    this.clock = options.clock ?? systemClock;
     this.outage = new Episode(log, 'tag settings cannot be reloaded; serving known tags with their last settings', options.clock ? { clock: options.clock } : {});
     this.cache = new BoundedCache<BizTag | null>({
       load: (bizTag) => options.store.getBiz(bizTag),
@@ -74,7 +76,7 @@ export class TagCache {
    * answer), so a tag this process has not served yet is still known while Postgres is down.
    * `listedAt` is when the listing began (its entries are as fresh as that).
    */
-  preload(tags: readonly BizTag[], listedAfter = this.changeCount, listedAt = Date.now()): number {
+  preload(tags: readonly BizTag[], listedAfter = this.changeCount, listedAt = this.clock.now()): number {
     return this.cache.seed(
       tags.map((t) => [t.bizTag, t] as [string, BizTag]),
       listedAt,

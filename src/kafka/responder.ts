@@ -1,10 +1,10 @@
-import { setTimeout } from 'node:timers/promises';
 import { Registry } from 'prom-client';
 import type { Clock, IdDispenser } from '../core/ports.js';
 import { systemClock } from '../core/ports.js';
 import { IdmintError, isIdmintError, notReady } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
 import { silentLogger } from '../core/logger.js';
+import { sleep } from '../core/retry.js';
 import { decodeRequest, encodeBlocksReply, encodeErrorReply, encodeIdsReply } from './messages.js';
 import { responderMetrics } from './metrics.js';
 import type { ResponderMetrics } from './metrics.js';
@@ -291,7 +291,7 @@ class KafkaResponder implements Responder {
   }
 
   private async secondLook(topic: string, group: Reply[]): Promise<void> {
-    await setTimeout(SECOND_LOOK_MS);
+    await sleep(SECOND_LOOK_MS);
     try {
       if (await this.replyTopics!.exists(topic, performance.now())) {
         await this.send(topic, group);

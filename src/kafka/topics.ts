@@ -1,9 +1,9 @@
-import { setTimeout } from 'node:timers/promises';
 import { IdmintError } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
+import { retry } from '../core/retry.js';
 import { isLeaderNotAvailable, isUnknownTopic } from './errors.js';
 import { DEFAULT_POOL_PARTITIONS, INIT_COMMAND, kafkaNames, POOL_TOPIC_CONFIGS, REQUEST_TOPIC } from './names.js';
-import type { TopicAdmin, TopicCreation } from './ports.js';
+import type { TopicAdmin, TopicCreation, TopicMetadata } from './ports.js';
 
 /**
  * The admin code that creates idmint's topics and checks them (the broker never auto-creates:
@@ -84,23 +84,28 @@ const MISSING_RECHECK_MS = 2000;
  * topic-partition"), which KafkaJS's own wait for leaders does not retry.
  */
 async function untilServed(admin: TopicAdmin, topics: readonly string[], timeoutMs: number, partitions?: ReadonlyMap<string, number>): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (let attempt = 0; ; attempt++) {
-    try {
-      // Every partition: metadata that shows some of a new topic's partitions would stay cached by
-      // the admin (KafkaJS keeps it for minutes), and offsets read through it would miss the rest.
-      const meta = await admin.topicMetadata(topics);
+  const waiting = new WeakSet<Error>();
+  const notServed = (cause?: unknown): IdmintError => {
+    const err = new IdmintError('NOT_READY', `Kafka ${namedTopics(topics)} not served by the brokers within ${timeoutMs} ms of being created`, cause === undefined ? {} : { cause });
+    waiting.add(err);
+    return err;
+  };
+  await retry(
+    async () => {
+      let meta: TopicMetadata[];
+      try {
+        // Every partition: metadata that shows some of a new topic's partitions would stay cached by
+        // the admin (KafkaJS keeps it for minutes), and offsets read through it would miss the rest.
+        meta = await admin.topicMetadata(topics);
+      } catch (err) {
+        throw isUnknownTopic(err) || isLeaderNotAvailable(err) ? notServed(err) : err;
+      }
       const whole = (t: { name: string; partitions: { leader: number }[] }): boolean =>
         t.partitions.length >= (partitions?.get(t.name) ?? 1) && t.partitions.every((p) => p.leader >= 0);
-      if (meta.length === topics.length && meta.every(whole)) return;
-    } catch (err) {
-      if (!isUnknownTopic(err) && !isLeaderNotAvailable(err)) throw err;
-    }
-    if (Date.now() >= deadline) {
-      throw new IdmintError('NOT_READY', `Kafka ${namedTopics(topics)} not served by the brokers within ${timeoutMs} ms of being created`);
-    }
-    await setTimeout(Math.min(100 * 2 ** attempt, 1000));
-  }
+      if (meta.length !== topics.length || !meta.every(whole)) throw notServed();
+    },
+    { what: `waiting for ${namedTopics(topics)} to be served`, retriable: (err) => err instanceof Error && waiting.has(err), timeoutMs, initialMs: 100, maxMs: 1000 },
+  );
 }
 
 /**

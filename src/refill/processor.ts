@@ -3,6 +3,7 @@ import type { Registry } from 'prom-client';
 import { IdmintError } from '../core/errors.js';
 import { MAX_STEP, type BizStore, type BizTag, type PoolSink, type Segment } from '../core/ports.js';
 import { silentLogger, type Logger } from '../core/logger.js';
+import { sleep } from '../core/retry.js';
 import type { RefillReason, RefillTrigger } from '../pool/redis/pool-base.js';
 import type { RedisPoolMeta } from '../pool/redis/meta.js';
 import { refillMetrics, type RefillMetrics } from './metrics.js';
@@ -171,7 +172,7 @@ export function createRefillProcessor(options: RefillProcessorOptions): RefillPr
         const segment = await store.allocate(bizTag, size, { shard, by: settings.owner });
         metrics?.segments.inc({ biz_tag: bizTag, kind: sink.kind });
         log.info({ bizTag, shard, start: segment.start, end: segment.end, reason }, 'segment allocated for refill');
-        if (settings.pauseAfterAllocateMs > 0) await new Promise((r) => setTimeout(r, settings.pauseAfterAllocateMs));
+        if (settings.pauseAfterAllocateMs > 0) await sleep(settings.pauseAfterAllocateMs);
         await sink.push(segment);
         segments.push(segment);
         const n = segment.end - segment.start + 1;

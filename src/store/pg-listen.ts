@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { silentLogger, type Logger } from '../core/logger.js';
 import { Episode } from '../core/episode.js';
+import { retry, sleep } from '../core/retry.js';
 import type { ChangeListener } from './db.js';
 
 export interface PgListenOptions {
@@ -24,32 +25,13 @@ export function pgListen(options: PgListenOptions): () => Promise<void> {
   const retryMs = options.retryMs ?? 500;
   const lost = new Episode(log, 'the change feed (LISTEN) is disconnected; caches rely on their 1 s bound', { dependency: 'postgres' });
   let client: pg.Client | undefined;
-  let stopped = false;
-  let timer: NodeJS.Timeout | undefined;
+  const stop = new AbortController();
 
-  const schedule = (): void => {
-    if (stopped || timer) return;
-    timer = setTimeout(() => {
-      timer = undefined;
-      void connect();
-    }, retryMs);
-    timer.unref();
-  };
-
-  const dropped = (c: pg.Client, reason: string): void => {
-    if (client !== c) return;
-    client = undefined;
-    c.end().catch(() => undefined);
-    if (stopped) return;
-    lost.fail({}, reason);
-    options.listener.connected(false);
-    schedule();
-  };
-
-  const connect = async (): Promise<void> => {
+  /** Listens on the first writable host, or throws every host's reason. */
+  const connectOnce = async (): Promise<void> => {
     const reasons: string[] = [];
     for (const url of options.urls) {
-      if (stopped) return;
+      if (stop.signal.aborted) return;
       const c = new pg.Client({ connectionString: url, keepAlive: true, connectionTimeoutMillis: 5000 });
       c.on('error', (err) => dropped(c, err.message));
       c.on('end', () => dropped(c, 'connection ended'));
@@ -61,7 +43,7 @@ export function pgListen(options: PgListenOptions): () => Promise<void> {
           if (n.channel === options.channel && n.payload !== undefined) options.listener.notify(n.payload);
         });
         await c.query(`LISTEN ${options.channel}`);
-        if (stopped) {
+        if (stop.signal.aborted) {
           await c.end().catch(() => undefined);
           return;
         }
@@ -75,14 +57,37 @@ export function pgListen(options: PgListenOptions): () => Promise<void> {
         reasons.push(`${new URL(url).host}: ${(err as Error).message}`);
       }
     }
-    lost.fail({}, reasons.join('; '));
-    schedule();
+    throw new Error(reasons.join('; '));
   };
 
-  void connect();
+  /** Connects, again every retryMs until it listens or the feed stops; `pause` first after a loss. */
+  const connect = async (pause: boolean): Promise<void> => {
+    if (pause) await sleep(retryMs, { signal: stop.signal, unref: true });
+    await retry(connectOnce, {
+      what: 'the change feed (LISTEN)',
+      retriable: () => !stop.signal.aborted,
+      initialMs: retryMs,
+      factor: 1,
+      maxMs: retryMs,
+      signal: stop.signal,
+      unref: true,
+      onRetry: ({ err }) => lost.fail({}, (err as Error).message),
+    });
+  };
+
+  const dropped = (c: pg.Client, reason: string): void => {
+    if (client !== c) return;
+    client = undefined;
+    c.end().catch(() => undefined);
+    if (stop.signal.aborted) return;
+    lost.fail({}, reason);
+    options.listener.connected(false);
+    void connect(true).catch(() => undefined);
+  };
+
+  void connect(false).catch(() => undefined);
   return async () => {
-    stopped = true;
-    if (timer) clearTimeout(timer);
+    stop.abort();
     const c = client;
     client = undefined;
     await c?.end().catch(() => undefined);

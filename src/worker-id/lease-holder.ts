@@ -1,9 +1,9 @@
 import { performance } from 'node:perf_hooks';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { ClockBackwardsError, IdmintError } from '../core/errors.js';
 import { Episode, type Dependency } from '../core/episode.js';
 import type { Logger } from '../core/logger.js';
 import type { Clock, WorkerIdLease } from '../core/ports.js';
+import { sleep } from '../core/retry.js';
 import type { LocalTimeMark } from './local-time-mark.js';
 import type { TakeOutcome, WorkerIdRegistry } from './registry.js';
 
@@ -165,7 +165,7 @@ export class LeaseHolder implements LeasedWorkerIdLease {
           () => true,
           (err: unknown) => (logger.warn({ err, workerId }, 'could not release the worker-id lease; it expires by itself'), true),
         );
-        const timer = sleep(this.o.closeTimeoutMs ?? 2000, false, { ref: false });
+        const timer = sleep(this.o.closeTimeoutMs ?? 2000, { unref: true }).then(() => false);
         if (!(await Promise.race([released, timer]))) logger.warn({ workerId }, 'the worker-id registry did not answer the release in time; the lease expires by itself');
       }
       await registry.close().catch(() => undefined);

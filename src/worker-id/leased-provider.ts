@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { ClockBackwardsError, IdmintError } from '../core/errors.js';
 import { silentLogger, type Logger } from '../core/logger.js';
 import { checkInteger, defaults, OptionsError, resolveOptions } from '../core/options.js';
 import { systemClock, type Clock, type WorkerIdProvider } from '../core/ports.js';
+import { sleep } from '../core/retry.js';
 import { leaseFilePath, readLeaseFile, writeLeaseFile, type LeaseFileState } from './lease-file.js';
 import { LeaseHolder, monotonicNow, type LeasedWorkerIdLease, type Monotonic } from './lease-holder.js';
 import { checkWorkerIdRange } from './lease.js';

@@ -1,9 +1,9 @@
 import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
 import { open, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { ClockBackwardsError, IdmintError } from '../core/errors.js';
 import { systemClock, type Clock } from '../core/ports.js';
+import { sleep } from '../core/retry.js';
 import { silentLogger, type Logger } from '../core/logger.js';
 import { defaults } from '../core/options.js';
 

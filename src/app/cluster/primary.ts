@@ -2,6 +2,7 @@ import cluster, { type Worker } from 'node:cluster';
 import { join } from 'node:path';
 import { AggregatorRegistry } from 'prom-client';
 import type { Logger } from '../../core/logger.js';
+import { backoffMs } from '../../core/retry.js';
 import type { Config } from '../config.js';
 import { CLOSE_DEADLINE_MS } from '../signals.js';
 import { advertisedAddress } from '../worker-id.js';
@@ -25,7 +26,7 @@ export const RESTART_BACKOFF_MS = Object.freeze({ first: 200, max: 30_000 });
 
 /** The pause before starting index's replacement after `failedStarts` replacements in a row died before serving. */
 export function restartDelay(failedStarts: number): number {
-  return Math.min(RESTART_BACKOFF_MS.first * 2 ** failedStarts, RESTART_BACKOFF_MS.max);
+  return backoffMs(failedStarts, { initialMs: RESTART_BACKOFF_MS.first, maxMs: RESTART_BACKOFF_MS.max });
 }
 
 export function runPrimary(config: Config, logger: Logger): void {

@@ -9,6 +9,7 @@ import type { GroupReader, KafkaConnectionOptions, KafkaDriver, OutgoingRecord, 
 import { decodeReply, encodeRequest, type IdReply } from '../../kafka/messages.js';
 import { replyBytes, type ReplyContent } from '../../kafka/signing.js';
 import { Episode } from '../../core/episode.js';
+import { retry } from '../../core/retry.js';
 import { verifierFrom, type Verification } from './verification.js';
 import { assertTopicsExist, ensureTopics } from '../../kafka/topics.js';
 import { REQUEST_TOPIC, kafkaNames } from '../../kafka/names.js';
@@ -183,15 +184,14 @@ export class IdmintKafkaClient {
     if (!BIZ_TAG_PATTERN.test(bizTag)) throw new BadRequestError(`invalid biz tag "${bizTag}"`, 'bizTag');
     if (!Number.isSafeInteger(count) || count < 1) throw new BadRequestError(`count must be a positive integer, got ${count}`, 'count');
     await this.start();
-    const retries = options.retries ?? this.settings.retries;
-    for (let attempt = 0; ; attempt++) {
-      try {
-        return await traceKafkaRequest(this.settings.requestTopic, bizTag, count, () => this.request(bizTag, count, options.timeoutMs ?? this.settings.timeoutMs, as));
-      } catch (err) {
-        if (!(err instanceof TimeoutError) || attempt >= retries || this.closing) throw err;
-        this.logger.debug({ bizTag, attempt }, 'Kafka ID request timed out; retrying with a new request id');
-      }
-    }
+    return retry(() => traceKafkaRequest(this.settings.requestTopic, bizTag, count, () => this.request(bizTag, count, options.timeoutMs ?? this.settings.timeoutMs, as)), {
+      what: `a Kafka ID request for "${bizTag}"`,
+      retriable: (err) => err instanceof TimeoutError && !this.closing,
+      attempts: (options.retries ?? this.settings.retries) + 1,
+      // At once: the request already waited its timeout.
+      initialMs: 0,
+      onRetry: ({ attempt }) => this.logger.debug({ bizTag, attempt: attempt - 1 }, 'Kafka ID request timed out; retrying with a new request id'),
+    });
   }
 
   /** The same IDs as `bigint` (63-bit IDs exceed JS numbers). */
@@ -220,19 +220,20 @@ export class IdmintKafkaClient {
     );
     const producer = (this.producer ??= driver.writer());
     await producer.connect();
-    for (let attempt = 1; ; attempt++) {
-      try {
-        await this.join(driver);
-        break;
-      } catch (err) {
-        // A topic just created can be led in the metadata before its leader serves it ("does not
-        // host this topic-partition"): join again with a fresh consumer.
-        if (!isUnknownTopic(err) || attempt >= JOIN_ATTEMPTS || this.closing) throw err;
+    // A topic just created can be led in the metadata before its leader serves it ("does not
+    // host this topic-partition"): join again with a fresh consumer.
+    await retry(() => this.join(driver), {
+      what: `joining the reply topic ${this.replyTopic}`,
+      retriable: (err) => isUnknownTopic(err) && !this.closing,
+      attempts: JOIN_ATTEMPTS,
+      initialMs: 200,
+      growth: 'linear',
+      maxMs: Infinity,
+      onRetry: async ({ err, attempt }) => {
         this.logger.debug({ err, attempt }, 'the new reply topic is not served yet; joining again');
         await this.dropConsumer();
-        await new Promise((resolve) => setTimeout(resolve, 200 * attempt));
-      }
-    }
+      },
+    });
     this.logger.debug({ replyTopic: this.replyTopic }, 'Kafka client ready');
   }
 

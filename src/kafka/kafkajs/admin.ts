@@ -92,7 +92,7 @@ export class KafkaJsTopicAdmin implements TopicAdmin {
           this.readOffsets = true;
           return (await a.fetchTopicOffsets(topic)).map((p) => ({ partition: p.partition, high: p.high, low: p.low }));
         }),
-      { retriable: isLeaderMoving, timeoutMs: ADMIN_READ_RETRY_MS },
+      { what: `reading the offsets of ${topic}`, retriable: isLeaderMoving, timeoutMs: ADMIN_READ_RETRY_MS },
     );
   }
 
@@ -105,7 +105,7 @@ export class KafkaJsTopicAdmin implements TopicAdmin {
           const [committed] = await a.fetchOffsets({ groupId, topics: [topic] });
           return (committed?.partitions ?? []).map((p) => ({ partition: p.partition, offset: p.offset, metadata: p.metadata }));
         }),
-      { retriable: isCoordinatorMoving, timeoutMs: ADMIN_READ_RETRY_MS },
+      { what: `reading the offsets group ${groupId} committed on ${topic}`, retriable: isCoordinatorMoving, timeoutMs: ADMIN_READ_RETRY_MS },
     );
   }
 

@@ -1,5 +1,5 @@
 import { createRequire } from 'node:module';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { sleep } from '../../core/retry.js';
 
 /**
  * A guard on KafkaJS 2.2.4's consumer fetch loop, which can spin without ever yielding to the

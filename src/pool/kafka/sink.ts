@@ -12,6 +12,7 @@ import { ensureTopics, existingTopics, logUnderReplicated, underReplicated } fro
 import { DEFAULT_POOL_PARTITIONS, kafkaNames, type KafkaNames, POOL_TOPIC_CONFIGS } from '../../kafka/names.js';
 import { checkInteger, resolveOptions } from '../../core/options.js';
 import { IdmintError } from '../../core/errors.js';
+import { retry } from '../../core/retry.js';
 import { traceBlocksSend } from '../../tracing/messaging.js';
 import type { HeaderRecord } from '../../tracing/propagation.js';
 
@@ -275,19 +276,17 @@ export class KafkaPoolSink implements PoolSink {
    * to them fails with "This server does not host this topic-partition".
    */
   private async untilHosted(topic: string): Promise<void> {
-    const deadline = Date.now() + 30_000;
-    for (let wait = 50; ; wait = Math.min(1000, wait * 2)) {
-      try {
+    await retry(
+      async () => {
         const admin = await this.connect();
         const offsets = await admin.topicOffsets(topic);
         const meta = await admin.topicMetadata([topic]);
         const partitions = meta[0]?.partitions ?? [];
         if (offsets.length === partitions.length && partitions.length > 0 && partitions.every((p) => p.leader >= 0)) return;
-      } catch (err) {
-        if (Date.now() >= deadline) throw err;
-      }
-      if (Date.now() >= deadline) throw new IdmintError('NOT_READY', `Kafka pool topic ${topic} has partitions without a leader after 30 s`);
-      await new Promise((resolve) => setTimeout(resolve, wait));
-    }
+        throw new IdmintError('NOT_READY', `Kafka pool topic ${topic} has partitions without a leader after 30 s`);
+      },
+      // Any failure: the last one is thrown at the deadline.
+      { what: `waiting for the pool topic ${topic}`, retriable: () => true, timeoutMs: 30_000, initialMs: 50, maxMs: 1000 },
+    );
   }
 }

@@ -4,6 +4,7 @@ import { silentLogger, type Logger } from '../../core/logger.js';
 import { settleDroppedCommands } from '../../redis/dropped-commands.js';
 import { clusterClient } from '../../redis/cluster.js';
 import { defineScripts } from './scripts.js';
+import { backoffMs } from '../../core/retry.js';
 
 /** A new ioredis client for a URL, for options alone (Sentinel) or for a Cluster's nodes, with `extra` options over them. */
 export function redisClientFor(
@@ -49,7 +50,8 @@ export class RedisConnection {
       autoResendUnfulfilledCommands: false,
       commandTimeout: 1000,
       connectTimeout: 2000,
-      retryStrategy: (times) => Math.min(times * 200, 2000),
+      // Reconnects 200 ms × n apart, at most 2 s (ioredis counts `times` from 1).
+      retryStrategy: (times) => backoffMs(times - 1, { initialMs: 200, growth: 'linear', maxMs: 2000 }),
     });
     this.patient = redisClientFor(target, { maxRetriesPerRequest: null, autoResendUnfulfilledCommands: false });
     // Without this a command in flight when Redis dies is never settled (an ioredis bug).

@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createIdmintClient, httpTransport } from '../../../src/client/index.js';
+import { createIdmintClient, failoverTransport, httpTransport } from '../../../src/client/index.js';
 import { rejection } from '../../support/assertions.js';
 import { until } from '../../support/poll.js';
 
@@ -117,6 +117,17 @@ describe('httpTransport', () => {
     expect((await rejection(t.fetch('order', 1))).message).toMatch(/closed/);
   });
 
+  it('close() ends a backoff in progress at once, with the closed error (issue 46)', async () => {
+    const url = await serve(error(503, 'NOT_READY', 'starting'));
+    // An hour's backoff: only close() can end the wait within the test's timeout.
+    const t = httpTransport({ url, retries: 3, backoffMs: 3_600_000, maxBackoffMs: 3_600_000 });
+    const pending = t.fetch('order', 1);
+    await until('the first attempt to fail', () => t.retried === 1);
+    await t.close();
+    expect(await rejection(pending)).toMatchObject({ code: 'NOT_READY', message: /closed/, retriable: false });
+    expect(seen).toHaveLength(1);
+  });
+
   it('validates its options with BAD_REQUEST', () => {
     for (const options of [{ url: 'not a url' }, { url: 'ftp://x' }, { url: 'http://x', retries: -1 }, { url: 'http://x', timeoutMs: 0 }]) {
       expect(() => httpTransport(options)).toThrow(expect.objectContaining({ code: 'BAD_REQUEST' }));
@@ -131,5 +142,37 @@ describe('httpTransport', () => {
     const client = createIdmintClient({ transport: httpTransport({ url, backoffMs: 1 }), batchSize: 5 });
     expect(await client.nextMany('order', 5)).toEqual([1n, 2n, 3n, 4n, 5n]);
     await client.close();
+  });
+});
+
+describe('failoverTransport', () => {
+  it('tries every server each round, rounds times, and throws the last retriable failure', async () => {
+    const url = await serve(error(503, 'NOT_READY', 'starting'));
+    const t = failoverTransport({ urls: [url, `${url}/b`], rounds: 2 });
+    expect(await rejection(t.fetch('order', 1))).toMatchObject({ code: 'NOT_READY', message: 'starting' });
+    // Round 1: both servers; round 2: both again (each cooling down, so all of them).
+    expect(seen).toHaveLength(4);
+    await t.close();
+  });
+
+  it('returns the first answer, and a caller\'s mistake at once without trying the next server', async () => {
+    const url = await serve(error(503, 'NOT_READY', 'starting'), ids('5'), error(404, 'UNKNOWN_BIZ_TAG', 'no such tag'));
+    const t = failoverTransport({ urls: [url, `${url}/b`] });
+    expect((await t.fetch('order', 1)).ids).toEqual(['5']);
+    expect(await rejection(t.fetch('nope', 1))).toMatchObject({ code: 'UNKNOWN_BIZ_TAG' });
+    expect(seen).toHaveLength(3);
+    await t.close();
+  });
+
+  it('close() ends the wait between rounds at once, and nothing is asked after it', async () => {
+    const url = await serve(error(503, 'NOT_READY', 'starting'));
+    const t = failoverTransport({ urls: [url], rounds: 100 });
+    const pending = t.fetch('order', 1);
+    await until('the first round to fail', () => seen.length >= 1);
+    await t.close();
+    expect(await rejection(pending)).toMatchObject({ code: 'NOT_READY', message: /closed/, retriable: false });
+    const asked = seen.length;
+    expect((await rejection(t.fetch('order', 1))).message).toMatch(/closed/);
+    expect(seen).toHaveLength(asked);
   });
 });

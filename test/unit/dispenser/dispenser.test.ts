@@ -4,6 +4,7 @@ import { IdmintError, SegmentExhaustedError, notReady } from '../../../src/core/
 import type { BizStore, BizTag, BizTagInput, IdSource, IdSourceName, Segment } from '../../../src/core/ports.js';
 import { Dispenser, MAX_REMEMBERED_MISSES, type DispenserPlugin } from '../../../src/dispenser/dispenser.js';
 import { DispenserMetrics } from '../../../src/dispenser/metrics.js';
+import { TagCache } from '../../../src/dispenser/tag-cache.js';
 import { expectNoDuplicates } from '../../support/unique.js';
 import { testTag } from '../../support/tags.js';
 import { SteppingClock } from '../core/helpers.js';
@@ -288,6 +289,25 @@ describe('Dispenser', () => {
     now += 500;
     await expect(dispenser.get('order', 1)).rejects.toMatchObject({ code: 'UNKNOWN_BIZ_TAG' });
     expect(store.lookups).toBe(3);
+  });
+
+  it('stamps a tag listing with the injected clock: the listed settings go stale by that clock, not by the wall (issue 46)', async () => {
+    // Months before the wall clock: a listing stamped by Date.now() would look fresh to this clock for months.
+    const clock = new SteppingClock(Date.UTC(2026, 0, 1));
+    const store = new TagTable(tag('order'));
+    const dispenser = new Dispenser({ store, pools: { memory: new CounterSource('pool', 1n) }, tagCacheMs: 500, clock });
+    const cache = new TagCache({ store, ttlMs: 500, clock });
+    await expect(dispenser.preloadTags()).resolves.toBe(1);
+    expect(cache.preload(await store.listBiz())).toBe(1);
+    await dispenser.get('order', 1);
+    expect(await cache.get('order')).toMatchObject({ bizTag: 'order' });
+    expect(store.lookups).toBe(0);
+    // Older than the bound by the clock: the next lookup waits for a reload and sees the tag gone.
+    store.tags.delete('order');
+    await clock.sleep(501);
+    await expect(dispenser.get('order', 1)).rejects.toMatchObject({ code: 'UNKNOWN_BIZ_TAG' });
+    expect(await cache.get('order')).toBeNull();
+    expect(store.lookups).toBe(2);
   });
 
   it('a change made in this process (invalidate) is never overwritten by a reload that started before it', async () => {
