@@ -1,4 +1,4 @@
-import { BadRequestError, dependencyOf, IdmintError, UnknownBizTagError, isIdmintError } from '../core/errors.js';
+import { BadRequestError, dependencyOf, forCaller, IdmintError, UnknownBizTagError } from '../core/errors.js';
 import { BIZ_TAG_PATTERN, sleepBy, systemClock, type BizStore, type BizTag, type BlocksResult, type Clock, type DispenseResult, type IdService, type IdSource, type IdSourceName, type PoolKind, type TakeContext } from '../core/ports.js';
 import type { DispenserMetrics } from './metrics.js';
 import { silentLogger, type Logger } from '../core/logger.js';
@@ -461,10 +461,9 @@ function validate(bizTag: string, count: number, maxCount: number): void {
   }
 }
 
-/** An unexpected failure: its raw message goes to the log (the caller logs `cause`), never to the client. */
+/** An unexpected failure or a misconfiguration: its raw message goes to the log (the caller logs `cause`), never to the client. */
 function asIdmintError(err: unknown): IdmintError {
-  if (isIdmintError(err)) return err;
-  return new IdmintError('NOT_READY', 'internal fault while dispensing; the server logged the details', { cause: err });
+  return forCaller(err, 'internal fault while dispensing');
 }
 
 

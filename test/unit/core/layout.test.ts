@@ -19,15 +19,15 @@ const validLayout = fc
   .filter((o) => o.timeBits >= 1 && o.timeBits <= (o.timeUnit === 'ms' ? 52 : 42))
   .map((o): LayoutOptions => o);
 
-function expectBadRequest(fn: () => unknown): void {
+function expectBadRequest(fn: () => unknown, code = 'BAD_REQUEST'): void {
   try {
     fn();
   } catch (err) {
     expect(err).toBeInstanceOf(IdmintError);
-    expect((err as IdmintError).code).toBe('BAD_REQUEST');
+    expect((err as IdmintError).code).toBe(code);
     return;
   }
-  expect.fail('expected BAD_REQUEST');
+  expect.fail(`expected ${code}`);
 }
 
 describe('Layout', () => {
@@ -168,8 +168,9 @@ describe('ShardedLayout', () => {
   });
 
   it('rejects invalid splits and fields', () => {
-    expectBadRequest(() => createShardedLayout({ sequenceBits: 0 }));
-    expectBadRequest(() => createShardedLayout({ sequenceBits: 49, shardBits: 16, appBits: 16 }).encode({ sequence: 0, shard: 0, app: 0 }));
+    // A split is configuration: the operator's to fix, not a caller's 400.
+    expectBadRequest(() => createShardedLayout({ sequenceBits: 0 }), 'CONFIG_INVALID');
+    expectBadRequest(() => createShardedLayout({ sequenceBits: 49, shardBits: 16, appBits: 16 }), 'CONFIG_INVALID');
     expectBadRequest(() => SHARDED_LAYOUT.encode({ sequence: 0, shard: 64, app: 0 }));
     expectBadRequest(() => SHARDED_LAYOUT.decode(2n ** 53n));
     expectBadRequest(() => createShardedLayout({ sequenceBits: 49 }).encodeNumber({ sequence: 1, shard: 0, app: 0 }));
