@@ -2,7 +2,7 @@ import { BadRequestError, dependencyOf, forCaller, IdmintError, UnknownBizTagErr
 import { BIZ_TAG_PATTERN, sleepBy, systemClock, type BizStore, type BizTag, type BlocksResult, type Clock, type DispenseResult, type IdService, type IdSource, type IdSourceName, type PoolKind, type TakeContext } from '../core/ports.js';
 import type { DispenserMetrics } from './metrics.js';
 import { silentLogger, type Logger } from '../core/logger.js';
-import { checkInteger, OptionsError, resolveOptions } from '../core/options.js';
+import { checkInteger, defaults, OptionsError, resolveOptions } from '../core/options.js';
 import { poolKindOf } from '../core/pool-kind.js';
 import { Episode } from '../core/episode.js';
 import { blocksOf, blocksSize, type Block } from '../core/block.js';
@@ -87,7 +87,7 @@ const NO_CONTEXT: TakeContext = Object.freeze({});
 /** Unknown tag names remembered at most (each for tagCacheMs). */
 export const MAX_REMEMBERED_MISSES = TAG_CACHE_DEFAULTS.maxMisses;
 
-export const DISPENSER_DEFAULTS: Readonly<{ maxCount: number; maxBlockCount: number; tagCacheMs: number; maxIdsInFlight: number; poolWaitMs: number }> = Object.freeze({
+export const DISPENSER_DEFAULTS = defaults({
   maxCount: 10_000,
   maxBlockCount: 10_000_000,
   tagCacheMs: TAG_CACHE_DEFAULTS.ttlMs,
