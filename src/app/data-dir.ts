@@ -1,6 +1,6 @@
 import { accessSync, constants, lstatSync, mkdirSync, realpathSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { ConfigError, IdmintError } from '../core/errors.js';
+import { ConfigError, type IdmintError } from '../core/errors.js';
 
 /**
  * Creates IDMINT_DATA_DIR if needed and checks it is a writable directory on a real file
