@@ -4,6 +4,7 @@ import type { Duplex } from 'node:stream';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from 'fastify';
 import type { Registry } from 'prom-client';
 import { silentLogger, type Logger } from '../core/logger.js';
+import { defaults } from '../core/options.js';
 import { makeTokenGuard } from './auth.js';
 import { installErrorHandling } from './errors.js';
 import { traceHttp } from '../tracing/http.js';
@@ -28,7 +29,7 @@ export interface ConnectionLimits {
   maxConnections: number;
 }
 
-export const CONNECTION_LIMIT_DEFAULTS: ConnectionLimits = Object.freeze({ requestTimeoutMs: 10_000, keepAliveTimeoutMs: 5_000, maxConnections: 10_000 });
+export const CONNECTION_LIMIT_DEFAULTS = defaults<ConnectionLimits>({ requestTimeoutMs: 10_000, keepAliveTimeoutMs: 5_000, maxConnections: 10_000 });
 
 /** How often node looks for requests past their timeout (its default is 30 s). */
 const REQUEST_CHECK_INTERVAL_MS = 1000;
