@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { z } from 'zod';
 import { splitPostgresUrl } from '../store/pg-hosts.js';
-import { ConfigError, type BadRequestError } from '../core/errors.js';
+import { ConfigError } from '../core/errors.js';
 import { DEFAULT_STRIPE, regionLayout, type RegionLayout } from '../core/region.js';
 import { checkNamespace, kafkaNames } from '../kafka/names.js';
 import { KAFKA_DRIVERS } from '../kafka/ports.js';
@@ -373,7 +373,7 @@ export function regionOf(config: Pick<Config, 'IDMINT_REGIONS' | 'IDMINT_REGION'
   try {
     return regionLayout(regions, region, stripe ?? DEFAULT_STRIPE);
   } catch (err) {
-    const name = { regions: 'IDMINT_REGIONS', region: 'IDMINT_REGION', stripe: 'IDMINT_REGION_STRIPE' }[(err as BadRequestError).field ?? 'region'];
+    const name = { regions: 'IDMINT_REGIONS', region: 'IDMINT_REGION', stripe: 'IDMINT_REGION_STRIPE' }[(err as ConfigError).field ?? 'region'];
     throw new ConfigError(`invalid configuration: ${name}: ${(err as Error).message}`);
   }
 }
