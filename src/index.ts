@@ -1,6 +1,6 @@
 // idmint's public surface, exported by name: what an application embeds or extends.
 // Lower-level pieces stay reachable through their folders' index files.
-export { ERROR_CODES, IdmintError, ClockBackwardsError, SegmentExhaustedError, UnknownBizTagError, BadRequestError, TimeoutError, isIdmintError } from './core/errors.js';
+export { ERROR_CODES, IdmintError, ClockBackwardsError, SegmentExhaustedError, UnknownBizTagError, BadRequestError, ConfigError, TimeoutError, isIdmintError } from './core/errors.js';
 export type { ErrorCode, IdmintErrorOptions } from './core/errors.js';
 export { BIZ_TAG_PATTERN, MAX_SEGMENT_ID, systemClock } from './core/ports.js';
 export type {

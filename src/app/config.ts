@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { z } from 'zod';
 import { splitPostgresUrl } from '../store/pg-hosts.js';
-import { IdmintError, type BadRequestError } from '../core/errors.js';
+import { ConfigError } from '../core/errors.js';
 import { DEFAULT_STRIPE, regionLayout, type RegionLayout } from '../core/region.js';
 import { checkNamespace, kafkaNames } from '../kafka/names.js';
 import { KAFKA_DRIVERS } from '../kafka/ports.js';
@@ -316,7 +316,7 @@ export const envSchema = z.object({
 export type Config = Readonly<z.infer<typeof envSchema> & { IDMINT_KAFKA_REQUEST_TOPIC: string; IDMINT_KAFKA_RESPONDER_GROUP: string }>;
 
 /**
- * Parses the environment. A bad value throws one IdmintError whose message names each
+ * Parses the environment. A bad value throws one ConfigError (CONFIG_INVALID) whose message names each
  * variable at fault and what it expects; entry points print it as one line and exit 1.
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -328,37 +328,36 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     IDMINT_KAFKA_RESPONDER_GROUP: parsed.IDMINT_KAFKA_RESPONDER_GROUP ?? names.responderGroup,
   });
   if (config.IDMINT_POOL_MIN_DEPTH > config.IDMINT_POOL_MAX_DEPTH) {
-    throw new IdmintError('BAD_REQUEST', 'invalid configuration: IDMINT_POOL_MIN_DEPTH must not exceed IDMINT_POOL_MAX_DEPTH');
+    throw new ConfigError('invalid configuration: IDMINT_POOL_MIN_DEPTH must not exceed IDMINT_POOL_MAX_DEPTH');
   }
   if (config.IDMINT_POOL_MIN_DEPTH > config.IDMINT_POOL_MAX_RANGE_DEPTH) {
-    throw new IdmintError('BAD_REQUEST', 'invalid configuration: IDMINT_POOL_MIN_DEPTH must not exceed IDMINT_POOL_MAX_RANGE_DEPTH');
+    throw new ConfigError('invalid configuration: IDMINT_POOL_MIN_DEPTH must not exceed IDMINT_POOL_MAX_RANGE_DEPTH');
   }
   if (config.IDMINT_PROCESSES > 1 && !config.DATABASE_URL) {
-    throw new IdmintError('BAD_REQUEST', 'invalid configuration: IDMINT_PROCESSES > 1 needs DATABASE_URL (the embedded database has one owner; run one process, or use Postgres)');
+    throw new ConfigError('invalid configuration: IDMINT_PROCESSES > 1 needs DATABASE_URL (the embedded database has one owner; run one process, or use Postgres)');
   }
   if (config.IDMINT_PROCESSES > 1 && config.IDMINT_WORKER_ID !== undefined && config.IDMINT_PROCESS_INDEX === undefined) {
     // Every forked process would inherit the one id: two Snowflake generators with one worker id repeat IDs.
-    throw new IdmintError('BAD_REQUEST', 'invalid configuration: IDMINT_WORKER_ID gives one worker id, and IDMINT_PROCESSES > 1 would give it to every process (their Snowflake IDs would repeat); unset IDMINT_WORKER_ID (each process then registers its own) or run one process per worker id');
+    throw new ConfigError('invalid configuration: IDMINT_WORKER_ID gives one worker id, and IDMINT_PROCESSES > 1 would give it to every process (their Snowflake IDs would repeat); unset IDMINT_WORKER_ID (each process then registers its own) or run one process per worker id');
   }
   if ((config.REDIS_SENTINELS === undefined) !== (config.REDIS_SENTINEL_NAME === undefined)) {
-    throw new IdmintError('BAD_REQUEST', 'invalid configuration: REDIS_SENTINELS and REDIS_SENTINEL_NAME go together (the sentinels, and the name of the master they watch)');
+    throw new ConfigError('invalid configuration: REDIS_SENTINELS and REDIS_SENTINEL_NAME go together (the sentinels, and the name of the master they watch)');
   }
   if (config.REDIS_CLUSTER_NODES !== undefined && config.REDIS_SENTINELS !== undefined) {
-    throw new IdmintError('BAD_REQUEST', 'invalid configuration: REDIS_CLUSTER_NODES and REDIS_SENTINELS name two different kinds of Redis; set the one you run');
+    throw new ConfigError('invalid configuration: REDIS_CLUSTER_NODES and REDIS_SENTINELS name two different kinds of Redis; set the one you run');
   }
   if (config.REDIS_CLUSTER_NODES !== undefined && config.REDIS_URL !== undefined && !['', '/', '/0'].includes(new URL(config.REDIS_URL).pathname)) {
-    throw new IdmintError('BAD_REQUEST', 'invalid configuration: a Redis Cluster has database 0 only; leave the database out of REDIS_URL (it gives only the scheme, user and password with REDIS_CLUSTER_NODES)');
+    throw new ConfigError('invalid configuration: a Redis Cluster has database 0 only; leave the database out of REDIS_URL (it gives only the scheme, user and password with REDIS_CLUSTER_NODES)');
   }
   regionOf(config);
   if (config.IDMINT_POOL_BLOCK_KEY !== undefined) {
-    throw new IdmintError(
-      'BAD_REQUEST',
+    throw new ConfigError(
       'invalid configuration: IDMINT_POOL_BLOCK_KEY (a key shared with every consumer, which could sign blocks of its own) is replaced by the deployment\'s Ed25519 signing key: unset it, and give SDKs the public key `idmint keys public` prints (verifyKey / IDMINT_VERIFY_KEY) in place of blockKey (README "Kafka API")',
     );
   }
   const sasl = [config.IDMINT_KAFKA_SASL_MECHANISM, config.IDMINT_KAFKA_SASL_USERNAME, config.IDMINT_KAFKA_SASL_PASSWORD];
   if (sasl.some((v) => v !== undefined) && !sasl.every((v) => v !== undefined)) {
-    throw new IdmintError('BAD_REQUEST', 'invalid configuration: IDMINT_KAFKA_SASL_MECHANISM, IDMINT_KAFKA_SASL_USERNAME and IDMINT_KAFKA_SASL_PASSWORD go together');
+    throw new ConfigError('invalid configuration: IDMINT_KAFKA_SASL_MECHANISM, IDMINT_KAFKA_SASL_USERNAME and IDMINT_KAFKA_SASL_PASSWORD go together');
   }
   return config;
 }
@@ -367,15 +366,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 export function regionOf(config: Pick<Config, 'IDMINT_REGIONS' | 'IDMINT_REGION' | 'IDMINT_REGION_STRIPE'>): RegionLayout | undefined {
   const { IDMINT_REGIONS: regions, IDMINT_REGION: region, IDMINT_REGION_STRIPE: stripe } = config;
   if (regions === undefined || regions === 1) {
-    if ((region ?? 0) !== 0 || stripe !== undefined) throw new IdmintError('BAD_REQUEST', 'invalid configuration: IDMINT_REGION and IDMINT_REGION_STRIPE need IDMINT_REGIONS (how many regions the ID space is split for, 2 to 64)');
+    if ((region ?? 0) !== 0 || stripe !== undefined) throw new ConfigError('invalid configuration: IDMINT_REGION and IDMINT_REGION_STRIPE need IDMINT_REGIONS (how many regions the ID space is split for, 2 to 64)');
     return undefined;
   }
-  if (region === undefined) throw new IdmintError('BAD_REQUEST', `invalid configuration: IDMINT_REGIONS=${regions} needs IDMINT_REGION (this deployment's number, 0 to ${regions - 1})`);
+  if (region === undefined) throw new ConfigError(`invalid configuration: IDMINT_REGIONS=${regions} needs IDMINT_REGION (this deployment's number, 0 to ${regions - 1})`);
   try {
     return regionLayout(regions, region, stripe ?? DEFAULT_STRIPE);
   } catch (err) {
-    const name = { regions: 'IDMINT_REGIONS', region: 'IDMINT_REGION', stripe: 'IDMINT_REGION_STRIPE' }[(err as BadRequestError).field ?? 'region'];
-    throw new IdmintError('BAD_REQUEST', `invalid configuration: ${name}: ${(err as Error).message}`);
+    const name = { regions: 'IDMINT_REGIONS', region: 'IDMINT_REGION', stripe: 'IDMINT_REGION_STRIPE' }[(err as ConfigError).field ?? 'region'];
+    throw new ConfigError(`invalid configuration: ${name}: ${(err as Error).message}`);
   }
 }
 
@@ -388,7 +387,7 @@ export function parseEnv<T extends z.ZodType>(schema: T, env: NodeJS.ProcessEnv 
   const parsed = schema.safeParse(cleaned);
   if (!parsed.success) {
     const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message.startsWith('Invalid') ? i.message : `expected ${i.message}`}`);
-    throw new IdmintError('BAD_REQUEST', `invalid configuration: ${problems.join('; ')}`);
+    throw new ConfigError(`invalid configuration: ${problems.join('; ')}`);
   }
   return Object.freeze(parsed.data);
 }

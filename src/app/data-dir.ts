@@ -1,6 +1,6 @@
 import { accessSync, constants, lstatSync, mkdirSync, realpathSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { IdmintError } from '../core/errors.js';
+import { ConfigError, type IdmintError } from '../core/errors.js';
 
 /**
  * Creates IDMINT_DATA_DIR if needed and checks it is a writable directory on a real file
@@ -10,7 +10,7 @@ import { IdmintError } from '../core/errors.js';
 export function prepareDataDir(configured: string): string {
   const dir = resolve(configured);
   const refuse = (why: string, cause?: unknown): IdmintError =>
-    new IdmintError('BAD_REQUEST', `IDMINT_DATA_DIR ${configured} ${why}; point it at a writable directory (default ./data)`, cause === undefined ? {} : { cause });
+    new ConfigError(`IDMINT_DATA_DIR ${configured} ${why}; point it at a writable directory (default ./data)`, 'IDMINT_DATA_DIR', cause === undefined ? {} : { cause });
   if (/^\/(proc|sys|dev)(\/|$)/.test(realExisting(dir))) throw refuse('is inside a kernel file system (/proc, /sys or /dev)');
   try {
     mkdirSync(dir, { recursive: true });

@@ -1,7 +1,7 @@
 import type { RefillHealth } from './readiness.js';
 import type { FastifyInstance } from 'fastify';
 import { Registry } from 'prom-client';
-import { IdmintError, isIdmintError } from '../core/errors.js';
+import { ConfigError, isIdmintError } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
 import type { BizStore } from '../core/ports.js';
 import type { Dispenser } from '../dispenser/dispenser.js';
@@ -164,10 +164,10 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
 export function rolesFrom(config: Config): ReadonlySet<Role> {
   if (config.IDMINT_ROLES) {
     const roles = new Set(config.IDMINT_ROLES.split(',') as Role[]);
-    if (roles.has('refill') && !usesRedis(config)) throw new IdmintError('BAD_REQUEST', 'IDMINT_ROLES includes refill, which needs REDIS_URL, REDIS_SENTINELS or REDIS_CLUSTER_NODES (refills fill Redis pools)');
-    if (roles.has('responder') && !config.KAFKA_BROKERS) throw new IdmintError('BAD_REQUEST', 'IDMINT_ROLES includes responder, which needs KAFKA_BROKERS');
+    if (roles.has('refill') && !usesRedis(config)) throw new ConfigError('IDMINT_ROLES includes refill, which needs REDIS_URL, REDIS_SENTINELS or REDIS_CLUSTER_NODES (refills fill Redis pools)');
+    if (roles.has('responder') && !config.KAFKA_BROKERS) throw new ConfigError('IDMINT_ROLES includes responder, which needs KAFKA_BROKERS');
     if (roles.size === 1 && roles.has('refill') && !config.DATABASE_URL) {
-      throw new IdmintError('BAD_REQUEST', 'a refill-only process needs DATABASE_URL: it allocates segments in the Postgres the API uses');
+      throw new ConfigError('a refill-only process needs DATABASE_URL: it allocates segments in the Postgres the API uses');
     }
     return roles;
   }

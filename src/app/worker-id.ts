@@ -1,6 +1,6 @@
 import { hostname, networkInterfaces } from 'node:os';
 import type { Redis } from 'ioredis';
-import { IdmintError } from '../core/errors.js';
+import { ConfigError } from '../core/errors.js';
 import { usesRedis } from './connections.js';
 import type { ZkCredential } from '../zookeeper/digest.js';
 import { silentLogger, type Logger } from '../core/logger.js';
@@ -87,11 +87,11 @@ async function localProvider(config: WorkerIdConfig, deps: WorkerIdDeps): Promis
   const dataDir = config.IDMINT_DATA_DIR;
   const preferredWorkerId = preferredId(config);
   if (config.IDMINT_WORKER_ID !== undefined) {
-    if (preferredWorkerId !== undefined) throw new IdmintError('BAD_REQUEST', 'IDMINT_WORKER_ID and IDMINT_WORKER_ID_ORDINAL both name the worker id; set one');
+    if (preferredWorkerId !== undefined) throw new ConfigError('IDMINT_WORKER_ID and IDMINT_WORKER_ID_ORDINAL both name the worker id; set one');
     return new StaticWorkerIdProvider(config.IDMINT_WORKER_ID, { dataDir, logger, clock });
   }
   const kind = providerKind(config, deps.db !== undefined);
-  const missing = (what: string) => new IdmintError('BAD_REQUEST', `IDMINT_WORKER_ID_PROVIDER=${kind} needs ${what}`);
+  const missing = (what: string) => new ConfigError(`IDMINT_WORKER_ID_PROVIDER=${kind} needs ${what}`);
   const leased = {
     dataDir,
     logger,
@@ -125,7 +125,7 @@ async function localProvider(config: WorkerIdConfig, deps: WorkerIdDeps): Promis
       if (!usesRedis(config) || !deps.redis) throw missing('REDIS_URL, REDIS_SENTINELS or REDIS_CLUSTER_NODES');
       return new RedisWorkerIdProvider({ redis: deps.redis, app: 'idmint', address: stableAddress(config), keyPrefix: `${config.IDMINT_POOL_KEY_PREFIX}idmint:`, leaseMs: config.IDMINT_WORKER_ID_LEASE_MS, ...leased });
     case 'file':
-      if (preferredWorkerId !== undefined) throw new IdmintError('BAD_REQUEST', 'IDMINT_WORKER_ID_ORDINAL needs a registry that leases ids (IDMINT_WORKER_ID_PROVIDER=zookeeper, postgres or redis); the file provider keeps one id per data directory');
+      if (preferredWorkerId !== undefined) throw new ConfigError('IDMINT_WORKER_ID_ORDINAL needs a registry that leases ids (IDMINT_WORKER_ID_PROVIDER=zookeeper, postgres or redis); the file provider keeps one id per data directory');
       return new FileWorkerIdProvider({ dataDir, logger, clock });
   }
 }
@@ -140,7 +140,7 @@ export function preferredId(config: Pick<Config, 'IDMINT_WORKER_ID_ORDINAL' | 'I
   let n: number;
   if (ordinal === 'hostname') {
     const m = /-(\d{1,7})$/.exec(host);
-    if (!m) throw new IdmintError('BAD_REQUEST', `IDMINT_WORKER_ID_ORDINAL=hostname: the host name "${host}" does not end in -<number> (a StatefulSet pod's name does)`);
+    if (!m) throw new ConfigError(`IDMINT_WORKER_ID_ORDINAL=hostname: the host name "${host}" does not end in -<number> (a StatefulSet pod's name does)`);
     n = Number(m[1]);
   } else n = Number(ordinal);
   return config.IDMINT_PROCESSES > 1 ? n * config.IDMINT_PROCESSES + (config.IDMINT_PROCESS_INDEX ?? 0) : n;
@@ -169,7 +169,7 @@ export async function createSnowflakeSourceFromConfig(
 /** ip:port is the process's identity in ZooKeeper and Redis: a random port would register anew each start. */
 function stableAddress(config: WorkerIdConfig): string {
   if (!config.IDMINT_ADVERTISE && config.IDMINT_PORT === 0) {
-    throw new IdmintError('BAD_REQUEST', 'IDMINT_PORT=0 gives no stable worker-id identity: set IDMINT_PORT, or IDMINT_ADVERTISE=ip:port');
+    throw new ConfigError('IDMINT_PORT=0 gives no stable worker-id identity: set IDMINT_PORT, or IDMINT_ADVERTISE=ip:port');
   }
   return advertisedAddress(config);
 }

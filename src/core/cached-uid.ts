@@ -6,7 +6,7 @@
  */
 import { IdmintError } from './errors.js';
 import { UidGeneratorBase, type UidGeneratorOptions } from './uid.js';
-import { defaults } from './options.js';
+import { checkInteger, defaults, OptionsError, resolveOptions } from './options.js';
 
 /** What the handlers see of the ring. */
 export interface RingState {
@@ -62,21 +62,31 @@ export class CachedUidGenerator extends UidGeneratorBase {
 
   constructor(options: CachedUidGeneratorOptions) {
     super(options, 'cached-uid');
-    const boostPower = options.boostPower ?? CACHED_UID_DEFAULTS.boostPower;
-    const paddingFactor = options.paddingFactor ?? CACHED_UID_DEFAULTS.paddingFactor;
-    if (!Number.isInteger(boostPower) || boostPower < 0 || boostPower > 10) throw new IdmintError('BAD_REQUEST', `boostPower must be an integer in [0, 10], got ${boostPower}`);
-    if (!Number.isInteger(paddingFactor) || paddingFactor <= 0 || paddingFactor >= 100) throw new IdmintError('BAD_REQUEST', `paddingFactor must be an integer in (0, 100), got ${paddingFactor}`);
-    const si = options.scheduleIntervalMs;
-    if (si !== undefined && !(si > 0)) throw new IdmintError('BAD_REQUEST', `scheduleIntervalMs must be positive, got ${si}`);
     this.perSecond = this.layout.maxSequence + 1;
-    this.bufferSize = this.perSecond * 2 ** boostPower;
-    if (this.bufferSize > 2 ** 24) throw new IdmintError('BAD_REQUEST', `uid ring of ${this.bufferSize} slots is too large; lower boostPower`);
+    const { boostPower, paddingFactor, scheduleIntervalMs, onRejectedPut, onRejectedTake } = options;
+    const o = resolveOptions(
+      {
+        ...CACHED_UID_DEFAULTS,
+        scheduleIntervalMs: undefined as number | undefined,
+        onRejectedPut: (ring: RingState) => this.log.debug({ tail: ring.tail, cursor: ring.cursor }, 'uid ring full; padding stopped'),
+        onRejectedTake: padOnRejectedTake,
+      },
+      { boostPower, paddingFactor, scheduleIntervalMs, onRejectedPut, onRejectedTake },
+      (s) => {
+        checkInteger('CachedUidGenerator', s, 'boostPower', 0, 10);
+        if (!Number.isInteger(s.paddingFactor) || s.paddingFactor <= 0 || s.paddingFactor >= 100) throw new OptionsError('CachedUidGenerator', 'paddingFactor', `must be an integer from 1 to 99 (a % of the ring), got ${s.paddingFactor}`);
+        if (s.scheduleIntervalMs !== undefined && !(s.scheduleIntervalMs > 0)) throw new OptionsError('CachedUidGenerator', 'scheduleIntervalMs', `must be positive (or left out: no scheduled padding), got ${s.scheduleIntervalMs}`);
+        const size = this.perSecond * 2 ** s.boostPower;
+        if (size > 2 ** 24) throw new OptionsError('CachedUidGenerator', 'boostPower', `makes a ring of ${size} slots (${this.perSecond} IDs a second << ${s.boostPower}), more than 2^24; lower it`);
+      },
+    );
+    this.bufferSize = this.perSecond * 2 ** o.boostPower;
     this.mask = this.bufferSize - 1;
-    this.paddingThreshold = Math.floor((this.bufferSize * paddingFactor) / 100);
+    this.paddingThreshold = Math.floor((this.bufferSize * o.paddingFactor) / 100);
     this.slots = new Array<bigint>(this.bufferSize).fill(0n);
-    this.scheduleIntervalMs = si;
-    this.onRejectedPut = options.onRejectedPut ?? ((ring) => this.log.debug({ tail: ring.tail, cursor: ring.cursor }, 'uid ring full; padding stopped'));
-    this.onRejectedTake = options.onRejectedTake ?? padOnRejectedTake;
+    this.scheduleIntervalMs = o.scheduleIntervalMs;
+    this.onRejectedPut = o.onRejectedPut;
+    this.onRejectedTake = o.onRejectedTake;
     this.lastSecond = this.layout.deltaAt(this.clock.now()) - 1;
     const tail = (): number => this.tail;
     const cursor = (): number => this.cursor;

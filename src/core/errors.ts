@@ -17,6 +17,8 @@ export const ERROR_CODES = {
   UNAUTHORIZED: { status: 401, retriable: false, summary: 'The admin token is missing or wrong.' },
   RATE_LIMITED: { status: 429, retriable: true, summary: 'Too many requests from this client or for this tag; retry after the time the message gives.' },
   TIMEOUT: { status: 504, retriable: true, summary: 'No answer arrived before the deadline.' },
+  // The operator's to fix, not a caller's: never in an answer (see forCaller), its status only what a caller gets instead.
+  CONFIG_INVALID: { status: 503, retriable: false, summary: 'A setting or option is invalid; the process refuses to start and the message says what to change. Never sent to a caller.' },
 } as const satisfies Record<string, { status: number; retriable: boolean; summary: string }>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;
@@ -112,6 +114,21 @@ export class BadRequestError extends IdmintError {
   }
 }
 
+/**
+ * A setting or constructor option that cannot work: the operator's or programmer's mistake, found
+ * at start (or construction), never a caller's. The message names the setting and what to change.
+ */
+export class ConfigError extends IdmintError {
+  /** The setting or option at fault. */
+  readonly field: string | undefined;
+
+  constructor(message: string, field?: string, options: IdmintErrorOptions = {}) {
+    super('CONFIG_INVALID', message, { ...options, details: { ...(field === undefined ? {} : { field }), ...(options.details ?? {}) } });
+    this.name = 'ConfigError';
+    this.field = field;
+  }
+}
+
 export class TimeoutError extends IdmintError {
   readonly timeoutMs: number;
 
@@ -125,6 +142,17 @@ export class TimeoutError extends IdmintError {
 
 export function isIdmintError(err: unknown): err is IdmintError {
   return err instanceof IdmintError;
+}
+
+/**
+ * What a caller (an HTTP or Kafka request) may be told of a failure: an IdmintError as it is;
+ * anything else (a bug) and a CONFIG_INVALID (the operator's to fix, and its message may name
+ * settings) become the internal fault, NOT_READY, whose message points to the log. The caller
+ * logs the original (`cause`) when the two differ.
+ */
+export function forCaller(err: unknown, what = 'internal fault'): IdmintError {
+  if (isIdmintError(err) && err.code !== 'CONFIG_INVALID') return err;
+  return new IdmintError('NOT_READY', `${what}; the server logged the details`, { cause: err });
 }
 
 /** Wraps an unknown failure of a backing server as NOT_READY, keeping the cause. */

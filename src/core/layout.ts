@@ -3,6 +3,7 @@
  * is always 0 so every ID is a non-negative signed 64-bit integer (Postgres BIGINT, Java long).
  */
 import { BadRequestError } from './errors.js';
+import { checkInteger, defaults, OptionsError, resolveOptions } from './options.js';
 import type { Clock } from './ports.js';
 import { systemClock } from './ports.js';
 
@@ -49,16 +50,12 @@ const MAX_ID = (1n << 63n) - 1n;
 export const MIN_TIME_BASED_ID = 1n << 53n;
 const MAX_DATE_MS = 8.64e15;
 
+export const LAYOUT_DEFAULTS = defaults({ name: 'custom', datacenterBits: 0, timeUnit: 'ms' as TimeUnit });
+
 function toEpochMs(epoch: Date | number | string): number {
   const ms = epoch instanceof Date ? epoch.getTime() : typeof epoch === 'number' ? epoch : Date.parse(epoch);
-  if (!Number.isSafeInteger(ms)) throw new BadRequestError(`layout epoch ${String(epoch)} is not a valid date`, 'epoch');
+  if (!Number.isSafeInteger(ms)) throw new OptionsError('layout', 'epoch', `must be a valid date (an ISO string, a Date or Unix ms), got ${String(epoch)}`);
   return ms;
-}
-
-function checkBits(name: string, value: number, min: number, max: number): void {
-  if (!Number.isInteger(value) || value < min || value > max) {
-    throw new BadRequestError(`layout ${name} must be an integer in [${min}, ${max}], got ${value}`, name);
-  }
 }
 
 function checkField(name: string, value: number, max: number): void {
@@ -107,44 +104,43 @@ export class Layout {
   readonly safeFrom: Date;
 
   constructor(options: LayoutOptions, clock: Clock = systemClock) {
-    const datacenterBits = options.datacenterBits ?? 0;
-    const timeUnit = options.timeUnit ?? 'ms';
-    // Time ticks must stay safe integers in JS numbers, and a useful layout needs a sequence.
-    checkBits('timeBits', options.timeBits, 1, 53);
-    checkBits('datacenterBits', datacenterBits, 0, 31);
-    checkBits('workerBits', options.workerBits, 0, 31);
-    checkBits('sequenceBits', options.sequenceBits, 1, 31);
-    const sum = options.timeBits + datacenterBits + options.workerBits + options.sequenceBits;
-    if (sum !== ID_BITS) {
-      throw new BadRequestError(`layout bits must sum to 63 (plus the sign bit), got ${sum}`, 'timeBits');
-    }
-    if (timeUnit !== 'ms' && timeUnit !== 's') throw new BadRequestError(`layout timeUnit must be "ms" or "s", got ${String(timeUnit)}`, 'timeUnit');
-    const epochMs = toEpochMs(options.epoch);
-    if (epochMs >= clock.now()) {
-      throw new BadRequestError(`layout epoch ${new Date(epochMs).toISOString()} must lie in the past`, 'epoch');
-    }
+    let epochMs = Number.NaN;
+    const o = resolveOptions(LAYOUT_DEFAULTS, options, (s) => {
+      const invalid = (option: string, what: string) => new OptionsError('layout', option, what);
+      // Time ticks must stay safe integers in JS numbers, and a useful layout needs a sequence.
+      checkInteger('layout', s, 'timeBits', 1, 53);
+      checkInteger('layout', s, 'datacenterBits', 0, 31);
+      checkInteger('layout', s, 'workerBits', 0, 31);
+      checkInteger('layout', s, 'sequenceBits', 1, 31);
+      const sum = s.timeBits + s.datacenterBits + s.workerBits + s.sequenceBits;
+      if (sum !== ID_BITS) throw invalid('timeBits', `+ datacenterBits + workerBits + sequenceBits must sum to 63 (plus the sign bit), got ${sum}`);
+      if (s.timeUnit !== 'ms' && s.timeUnit !== 's') throw invalid('timeUnit', `must be "ms" or "s", got ${String(s.timeUnit)}`);
+      epochMs = toEpochMs(s.epoch);
+      if (epochMs >= clock.now()) throw invalid('epoch', `must lie in the past, got ${new Date(epochMs).toISOString()}`);
+      // Every instant the time bits can hold must be a valid Date, so decode never loses precision.
+      if (epochMs + 2 ** s.timeBits * (s.timeUnit === 'ms' ? 1 : 1000) > MAX_DATE_MS || epochMs < -MAX_DATE_MS) {
+        throw invalid('timeBits', `(${s.timeBits} bits of ${s.timeUnit} from ${new Date(epochMs).toISOString()}) ends past the last valid date; use fewer time bits`);
+      }
+    });
+    const { datacenterBits, timeUnit } = o;
     const unitMs = timeUnit === 'ms' ? 1 : 1000;
-    // Every instant the time bits can hold must be a valid Date, so decode never loses precision.
-    if (epochMs + 2 ** options.timeBits * unitMs > MAX_DATE_MS || epochMs < -MAX_DATE_MS) {
-      throw new BadRequestError(`layout time range (${options.timeBits} bits of ${timeUnit} from ${new Date(epochMs).toISOString()}) ends past the last valid date; use fewer time bits`, 'timeBits');
-    }
-    this.name = options.name ?? 'custom';
-    this.timeBits = options.timeBits;
+    this.name = o.name;
+    this.timeBits = o.timeBits;
     this.datacenterBits = datacenterBits;
-    this.workerBits = options.workerBits;
-    this.sequenceBits = options.sequenceBits;
+    this.workerBits = o.workerBits;
+    this.sequenceBits = o.sequenceBits;
     this.timeUnit = timeUnit;
     this.unitMs = unitMs;
     this.epochMs = epochMs;
     this.epoch = new Date(epochMs);
-    this.maxDelta = 2 ** options.timeBits - 1;
+    this.maxDelta = 2 ** o.timeBits - 1;
     this.maxDatacenterId = 2 ** datacenterBits - 1;
-    this.maxWorkerId = 2 ** options.workerBits - 1;
-    this.maxSequence = 2 ** options.sequenceBits - 1;
-    this.workerShift = options.sequenceBits;
-    this.datacenterShift = this.workerShift + options.workerBits;
+    this.maxWorkerId = 2 ** o.workerBits - 1;
+    this.maxSequence = 2 ** o.sequenceBits - 1;
+    this.workerShift = o.sequenceBits;
+    this.datacenterShift = this.workerShift + o.workerBits;
     this.timeShift = this.datacenterShift + datacenterBits;
-    this.exhaustsAt = new Date(epochMs + 2 ** options.timeBits * unitMs);
+    this.exhaustsAt = new Date(epochMs + 2 ** o.timeBits * unitMs);
     const safeDelta = this.timeShift >= 53 ? 1 : 2 ** (53 - this.timeShift);
     this.safeFrom = new Date(Math.min(MAX_DATE_MS, epochMs + safeDelta * this.unitMs));
     Object.freeze(this);

@@ -1,4 +1,4 @@
-import { BadRequestError } from './errors.js';
+import { ConfigError } from './errors.js';
 
 /**
  * The one way options become settings: the defaults, overridden by the options' defined values
@@ -15,8 +15,8 @@ export function resolveOptions<D extends object, O extends object = Partial<D>>(
   return Object.freeze(settings);
 }
 
-/** A constructor's option that is out of range or of the wrong kind: a programmer's or operator's mistake. */
-export class OptionsError extends BadRequestError {
+/** A constructor's option that is out of range or of the wrong kind: a programmer's or operator's mistake (CONFIG_INVALID). */
+export class OptionsError extends ConfigError {
   constructor(
     readonly component: string,
     option: string,

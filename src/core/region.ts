@@ -12,7 +12,7 @@
  *
  * This is the model the allocation SQL (store/biz-store.ts) follows, tested against it.
  */
-import { BadRequestError } from './errors.js';
+import { ConfigError } from './errors.js';
 import { MAX_SEGMENT_ID } from './ports.js';
 
 export interface RegionLayout {
@@ -27,12 +27,12 @@ export interface RegionLayout {
 export const MAX_REGIONS = 64;
 export const DEFAULT_STRIPE = 1_000_000;
 
-/** Checks a layout's numbers; throws BadRequestError naming the one at fault. */
+/** Checks a layout's numbers; throws ConfigError (CONFIG_INVALID) naming the one at fault. */
 export function regionLayout(regions: number, region: number, stripe: number = DEFAULT_STRIPE): RegionLayout {
-  if (!Number.isSafeInteger(regions) || regions < 2 || regions > MAX_REGIONS) throw new BadRequestError(`regions must be an integer from 2 to ${MAX_REGIONS}, got ${regions}`, 'regions');
-  if (!Number.isSafeInteger(region) || region < 0 || region >= regions) throw new BadRequestError(`region must be an integer from 0 to ${regions - 1}, got ${region}`, 'region');
+  if (!Number.isSafeInteger(regions) || regions < 2 || regions > MAX_REGIONS) throw new ConfigError(`regions must be an integer from 2 to ${MAX_REGIONS}, got ${regions}`, 'regions');
+  if (!Number.isSafeInteger(region) || region < 0 || region >= regions) throw new ConfigError(`region must be an integer from 0 to ${regions - 1}, got ${region}`, 'region');
   if (!Number.isSafeInteger(stripe) || stripe < 1 || stripe > Math.floor(MAX_SEGMENT_ID / regions)) {
-    throw new BadRequestError(`stripe must be an integer from 1 to ${Math.floor(MAX_SEGMENT_ID / regions)}, got ${stripe}`, 'stripe');
+    throw new ConfigError(`stripe must be an integer from 1 to ${Math.floor(MAX_SEGMENT_ID / regions)}, got ${stripe}`, 'stripe');
   }
   return Object.freeze({ regions, region, stripe });
 }
@@ -71,7 +71,7 @@ export function regionalWorkerIds(layout: Pick<RegionLayout, 'regions' | 'region
   const workerBits = Math.round(Math.log2(maxWorkerId + 1));
   const bits = regionBits(layout.regions);
   if (2 ** workerBits !== maxWorkerId + 1 || workerBits <= bits) {
-    throw new BadRequestError(`a worker field of ${workerBits} bits cannot hold ${layout.regions} regions (${bits} bits) and workers beside them`, 'regions');
+    throw new ConfigError(`a worker field of ${workerBits} bits cannot hold ${layout.regions} regions (${bits} bits) and workers beside them`, 'regions');
   }
   const localBits = workerBits - bits;
   return {

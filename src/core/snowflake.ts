@@ -2,13 +2,13 @@
  * Leaf's Snowflake generator: time | worker | sequence with a random sequence start per tick,
  * overflow waits for the next tick, and small clock steps back are waited out (invariant 6).
  */
-import { ClockBackwardsError, IdmintError } from './errors.js';
+import { ClockBackwardsError, ConfigError, IdmintError } from './errors.js';
 import type { Layout } from './layout.js';
 import { LEAF_LAYOUT } from './layout.js';
 import type { Clock } from './ports.js';
 import { systemClock } from './ports.js';
 import { silentLogger, type Logger } from './logger.js';
-import { defaults } from './options.js';
+import { defaults, OptionsError, resolveOptions } from './options.js';
 
 export interface SnowflakeOptions {
   /** This process's worker id, in [0, layout.maxWorkerId]. */
@@ -56,14 +56,17 @@ export function assertLayoutUsable(layout: Layout, now: number, log: Logger): vo
     );
   }
   const left = layout.exhaustsAt.getTime() - now;
-  if (left <= 0) {
-    throw new IdmintError('BAD_REQUEST', `layout "${layout.name}" ran out of time bits on ${layout.exhaustsAt.toISOString()}; configure a later epoch or more time bits`, {
-      details: { field: 'epoch', exhaustsAt: layout.exhaustsAt.toISOString() },
-    });
-  }
+  if (left <= 0) throw layoutExhausted(layout);
   if (left < SNOWFLAKE_DEFAULTS.warnBeforeExhaustionMs) {
     log.warn({ layout: layout.name, exhaustsAt: layout.exhaustsAt.toISOString() }, 'ID layout runs out of time bits within a year; plan a new epoch');
   }
+}
+
+/** A layout past its last tick: its epoch is the operator's to move, not a caller's mistake. */
+export function layoutExhausted(layout: Layout): ConfigError {
+  return new ConfigError(`layout "${layout.name}" ran out of time bits on ${layout.exhaustsAt.toISOString()}; configure a later epoch or more time bits`, 'epoch', {
+    details: { exhaustsAt: layout.exhaustsAt.toISOString() },
+  });
 }
 
 export function assertIdInRange(name: string, value: number, max: number): void {
@@ -94,28 +97,27 @@ export class SnowflakeGenerator {
   private base = 0n;
 
   constructor(options: SnowflakeOptions) {
-    const layout = options.layout ?? LEAF_LAYOUT;
-    const clock = options.clock ?? systemClock;
-    const log = (options.logger ?? silentLogger).child({ component: 'snowflake' });
-    const datacenterId = options.datacenterId ?? SNOWFLAKE_DEFAULTS.datacenterId;
-    assertIdInRange('workerId', options.workerId, layout.maxWorkerId);
-    assertIdInRange('datacenterId', datacenterId, layout.maxDatacenterId);
-    const maxBackwardsMs = options.maxBackwardsMs ?? SNOWFLAKE_DEFAULTS.maxBackwardsMs;
-    if (!(maxBackwardsMs >= 0)) throw new IdmintError('BAD_REQUEST', `maxBackwardsMs must be ≥ 0, got ${maxBackwardsMs}`);
+    const o = resolveOptions({ ...SNOWFLAKE_DEFAULTS, layout: LEAF_LAYOUT, clock: systemClock, random: Math.random, sleep: sleepSync, logger: silentLogger }, options, (s) => {
+      assertIdInRange('workerId', s.workerId, s.layout.maxWorkerId);
+      assertIdInRange('datacenterId', s.datacenterId, s.layout.maxDatacenterId);
+      if (!(s.maxBackwardsMs >= 0)) throw new OptionsError('SnowflakeGenerator', 'maxBackwardsMs', `must be ≥ 0 (the largest clock step back waited out, default 5), got ${s.maxBackwardsMs}`);
+    });
+    const { layout, clock, datacenterId } = o;
+    const log = o.logger.child({ component: 'snowflake' });
     assertLayoutUsable(layout, clock.now(), log);
     this.layout = layout;
-    this.workerId = options.workerId;
+    this.workerId = o.workerId;
     this.datacenterId = datacenterId;
     this.clock = clock;
-    this.random = options.random ?? Math.random;
-    this.sleep = options.sleep ?? sleepSync;
-    this.maxBackwardsMs = maxBackwardsMs;
-    this.startBound = Math.min(SNOWFLAKE_DEFAULTS.randomStartBound, layout.maxSequence + 1);
+    this.random = o.random;
+    this.sleep = o.sleep;
+    this.maxBackwardsMs = o.maxBackwardsMs;
+    this.startBound = Math.min(o.randomStartBound, layout.maxSequence + 1);
     this.maxSequence = layout.maxSequence;
     this.epochMs = layout.epochMs;
     this.msTicks = layout.unitMs === 1;
     this.timeShift = BigInt(layout.timeShift);
-    this.fixedBits = (BigInt(datacenterId) << BigInt(layout.datacenterShift)) | (BigInt(options.workerId) << BigInt(layout.workerShift));
+    this.fixedBits = (BigInt(datacenterId) << BigInt(layout.datacenterShift)) | (BigInt(o.workerId) << BigInt(layout.workerShift));
     this.seqTable = Array.from({ length: layout.maxSequence + 1 }, (_, i) => BigInt(i));
     log.info({ workerId: this.workerId, datacenterId, layout: layout.name }, 'snowflake generator ready');
   }
@@ -147,9 +149,7 @@ export class SnowflakeGenerator {
   }
 
   private startTick(delta: number): void {
-    if (delta > this.layout.maxDelta) {
-      throw new IdmintError('BAD_REQUEST', `layout "${this.layout.name}" ran out of time bits on ${this.layout.exhaustsAt.toISOString()}`, { details: { field: 'epoch' } });
-    }
+    if (delta > this.layout.maxDelta) throw layoutExhausted(this.layout);
     this.lastDelta = delta;
     this.sequence = Math.floor(this.random() * this.startBound);
     this.base = (BigInt(delta) << this.timeShift) | this.fixedBits;

@@ -5,10 +5,11 @@
 import { ClockBackwardsError, IdmintError } from './errors.js';
 import type { Layout } from './layout.js';
 import { UID_LAYOUT } from './layout.js';
-import { assertIdInRange, assertLayoutUsable, sleepSync } from './snowflake.js';
+import { assertIdInRange, assertLayoutUsable, layoutExhausted, sleepSync } from './snowflake.js';
 import type { Clock } from './ports.js';
 import { systemClock } from './ports.js';
 import { silentLogger, type Logger } from './logger.js';
+import { defaults, resolveOptions } from './options.js';
 
 export interface UidGeneratorOptions {
   /** In [0, layout.maxWorkerId]. uid-generator assumes a fresh worker id per start (see WORKER_NODE). */
@@ -24,30 +25,35 @@ export interface UidGeneratorOptions {
   logger?: Logger;
 }
 
+export const UID_DEFAULTS = defaults({ datacenterId: 0 });
+
 /** Shared set-up of the two uid generators: validated ids, the fixed bits, a bigint per sequence. */
 export abstract class UidGeneratorBase {
   readonly layout: Layout;
   readonly workerId: number;
   readonly datacenterId: number;
   protected readonly clock: Clock;
+  protected readonly sleep: (ms: number) => void;
   protected readonly log: Logger;
   protected readonly timeShift: bigint;
   protected readonly fixedBits: bigint;
   protected readonly seqTable: bigint[];
 
   constructor(options: UidGeneratorOptions, component: string) {
-    const layout = options.layout ?? UID_LAYOUT;
-    const datacenterId = options.datacenterId ?? 0;
-    assertIdInRange('workerId', options.workerId, layout.maxWorkerId);
-    assertIdInRange('datacenterId', datacenterId, layout.maxDatacenterId);
+    const o = resolveOptions({ ...UID_DEFAULTS, layout: UID_LAYOUT, clock: systemClock, sleep: sleepSync, logger: silentLogger }, options, (s) => {
+      assertIdInRange('workerId', s.workerId, s.layout.maxWorkerId);
+      assertIdInRange('datacenterId', s.datacenterId, s.layout.maxDatacenterId);
+    });
+    const layout = o.layout;
     this.layout = layout;
-    this.workerId = options.workerId;
-    this.datacenterId = datacenterId;
-    this.clock = options.clock ?? systemClock;
-    this.log = (options.logger ?? silentLogger).child({ component });
+    this.workerId = o.workerId;
+    this.datacenterId = o.datacenterId;
+    this.clock = o.clock;
+    this.sleep = o.sleep;
+    this.log = o.logger.child({ component });
     assertLayoutUsable(layout, this.clock.now(), this.log);
     this.timeShift = BigInt(layout.timeShift);
-    this.fixedBits = (BigInt(datacenterId) << BigInt(layout.datacenterShift)) | (BigInt(options.workerId) << BigInt(layout.workerShift));
+    this.fixedBits = (BigInt(o.datacenterId) << BigInt(layout.datacenterShift)) | (BigInt(o.workerId) << BigInt(layout.workerShift));
     this.seqTable = Array.from({ length: layout.maxSequence + 1 }, (_, i) => BigInt(i));
   }
 
@@ -66,12 +72,11 @@ export abstract class UidGeneratorBase {
   }
 
   protected exhausted(): IdmintError {
-    return new IdmintError('BAD_REQUEST', `layout "${this.layout.name}" ran out of time bits on ${this.layout.exhaustsAt.toISOString()}`, { details: { field: 'epoch' } });
+    return layoutExhausted(this.layout);
   }
 }
 
 export class DefaultUidGenerator extends UidGeneratorBase {
-  private readonly sleep: (ms: number) => void;
   private lastSecond = -1;
   private lastMs = -Infinity;
   private sequence = 0;
@@ -79,7 +84,6 @@ export class DefaultUidGenerator extends UidGeneratorBase {
 
   constructor(options: UidGeneratorOptions) {
     super(options, 'uid');
-    this.sleep = options.sleep ?? sleepSync;
   }
 
   getUid(): bigint {

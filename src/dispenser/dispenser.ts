@@ -1,8 +1,8 @@
-import { BadRequestError, dependencyOf, IdmintError, UnknownBizTagError, isIdmintError } from '../core/errors.js';
+import { BadRequestError, dependencyOf, forCaller, IdmintError, UnknownBizTagError } from '../core/errors.js';
 import { BIZ_TAG_PATTERN, systemClock, type BizStore, type BizTag, type BlocksResult, type Clock, type DispenseResult, type IdService, type IdSource, type IdSourceName, type PoolKind, type TakeContext } from '../core/ports.js';
 import type { DispenserMetrics } from './metrics.js';
 import { silentLogger, type Logger } from '../core/logger.js';
-import { checkInteger, OptionsError, resolveOptions } from '../core/options.js';
+import { checkInteger, defaults, OptionsError, resolveOptions } from '../core/options.js';
 import { poolKindOf } from '../core/pool-kind.js';
 import { Episode } from '../core/episode.js';
 import { retry } from '../core/retry.js';
@@ -88,7 +88,7 @@ const NO_CONTEXT: TakeContext = Object.freeze({});
 /** Unknown tag names remembered at most (each for tagCacheMs). */
 export const MAX_REMEMBERED_MISSES = TAG_CACHE_DEFAULTS.maxMisses;
 
-export const DISPENSER_DEFAULTS: Readonly<{ maxCount: number; maxBlockCount: number; tagCacheMs: number; maxIdsInFlight: number; poolWaitMs: number }> = Object.freeze({
+export const DISPENSER_DEFAULTS = defaults({
   maxCount: 10_000,
   maxBlockCount: 10_000_000,
   tagCacheMs: TAG_CACHE_DEFAULTS.ttlMs,
@@ -466,10 +466,9 @@ function validate(bizTag: string, count: number, maxCount: number): void {
   }
 }
 
-/** An unexpected failure: its raw message goes to the log (the caller logs `cause`), never to the client. */
+/** An unexpected failure or a misconfiguration: its raw message goes to the log (the caller logs `cause`), never to the client. */
 function asIdmintError(err: unknown): IdmintError {
-  if (isIdmintError(err)) return err;
-  return new IdmintError('NOT_READY', 'internal fault while dispensing; the server logged the details', { cause: err });
+  return forCaller(err, 'internal fault while dispensing');
 }
 
 

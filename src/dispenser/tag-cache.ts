@@ -3,7 +3,7 @@ import { Episode } from '../core/episode.js';
 import { dependencyOf } from '../core/errors.js';
 import { silentLogger, type Logger } from '../core/logger.js';
 import { systemClock, type BizStore, type BizTag, type Clock } from '../core/ports.js';
-import { defaults } from '../core/options.js';
+import { checkInteger, defaults, resolveOptions } from '../core/options.js';
 
 export interface TagCacheOptions {
   store: Pick<BizStore, 'getBiz'>;
@@ -34,19 +34,23 @@ export class TagCache {
   private staleServed = 0;
 
   constructor(options: TagCacheOptions) {
-    const log = (options.logger ?? silentLogger).child({ component: 'tag-cache' });
-    this.clock = options.clock ?? systemClock;
-    this.outage = new Episode(log, 'tag settings cannot be reloaded; serving known tags with their last settings', options.clock ? { clock: options.clock } : {});
+    const o = resolveOptions({ ...TAG_CACHE_DEFAULTS, clock: systemClock, logger: silentLogger }, options, (s) => {
+      checkInteger('TagCache', s, 'ttlMs', 0);
+      checkInteger('TagCache', s, 'maxMisses', 0);
+    });
+    const log = o.logger.child({ component: 'tag-cache' });
+    this.clock = o.clock;
+    this.outage = new Episode(log, 'tag settings cannot be reloaded; serving known tags with their last settings', { clock: o.clock });
     this.cache = new BoundedCache<BizTag | null>({
-      load: (bizTag) => options.store.getBiz(bizTag),
-      boundMs: options.ttlMs ?? TAG_CACHE_DEFAULTS.ttlMs,
+      load: (bizTag) => o.store.getBiz(bizTag),
+      boundMs: o.ttlMs,
       // Names that are no tag are remembered briefly and bounded: endless made-up names cannot grow the heap.
       capped: (tag) => tag === null,
-      maxCapped: options.maxMisses ?? TAG_CACHE_DEFAULTS.maxMisses,
-      ...(options.clock ? { clock: options.clock } : {}),
+      maxCapped: o.maxMisses,
+      clock: o.clock,
       onLoaded: (bizTag, tag, previous, recovered) => {
         if (recovered || this.outage.active) this.recovered();
-        if (tag && previous && narrowed(previous, tag)) options.onRangeNarrowed?.(bizTag);
+        if (tag && previous && narrowed(previous, tag)) o.onRangeNarrowed?.(bizTag);
       },
       onFailed: (bizTag, err, last) => {
         if (last === undefined) return;

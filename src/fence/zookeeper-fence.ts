@@ -1,5 +1,6 @@
 import { IdmintError } from '../core/errors.js';
 import { silentLogger, type Logger } from '../core/logger.js';
+import { defaults, OptionsError, resolveOptions } from '../core/options.js';
 import { Circuit } from '../resilience/circuit.js';
 import { CreateMode, isZkError, isZkOutage, ZkClient, ZkException, type ZkClientOptions } from '../zookeeper/client.js';
 import type { SegmentFence } from './fence.js';
@@ -8,9 +9,11 @@ export interface ZookeeperFenceOptions extends Omit<ZkClientOptions, 'logger'> {
   /** Where the marks live: `<root>/<bizTag>/<shard>`, the decimal end as data. Default `/idmint/fence`. */
   root?: string;
   logger?: Logger;
-  /** How often, while ZooKeeper is known to be unreachable, one probe looks for it. Default 1000 ms. */
+  /** How often, while ZooKeeper is known to be unreachable, one probe looks for it. Default 1000 ms (the circuit's). */
   probeEveryMs?: number;
 }
+
+export const ZOOKEEPER_FENCE_DEFAULTS = defaults({ root: '/idmint/fence' });
 
 /**
  * The segment fence in ZooKeeper: one persistent node per tag and shard holding the highest end
@@ -34,7 +37,10 @@ export class ZookeeperFence implements SegmentFence {
   private live: ZkClient | undefined;
 
   constructor(options: ZookeeperFenceOptions) {
-    const { root = '/idmint/fence', logger = silentLogger, probeEveryMs, ...zk } = options;
+    const { logger, probeEveryMs, ...rest } = resolveOptions({ ...ZOOKEEPER_FENCE_DEFAULTS, logger: silentLogger }, options, (s) => {
+      if (!/^(\/[^/\s]+)+\/*$/.test(s.root)) throw new OptionsError('ZookeeperFence', 'root', `must be an absolute ZooKeeper path below / (default /idmint/fence), got "${s.root}"`);
+    });
+    const { root, ...zk } = rest;
     this.root = root.replace(/\/+$/, '');
     const log = logger.child({ component: 'segment-fence' });
     this.connectOptions = { ...zk, logger: log };
@@ -46,7 +52,7 @@ export class ZookeeperFence implements SegmentFence {
       logger: log,
       // A read, or a claim whose outcome is never learned: a gap at worst, never a duplicate.
       abandonOnOpen: true,
-      ...(probeEveryMs === undefined ? {} : { probeEveryMs }),
+      probeEveryMs,
     });
   }
 

@@ -4,6 +4,7 @@ import type { Duplex } from 'node:stream';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from 'fastify';
 import type { Registry } from 'prom-client';
 import { silentLogger, type Logger } from '../core/logger.js';
+import { defaults, resolveOptions } from '../core/options.js';
 import { makeTokenGuard } from './auth.js';
 import { installErrorHandling } from './errors.js';
 import { traceHttp } from '../tracing/http.js';
@@ -28,14 +29,14 @@ export interface ConnectionLimits {
   maxConnections: number;
 }
 
-export const CONNECTION_LIMIT_DEFAULTS: ConnectionLimits = Object.freeze({ requestTimeoutMs: 10_000, keepAliveTimeoutMs: 5_000, maxConnections: 10_000 });
+export const CONNECTION_LIMIT_DEFAULTS = defaults<ConnectionLimits>({ requestTimeoutMs: 10_000, keepAliveTimeoutMs: 5_000, maxConnections: 10_000 });
 
 /** How often node looks for requests past their timeout (its default is 30 s). */
 const REQUEST_CHECK_INTERVAL_MS = 1000;
 
 /** The fastify settings every idmint server shares: logging, error envelope, graceful close, connection limits. */
 export function createFastify(options: { logger?: Logger; component: string; bodyLimit?: number; limits?: ConnectionLimits }): FastifyInstance {
-  const limits = options.limits ?? CONNECTION_LIMIT_DEFAULTS;
+  const { limits, logger, component, bodyLimit } = resolveOptions({ limits: CONNECTION_LIMIT_DEFAULTS, logger: silentLogger, bodyLimit: 64 * 1024 }, options);
   const app: FastifyInstance = Fastify({
     // Every phase of a request is bounded: a body trickled a byte at a time, or a Content-Length
     // larger than the body, is cut off at requestTimeout; idle sockets at keepAliveTimeout.
@@ -57,13 +58,13 @@ export function createFastify(options: { logger?: Logger; component: string; bod
       server.maxConnections = limits.maxConnections;
       return server;
     },
-    loggerInstance: (options.logger ?? silentLogger).child({ component: options.component }) as unknown as FastifyBaseLogger,
+    loggerInstance: logger.child({ component }) as unknown as FastifyBaseLogger,
     // Per-request info logs would cost more than serving an ID; failures are logged by the error handler.
     logController: new LogController({ disableRequestLogging: true }),
     // No child logger per request (pino builds one with its bindings each time): request.log is
     // the server's logger, and the few lines logged per request carry reqId themselves.
     childLoggerFactory: (logger) => logger,
-    bodyLimit: options.bodyLimit ?? 64 * 1024,
+    bodyLimit,
     // Leaf keys run to 128 characters; fastify's default allows 100.
     routerOptions: { maxParamLength: 256 },
     // Router and parser errors in our envelope, not fastify's own shape.

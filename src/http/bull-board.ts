@@ -4,8 +4,7 @@ import { FastifyAdapter } from '@bull-board/fastify';
 import type { Queue } from 'bullmq';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { browserAdminHook } from './auth.js';
-import { IdmintError } from '../core/errors.js';
-import { defaults } from '../core/options.js';
+import { defaults, OptionsError, resolveOptions } from '../core/options.js';
 
 export interface BullBoardOptions {
   /** The queues shown: at least the refill queue (`RefillQueue.queue`). */
@@ -31,22 +30,22 @@ export const BULL_BOARD_DEFAULTS = defaults({ basePath: '/ui', readOnly: false, 
  * the admin token as a Bearer header or as the basic-auth password (browsers prompt for it).
  */
 export async function registerBullBoard(app: FastifyInstance, options: BullBoardOptions): Promise<void> {
-  const basePath = options.basePath ?? BULL_BOARD_DEFAULTS.basePath;
-  if (!/^\/[A-Za-z0-9/_-]*$/.test(basePath) || (basePath.length > 1 && basePath.endsWith('/'))) {
-    throw new IdmintError('BAD_REQUEST', `dashboard basePath must look like /ui, got "${basePath}"`);
-  }
-  if (options.queues.length === 0) throw new IdmintError('BAD_REQUEST', 'the dashboard needs at least one queue');
-  const readOnlyMode = options.readOnly ?? BULL_BOARD_DEFAULTS.readOnly;
+  const { basePath, readOnly: readOnlyMode, title, queues, authorize } = resolveOptions(BULL_BOARD_DEFAULTS, options, (s) => {
+    if (!/^\/[A-Za-z0-9/_-]*$/.test(s.basePath) || (s.basePath.length > 1 && s.basePath.endsWith('/'))) {
+      throw new OptionsError('dashboard', 'basePath', `must look like /ui, got "${s.basePath}"`);
+    }
+    if (s.queues.length === 0) throw new OptionsError('dashboard', 'queues', 'needs at least one queue (the refill queue)');
+  });
   const serverAdapter = new FastifyAdapter();
   serverAdapter.setBasePath(basePath);
   createBullBoard({
-    queues: options.queues.map((q) => new BullMQAdapter(q, { readOnlyMode })),
+    queues: queues.map((q) => new BullMQAdapter(q, { readOnlyMode })),
     serverAdapter,
-    options: { uiConfig: { boardTitle: options.title ?? BULL_BOARD_DEFAULTS.title } },
+    options: { uiConfig: { boardTitle: title } },
   });
 
   await app.register(async (scope) => {
-    scope.addHook('onRequest', browserAdminHook(options.authorize));
+    scope.addHook('onRequest', browserAdminHook(authorize));
     // Every asset from this server: bull-board's page links IBM Plex from Google Fonts, which an
     // offline or locked-down network cannot reach (and which tells Google who opens the board).
     // Without the link the board falls back to its system font stack.

@@ -1,5 +1,5 @@
 import type { FastifyError, FastifyInstance } from 'fastify';
-import { dependencyOf, IdmintError, isIdmintError } from '../core/errors.js';
+import { dependencyOf, forCaller, IdmintError, isIdmintError } from '../core/errors.js';
 import { outageUnderWay } from '../core/episode.js';
 import { trackAllowedMethods } from './method-not-allowed.js';
 
@@ -11,8 +11,8 @@ export function installErrorHandling(app: FastifyInstance): void {
   const lastLogged = new Map<string, { at: number; suppressed: number }>();
   app.setErrorHandler((raw: FastifyError | Error, request, reply) => {
     const error = toIdmintError(raw);
-    if (error.status >= 500 && !isIdmintError(raw)) {
-      // Not one of ours: a bug or an unexpected fault, with its stack, every time.
+    if (error !== raw && error.status >= 500) {
+      // Not one of ours (a bug or an unexpected fault) or a misconfiguration met while serving: with its stack, every time.
       request.log.error({ reqId: request.id, err: raw, code: error.code }, 'request failed');
     } else if (error.status >= 500) {
       // Expected outages (POOL_EMPTY, Redis or Postgres down): one warn line per code every 30 s, no stack.
@@ -55,13 +55,14 @@ const FASTIFY_CLIENT_ERRORS: Record<string, string> = {
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'Content-Length does not match the body',
 };
 
+/** The error a request's caller gets; a misconfiguration (CONFIG_INVALID) is ours to fix, never a 400 (core/errors.ts forCaller). */
 export function toIdmintError(raw: unknown): IdmintError {
-  if (isIdmintError(raw)) return raw;
+  if (isIdmintError(raw)) return forCaller(raw);
   const fastifyError = raw as Partial<FastifyError> & { message?: string };
   const code = fastifyError.code ?? '';
   if (code in FASTIFY_CLIENT_ERRORS) return new IdmintError('BAD_REQUEST', `body: ${FASTIFY_CLIENT_ERRORS[code]}`, { cause: raw });
   if (raw instanceof SyntaxError || (typeof fastifyError.statusCode === 'number' && fastifyError.statusCode >= 400 && fastifyError.statusCode < 500)) {
     return new IdmintError('BAD_REQUEST', fastifyError.message ?? 'bad request', { cause: raw });
   }
-  return new IdmintError('NOT_READY', 'internal fault; the server logged the details', { cause: raw });
+  return forCaller(raw);
 }

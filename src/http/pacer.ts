@@ -1,4 +1,4 @@
-import { checkInteger, resolveOptions } from '../core/options.js';
+import { checkInteger, defaults, resolveOptions } from '../core/options.js';
 
 /**
  * Big answers take turns with everything else the event loop does. Each request for many IDs
@@ -17,7 +17,7 @@ export interface PacerOptions {
   fromIds: number;
 }
 
-export const PACER_DEFAULTS: Readonly<PacerOptions> = Object.freeze({ sliceIds: 20_000, fromIds: 1000 });
+export const PACER_DEFAULTS = defaults<PacerOptions>({ sliceIds: 20_000, fromIds: 1000 });
 
 /** A request's turns: `start` before its work begins, `finish` for the rest of work under way. */
 export type TurnKind = 'start' | 'finish';

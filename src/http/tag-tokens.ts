@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { IdmintError } from '../core/errors.js';
 import { BIZ_TAG_PATTERN, systemClock, type Clock, type TagAccess, type TagTokenInfo, type TagTokenStore } from '../core/ports.js';
 import { BoundedCache } from '../core/bounded-cache.js';
+import { checkInteger, resolveOptions } from '../core/options.js';
 import { parseBizTag } from './params.js';
 
 /** A tag's access as checked: open, or closed to all but these hashes. */
@@ -38,11 +39,12 @@ export class TokenGate {
   private readonly clock: Clock;
 
   constructor(store: TagTokenStore, options: { clock?: Clock; boundMs?: number } = {}) {
+    const o = resolveOptions({ clock: systemClock, boundMs: TOKEN_CACHE_MS }, options, (s) => checkInteger('TokenGate', s, 'boundMs', 0));
     this.store = store;
-    this.clock = options.clock ?? systemClock;
+    this.clock = o.clock;
     this.cache = new BoundedCache<Access>({
       load: async (bizTag) => toAccess(await store.access(bizTag)),
-      boundMs: options.boundMs ?? TOKEN_CACHE_MS,
+      boundMs: o.boundMs,
       maxCapped: MAX_CACHED,
       clock: this.clock,
     });

@@ -3,7 +3,7 @@ import type { Redis } from 'ioredis';
 import { silentLogger, type Logger } from '../core/logger.js';
 import type { RefillReason, RefillTrigger } from '../pool/redis/pool-base.js';
 import type { RefillJobData } from './processor.js';
-import { checkInteger, OptionsError, resolveOptions } from '../core/options.js';
+import { checkInteger, defaults, OptionsError, resolveOptions } from '../core/options.js';
 import { redisHandle, type RedisHandle } from '../redis/handle.js';
 import { Episode } from '../core/episode.js';
 import { bullTelemetry } from '../tracing/bullmq.js';
@@ -33,7 +33,7 @@ export interface RefillQueueOptions {
 
 type Settings = Required<Omit<RefillQueueOptions, 'connection' | 'logger'>>;
 
-export const REFILL_QUEUE_DEFAULTS: Readonly<Settings> = Object.freeze({
+export const REFILL_QUEUE_DEFAULTS = defaults<Settings>({
   name: REFILL_QUEUE_NAME,
   prefix: 'bull',
   attempts: 5,

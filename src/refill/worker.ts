@@ -5,7 +5,7 @@ import { dependencyOf, isIdmintError, TimeoutError } from '../core/errors.js';
 import { silentLogger, type Logger } from '../core/logger.js';
 import type { RefillProcessor } from './processor.js';
 import { REFILL_QUEUE_DEFAULTS } from './queue.js';
-import { checkInteger, resolveOptions } from '../core/options.js';
+import { checkInteger, defaults, resolveOptions } from '../core/options.js';
 import { redisHandle, type RedisHandle } from '../redis/handle.js';
 import { Episode, type Dependency } from '../core/episode.js';
 import { bullTelemetry } from '../tracing/bullmq.js';
@@ -36,7 +36,7 @@ const STUCK_MS = 5000;
 
 type Settings = Required<Omit<RefillWorkerOptions, 'connection' | 'tls' | 'processor' | 'logger'>>;
 
-export const REFILL_WORKER_DEFAULTS: Readonly<Settings> = Object.freeze({
+export const REFILL_WORKER_DEFAULTS = defaults<Settings>({
   name: REFILL_QUEUE_DEFAULTS.name,
   prefix: REFILL_QUEUE_DEFAULTS.prefix,
   concurrency: 2,

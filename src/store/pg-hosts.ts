@@ -1,4 +1,4 @@
-import { BadRequestError } from '../core/errors.js';
+import { ConfigError } from '../core/errors.js';
 
 /** libpq's `target_session_attrs`, as far as idmint uses it. */
 export type TargetSessionAttrs = 'any' | 'read-write' | 'primary';
@@ -22,15 +22,15 @@ const ATTRS: readonly string[] = ['any', 'read-write', 'primary'];
  */
 export function splitPostgresUrl(url: string): PostgresHosts {
   const m = URL_PARTS.exec(url.trim());
-  if (!m) throw new BadRequestError('DATABASE_URL must be postgres://[user[:password]@]host[:port][,host[:port]...]/database[?...]', 'DATABASE_URL');
+  if (!m) throw new ConfigError('DATABASE_URL must be postgres://[user[:password]@]host[:port][,host[:port]...]/database[?...]', 'DATABASE_URL');
   const [, scheme, userinfo = '', hostList = '', rest = ''] = m as unknown as [string, string, string | undefined, string | undefined, string | undefined];
   const hosts = hostList.split(',').map((h) => h.trim());
-  if (hosts.some((h) => h === '')) throw new BadRequestError(`DATABASE_URL has an empty host in "${hostList}"`, 'DATABASE_URL');
+  if (hosts.some((h) => h === '')) throw new ConfigError(`DATABASE_URL has an empty host in "${hostList}"`, 'DATABASE_URL');
   const [path = '', query] = rest.split(/\?(.*)/s, 2) as [string, string | undefined];
   const params = new URLSearchParams(query ?? '');
   const asked = params.get('target_session_attrs');
   if (asked !== null && !ATTRS.includes(asked)) {
-    throw new BadRequestError(`DATABASE_URL: target_session_attrs must be one of ${ATTRS.join(', ')}, got "${asked}"`, 'DATABASE_URL');
+    throw new ConfigError(`DATABASE_URL: target_session_attrs must be one of ${ATTRS.join(', ')}, got "${asked}"`, 'DATABASE_URL');
   }
   params.delete('target_session_attrs');
   const search = params.toString();
@@ -39,7 +39,7 @@ export function splitPostgresUrl(url: string): PostgresHosts {
     try {
       new URL(u);
     } catch {
-      throw new BadRequestError(`DATABASE_URL: "${hostName(u)}" is not a host[:port]`, 'DATABASE_URL');
+      throw new ConfigError(`DATABASE_URL: "${hostName(u)}" is not a host[:port]`, 'DATABASE_URL');
     }
   }
   const targetSessionAttrs = (asked ?? (hosts.length > 1 ? 'read-write' : 'any')) as TargetSessionAttrs;

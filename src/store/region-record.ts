@@ -1,4 +1,4 @@
-import { BadRequestError, IdmintError } from '../core/errors.js';
+import { BadRequestError, ConfigError } from '../core/errors.js';
 import { hasCounter } from '../core/ports.js';
 import type { RegionLayout } from '../core/region.js';
 import type { Database, SqlClient } from './db.js';
@@ -42,8 +42,7 @@ export async function holdRegionRecord(db: Database, wanted: RegionLayout | unde
       await lockCounters(tx);
       const { rows } = await tx.query<{ used: string }>('SELECT count(*)::text AS used FROM idmint_segment WHERE max_id > 0');
       if (Number(rows[0]!.used) > 0) {
-        throw new IdmintError(
-          'BAD_REQUEST',
+        throw new ConfigError(
           `invalid configuration: ${describe(wanted)} names a region, but this database has already handed out IDs as a single region; make it a region with \`idmint regions apply\` (README "Several regions"), which keeps every region above the IDs it gave`,
         );
       }
@@ -54,11 +53,10 @@ export async function holdRegionRecord(db: Database, wanted: RegionLayout | unde
   if (!recorded) return undefined;
   const layout = { regions: recorded.regions, region: recorded.region, stripe: recorded.stripe };
   if (!wanted) {
-    throw new IdmintError('BAD_REQUEST', `invalid configuration: this database is one of several regions (${describe(layout)}, recorded ${recorded.recordedAt.toISOString()}); start with those settings`);
+    throw new ConfigError(`invalid configuration: this database is one of several regions (${describe(layout)}, recorded ${recorded.recordedAt.toISOString()}); start with those settings`);
   }
   if (wanted.regions !== layout.regions || wanted.region !== layout.region || wanted.stripe !== layout.stripe) {
-    throw new IdmintError(
-      'BAD_REQUEST',
+    throw new ConfigError(
       `invalid configuration: ${describe(wanted)} differs from what this database recorded at its first start (${describe(layout)}, ${recorded.recordedAt.toISOString()}); the split is fixed for the life of the data`,
     );
   }

@@ -1,8 +1,7 @@
-import { IdmintError } from '../core/errors.js';
 import type { Clock, WorkerIdLease, WorkerIdProvider } from '../core/ports.js';
 import type { Logger } from '../core/logger.js';
 import { checkWorkerIdRange, SimpleLease } from './lease.js';
-import { checkInteger, defaults, resolveOptions } from '../core/options.js';
+import { checkInteger, defaults, OptionsError, resolveOptions } from '../core/options.js';
 import { LocalTimeMark, localMarkPath, readLocalMark } from './local-time-mark.js';
 
 export interface FileWorkerIdProviderOptions {
@@ -26,8 +25,10 @@ export class FileWorkerIdProvider implements WorkerIdProvider {
   readonly options: Readonly<FileWorkerIdProviderOptions & { key: string; workerId: number }>;
 
   constructor(options: FileWorkerIdProviderOptions) {
-    if (typeof options.dataDir !== 'string' || options.dataDir === '') throw new IdmintError('BAD_REQUEST', 'FileWorkerIdProvider needs a dataDir', { details: { field: 'dataDir' } });
-    this.options = resolveOptions<typeof FILE_WORKER_ID_DEFAULTS, FileWorkerIdProviderOptions>(FILE_WORKER_ID_DEFAULTS, options, (s) => checkInteger('FileWorkerIdProvider', s, 'workerId', 0));
+    this.options = resolveOptions<typeof FILE_WORKER_ID_DEFAULTS, FileWorkerIdProviderOptions>(FILE_WORKER_ID_DEFAULTS, options, (s) => {
+      if (typeof s.dataDir !== 'string' || s.dataDir === '') throw new OptionsError('FileWorkerIdProvider', 'dataDir', 'is required: the directory that keeps the worker id and its clock mark (IDMINT_DATA_DIR)');
+      checkInteger('FileWorkerIdProvider', s, 'workerId', 0);
+    });
   }
 
   async acquire({ maxWorkerId }: { maxWorkerId: number }): Promise<WorkerIdLease> {

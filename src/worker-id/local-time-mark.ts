@@ -5,7 +5,7 @@ import { ClockBackwardsError, IdmintError } from '../core/errors.js';
 import { systemClock, type Clock } from '../core/ports.js';
 import { sleep } from '../core/retry.js';
 import { silentLogger, type Logger } from '../core/logger.js';
-import { defaults } from '../core/options.js';
+import { checkInteger, defaults, resolveOptions } from '../core/options.js';
 
 /** What the local file holds: the worker id last used under this key and the time high-water mark. */
 export interface LocalMarkState {
@@ -125,15 +125,11 @@ export class LocalTimeMark {
    * CLOCK_BACKWARDS naming both times), then persists `workerId` with a fresh mark.
    */
   static async start(options: LocalTimeMarkOptions & { workerId: number; source: string; previous?: LocalMarkState | null }): Promise<LocalTimeMark> {
-    const merged = {
-      dataDir: options.dataDir,
-      key: options.key,
-      clock: options.clock ?? systemClock,
-      markAheadMs: options.markAheadMs ?? LOCAL_TIME_MARK_DEFAULTS.markAheadMs,
-      maxStartWaitMs: options.maxStartWaitMs ?? LOCAL_TIME_MARK_DEFAULTS.maxStartWaitMs,
-    };
-    if (!Number.isSafeInteger(merged.markAheadMs) || merged.markAheadMs < 1) throw new IdmintError('BAD_REQUEST', 'markAheadMs must be a positive integer', { details: { field: 'markAheadMs' } });
-    if (!Number.isSafeInteger(merged.maxStartWaitMs) || merged.maxStartWaitMs < 0) throw new IdmintError('BAD_REQUEST', 'maxStartWaitMs must be a non-negative integer', { details: { field: 'maxStartWaitMs' } });
+    const { dataDir, key, clock, markAheadMs, maxStartWaitMs } = options;
+    const merged = resolveOptions({ ...LOCAL_TIME_MARK_DEFAULTS, clock: systemClock }, { dataDir, key, clock, markAheadMs, maxStartWaitMs }, (s) => {
+      checkInteger('LocalTimeMark', s, 'markAheadMs', 1);
+      checkInteger('LocalTimeMark', s, 'maxStartWaitMs', 0);
+    });
     const logger = (options.logger ?? silentLogger).child({ component: 'local-time-mark' });
     const path = localMarkPath(merged.dataDir, merged.key);
     const previous = options.previous === undefined ? readLocalMark(path) : options.previous;

@@ -1,6 +1,5 @@
-import { IdmintError } from '../core/errors.js';
 import { silentLogger } from '../core/logger.js';
-import { checkInteger, defaults, resolveOptions } from '../core/options.js';
+import { checkInteger, defaults, OptionsError, resolveOptions } from '../core/options.js';
 import { systemClock } from '../core/ports.js';
 import type { SqlClient } from '../store/db.js';
 import { LeasedWorkerIdProvider, type LeasedWorkerIdOptions } from './leased-provider.js';
@@ -26,7 +25,7 @@ export const POSTGRES_LEASE_WORKER_ID_DEFAULTS = defaults({ leaseMs: 10_000 });
 export class PostgresLeaseWorkerIdProvider extends LeasedWorkerIdProvider {
   constructor(options: PostgresLeaseWorkerIdProviderOptions) {
     const { db, leaseMs, ...rest } = options;
-    if (!db || typeof db.query !== 'function') throw new IdmintError('BAD_REQUEST', 'PostgresLeaseWorkerIdProvider needs a db', { details: { field: 'db' } });
+    if (!db || typeof db.query !== 'function') throw new OptionsError('PostgresLeaseWorkerIdProvider', 'db', 'is required: the Postgres database (DATABASE_URL) that holds the leases');
     const settings = resolveOptions(POSTGRES_LEASE_WORKER_ID_DEFAULTS, { leaseMs }, (s) => checkInteger('PostgresLeaseWorkerIdProvider', s, 'leaseMs', 100));
     const clock = rest.clock ?? systemClock;
     super(() => new PostgresRegistry({ db, leaseMs: settings.leaseMs, clock }), `pg-${rest.identity}`, { ...rest, clock, logger: rest.logger ?? silentLogger });

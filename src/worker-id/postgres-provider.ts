@@ -4,7 +4,7 @@ import { silentLogger, type Logger } from '../core/logger.js';
 import type { SqlClient } from '../store/db.js';
 import { WORKER_NODE_TYPE, WorkerNodeRepository } from '../store/worker-node-repository.js';
 import { checkWorkerIdRange, SimpleLease } from './lease.js';
-import { defaults, resolveOptions } from '../core/options.js';
+import { defaults, OptionsError, resolveOptions } from '../core/options.js';
 
 export interface PostgresWorkerIdProviderOptions {
   /** A migrated database (it has `idmint_worker_node`). */
@@ -32,7 +32,7 @@ export class PostgresWorkerIdProvider implements WorkerIdProvider {
 
   constructor(options: PostgresWorkerIdProviderOptions) {
     const { db, logger, ...rest } = options;
-    if (!db || typeof db.query !== 'function') throw new IdmintError('BAD_REQUEST', 'PostgresWorkerIdProvider needs a db', { details: { field: 'db' } });
+    if (!db || typeof db.query !== 'function') throw new OptionsError('PostgresWorkerIdProvider', 'db', 'is required: the Postgres database (DATABASE_URL) whose WORKER_NODE table gives the ids');
     this.options = resolveOptions(POSTGRES_WORKER_ID_DEFAULTS, rest);
     this.repo = new WorkerNodeRepository(db);
     this.logger = (logger ?? silentLogger).child({ component: 'worker-id-postgres' });

@@ -1,7 +1,6 @@
 import type { Cluster, Redis } from 'ioredis';
-import { IdmintError } from '../core/errors.js';
 import { silentLogger } from '../core/logger.js';
-import { checkInteger, defaults, resolveOptions } from '../core/options.js';
+import { checkInteger, defaults, OptionsError, resolveOptions } from '../core/options.js';
 import { systemClock } from '../core/ports.js';
 import { LeasedWorkerIdProvider, type LeasedWorkerIdOptions } from './leased-provider.js';
 import { RedisRegistry } from './redis-registry.js';
@@ -31,9 +30,11 @@ export class RedisWorkerIdProvider extends LeasedWorkerIdProvider {
 
   constructor(options: RedisWorkerIdProviderOptions) {
     const { redis, ...rest } = options;
-    if (!/^[^\s:|]+$/.test(rest.app ?? '')) throw new IdmintError('BAD_REQUEST', `app must be a non-empty name without ':', '|' or spaces, got "${rest.app}"`, { details: { field: 'app' } });
-    if (!/^[^\s/:#|]+:\d{1,5}(#\d{1,3})?$/.test(rest.address ?? '')) throw new IdmintError('BAD_REQUEST', `address must be ip:port (or ip:port#process), got "${rest.address}"`, { details: { field: 'address' } });
-    const merged = resolveOptions(REDIS_WORKER_ID_DEFAULTS, rest, (s) => checkInteger('RedisWorkerIdProvider', s, 'leaseMs', 100));
+    const merged = resolveOptions(REDIS_WORKER_ID_DEFAULTS, rest, (s) => {
+      if (!/^[^\s:|]+$/.test(s.app ?? '')) throw new OptionsError('RedisWorkerIdProvider', 'app', `must be a non-empty name without ':', '|' or spaces, got "${s.app}"`);
+      if (!/^[^\s/:#|]+:\d{1,5}(#\d{1,3})?$/.test(s.address ?? '')) throw new OptionsError('RedisWorkerIdProvider', 'address', `must be ip:port (or ip:port#process), got "${s.address}"`);
+      checkInteger('RedisWorkerIdProvider', s, 'leaseMs', 100);
+    });
     const clock = merged.clock ?? systemClock;
     const registry = new RedisRegistry({ redis, keyPrefix: merged.keyPrefix, leaseMs: merged.leaseMs, clock });
     const identity = `${merged.app}:${merged.address}`;

@@ -1,4 +1,4 @@
-import { IdmintError } from '../core/errors.js';
+import { checkInteger } from '../core/options.js';
 import type { Clock, WorkerIdLease, WorkerIdProvider } from '../core/ports.js';
 import type { Logger } from '../core/logger.js';
 import { checkWorkerIdRange, SimpleLease } from './lease.js';
@@ -19,7 +19,7 @@ export class StaticWorkerIdProvider implements WorkerIdProvider {
   readonly options: Readonly<StaticWorkerIdProviderOptions>;
 
   constructor(workerId: number, options: StaticWorkerIdProviderOptions = {}) {
-    if (!Number.isSafeInteger(workerId) || workerId < 0) throw new IdmintError('BAD_REQUEST', `a static worker id must be a non-negative integer, got ${workerId}`, { details: { field: 'workerId' } });
+    checkInteger('StaticWorkerIdProvider (IDMINT_WORKER_ID)', { workerId }, 'workerId', 0);
     this.workerId = workerId;
     this.options = Object.freeze({ ...options });
   }

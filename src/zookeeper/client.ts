@@ -3,7 +3,7 @@ import zookeeper from 'node-zookeeper-client';
 import type { ACL, Client, ClientOptions, Stat } from 'node-zookeeper-client';
 import { IdmintError, TimeoutError } from '../core/errors.js';
 import { silentLogger, type Logger } from '../core/logger.js';
-import { defaults, resolveOptions } from '../core/options.js';
+import { checkInteger, defaults, OptionsError, resolveOptions } from '../core/options.js';
 import { Episode } from '../core/episode.js';
 
 export interface ZkClientOptions {
@@ -76,11 +76,14 @@ export class ZkClient extends EventEmitter {
 
   private constructor(options: ZkClientOptions) {
     super();
-    if (!/^[^\s,:]+:\d{1,5}(,[^\s,:]+:\d{1,5})*(\/\S*)?$/.test(options.connect)) {
-      throw new IdmintError('BAD_REQUEST', `ZK_CONNECT must be host:port[,host:port], got "${options.connect}"`);
-    }
     const { session: _session, logger: _logger, auth, authGenerated: _generated, ...rest } = options;
-    this.options = resolveOptions({ ...ZK_CLIENT_DEFAULTS, connect: options.connect }, rest);
+    this.options = resolveOptions({ ...ZK_CLIENT_DEFAULTS, connect: options.connect }, rest, (s) => {
+      if (typeof s.connect !== 'string' || !/^[^\s,:]+:\d{1,5}(,[^\s,:]+:\d{1,5})*(\/\S*)?$/.test(s.connect)) {
+        throw new OptionsError('ZooKeeper', 'connect', `(ZK_CONNECT) must be host:port[,host:port], got "${s.connect}"`);
+      }
+      for (const key of ['connectTimeoutMs', 'operationTimeoutMs', 'sessionTimeoutMs'] as const) checkInteger('ZooKeeper', s, key, 1);
+      checkInteger('ZooKeeper', s, 'spinDelayMs', 0);
+    });
     this.logger = (options.logger ?? silentLogger).child({ component: 'zookeeper' });
     const clientOptions: ClientOptions = { sessionTimeout: this.options.sessionTimeoutMs, spinDelay: this.options.spinDelayMs, retries: 0 };
     if (options.session) {

@@ -3,7 +3,7 @@ import { SegmentBuffer } from '../../core/segment-buffer.js';
 import type { BizTag, Clock, IdSource, IdSourceName, SegmentAllocator, TakeContext } from '../../core/ports.js';
 import { systemClock } from '../../core/ports.js';
 import { silentLogger, type Logger } from '../../core/logger.js';
-import { resolveOptions } from '../../core/options.js';
+import { checkInteger, defaults, OptionsError, resolveOptions } from '../../core/options.js';
 
 export interface MemoryPoolOptions {
   allocator: SegmentAllocator;
@@ -19,6 +19,8 @@ export interface MemoryPoolOptions {
   name?: Extract<IdSourceName, 'pool' | 'segment'>;
 }
 
+export const MEMORY_POOL_DEFAULTS = defaults({ maxStepFactor: 100, waitTimeoutMs: 3000, name: 'pool' as 'pool' | 'segment' });
+
 /**
  * The embedded pool: one Leaf double buffer per tag and shard, in this process's memory.
  * IDs leave the buffer before `take` resolves; a crash loses what is buffered, never repeats it.
@@ -26,12 +28,15 @@ export interface MemoryPoolOptions {
 export class MemoryPool implements IdSource {
   readonly name: 'pool' | 'segment';
   private readonly buffers = new Map<string, { step: number; buffer: SegmentBuffer }>();
-  private readonly options: Required<Omit<MemoryPoolOptions, 'by' | 'name'>> & { by: string | undefined };
+  private readonly options: Readonly<Required<Omit<MemoryPoolOptions, 'by' | 'name'>> & { by: string | undefined }>;
 
   constructor(options: MemoryPoolOptions) {
-    const { name, by, ...rest } = options;
-    this.name = name ?? 'pool';
-    this.options = resolveOptions({ maxStepFactor: 100, waitTimeoutMs: 3000, clock: systemClock, logger: silentLogger, by: undefined as string | undefined }, { ...rest, by });
+    const { name, ...rest } = resolveOptions({ ...MEMORY_POOL_DEFAULTS, clock: systemClock, logger: silentLogger, by: undefined as string | undefined }, options, (s) => {
+      checkInteger('MemoryPool', s, 'maxStepFactor', 1);
+      if (!(s.waitTimeoutMs > 0)) throw new OptionsError('MemoryPool', 'waitTimeoutMs', `must be positive, got ${s.waitTimeoutMs}`);
+    });
+    this.name = name;
+    this.options = rest;
   }
 
   async take(tag: BizTag, count: number, context: TakeContext = {}): Promise<string[]> {

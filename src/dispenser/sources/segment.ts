@@ -11,5 +11,5 @@ import { MemoryPool } from './memory.js';
  * `source: "segment"`.
  */
 export function segmentSource(allocator: SegmentAllocator, options: { by?: string; logger?: Logger } = {}): IdSource & { close(): Promise<void> } {
-  return new MemoryPool({ allocator, name: 'segment', logger: (options.logger ?? silentLogger).child({ rung: 'segment' }), ...(options.by === undefined ? {} : { by: options.by }) });
+  return new MemoryPool({ allocator, name: 'segment', logger: (options.logger ?? silentLogger).child({ rung: 'segment' }), by: options.by });
 }

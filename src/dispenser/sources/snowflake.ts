@@ -1,10 +1,11 @@
-import { BadRequestError, IdmintError } from '../../core/errors.js';
+import { BadRequestError, ConfigError, IdmintError } from '../../core/errors.js';
 import { LEAF_LAYOUT, type DecodedId, type Layout } from '../../core/layout.js';
 import { assertLayoutUsable, SnowflakeGenerator } from '../../core/snowflake.js';
 import { systemClock, type BizTag, type Clock, type IdSource, type WorkerIdLease, type WorkerIdProvider } from '../../core/ports.js';
 import { annotate } from '../../tracing/tracer.js';
 import { ATTR } from '../../tracing/dispense.js';
 import { silentLogger, type Logger } from '../../core/logger.js';
+import { resolveOptions } from '../../core/options.js';
 
 export interface SnowflakeSourceOptions {
   /** Where the worker id comes from (see src/worker-id). */
@@ -32,7 +33,7 @@ export class SnowflakeSource implements IdSource {
   private closing: Promise<void> | null = null;
 
   constructor(generator: SnowflakeGenerator, lease: WorkerIdLease) {
-    if (generator.workerId !== lease.workerId) throw new BadRequestError(`generator worker id ${generator.workerId} differs from the lease's ${lease.workerId}`, 'workerId');
+    if (generator.workerId !== lease.workerId) throw new ConfigError(`generator worker id ${generator.workerId} differs from the lease's ${lease.workerId}; build the generator with the lease's id`, 'workerId');
     this.generator = generator;
     this.lease = lease;
     this.guard = (ms) => lease.assertIssuable(ms);
@@ -98,20 +99,13 @@ export class SnowflakeSource implements IdSource {
  * returns a ready source. Nothing is left registered or open when it throws.
  */
 export async function createSnowflakeSource(options: SnowflakeSourceOptions): Promise<SnowflakeSource> {
-  const layout = options.layout ?? LEAF_LAYOUT;
-  const clock = options.clock ?? systemClock;
-  const logger = (options.logger ?? silentLogger).child({ component: 'snowflake-source' });
+  // The generator checks and defaults the rest of its options (core/snowflake.ts).
+  const { provider, layout, clock, logger: parent, datacenterId, maxBackwardsMs } = resolveOptions({ layout: LEAF_LAYOUT, clock: systemClock, logger: silentLogger }, options);
+  const logger = parent.child({ component: 'snowflake-source' });
   assertLayoutUsable(layout, clock.now(), logger);
-  const lease = await options.provider.acquire({ maxWorkerId: layout.maxWorkerId });
+  const lease = await provider.acquire({ maxWorkerId: layout.maxWorkerId });
   try {
-    const generator = new SnowflakeGenerator({
-      workerId: lease.workerId,
-      layout,
-      clock,
-      logger: options.logger ?? silentLogger,
-      ...(options.datacenterId === undefined ? {} : { datacenterId: options.datacenterId }),
-      ...(options.maxBackwardsMs === undefined ? {} : { maxBackwardsMs: options.maxBackwardsMs }),
-    });
+    const generator = new SnowflakeGenerator({ workerId: lease.workerId, layout, clock, logger: parent, datacenterId, maxBackwardsMs });
     logger.info({ workerId: lease.workerId, provider: lease.provider, layout: layout.name }, 'snowflake source ready');
     return new SnowflakeSource(generator, lease);
   } catch (err) {

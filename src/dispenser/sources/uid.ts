@@ -3,6 +3,7 @@ import type { Layout } from '../../core/layout.js';
 import { UID_LAYOUT } from '../../core/layout.js';
 import { systemClock, type BizTag, type Clock, type IdSource, type WorkerIdLease, type WorkerIdProvider } from '../../core/ports.js';
 import { silentLogger, type Logger } from '../../core/logger.js';
+import { resolveOptions } from '../../core/options.js';
 import { annotate } from '../../tracing/tracer.js';
 import { ATTR } from '../../tracing/dispense.js';
 
@@ -22,14 +23,19 @@ export class UidSource implements IdSource {
   readonly name = 'pool' as const;
   private starting: Promise<{ generator: CachedUidGenerator; lease: WorkerIdLease }> | undefined;
 
-  constructor(private readonly options: UidSourceOptions) {}
+  private readonly options: Readonly<Required<UidSourceOptions>>;
+
+  constructor(options: UidSourceOptions) {
+    // The generator checks the rest when the first uid request starts it (core/cached-uid.ts).
+    this.options = resolveOptions({ layout: UID_LAYOUT, clock: systemClock, logger: silentLogger }, options);
+  }
 
   async take(_tag: BizTag, count: number): Promise<string[]> {
     const { generator, lease } = await this.start();
     annotate(ATTR.workerId, lease.workerId);
     // At hand-out, not only when the ring is filled: a lease refused meanwhile (the deployment's
     // region split recorded under this process) stops IDs already minted ahead too.
-    lease.assertIssuable((this.options.clock ?? systemClock).now());
+    lease.assertIssuable(this.options.clock.now());
     return generator.getUids(count).map(String);
   }
 
@@ -44,15 +50,10 @@ export class UidSource implements IdSource {
 
   private start(): Promise<{ generator: CachedUidGenerator; lease: WorkerIdLease }> {
     this.starting ??= (async () => {
-      const layout = this.options.layout ?? UID_LAYOUT;
-      const lease = await this.options.provider.acquire({ maxWorkerId: layout.maxWorkerId });
+      const { provider, layout, clock, logger } = this.options;
+      const lease = await provider.acquire({ maxWorkerId: layout.maxWorkerId });
       try {
-        const generator = new CachedUidGenerator({
-          workerId: lease.workerId,
-          layout,
-          ...(this.options.clock ? { clock: this.options.clock } : {}),
-          logger: this.options.logger ?? silentLogger,
-        });
+        const generator = new CachedUidGenerator({ workerId: lease.workerId, layout, clock, logger });
         generator.start();
         return { generator, lease };
       } catch (err) {

@@ -128,9 +128,13 @@ describe('httpTransport', () => {
     expect(seen).toHaveLength(1);
   });
 
-  it('validates its options with BAD_REQUEST', () => {
-    for (const options of [{ url: 'not a url' }, { url: 'ftp://x' }, { url: 'http://x', retries: -1 }, { url: 'http://x', timeoutMs: 0 }]) {
-      expect(() => httpTransport(options)).toThrow(expect.objectContaining({ code: 'BAD_REQUEST' }));
+  it('validates its options', () => {
+    for (const options of [{ url: 'not a url' }, { url: 'ftp://x' }]) {
+      expect(() => httpTransport(options)).toThrow(expect.objectContaining({ code: 'BAD_REQUEST', field: 'url' }));
+    }
+    // Checked by resolveOptions: a misconfiguration, never an HTTP 400.
+    for (const options of [{ url: 'http://x', retries: -1 }, { url: 'http://x', timeoutMs: 0 }]) {
+      expect(() => httpTransport(options)).toThrow(expect.objectContaining({ code: 'CONFIG_INVALID' }));
     }
   });
 

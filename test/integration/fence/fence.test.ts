@@ -30,6 +30,18 @@ describe('segment fence in ZooKeeper', () => {
     await st?.close();
   });
 
+  it('refuses a root that is no absolute path as a misconfiguration naming it; a trailing / is the same root', async () => {
+    expect(() => new ZookeeperFence({ connect: env('ZK_CONNECT'), root: 'idmint/fence' })).toThrow(expect.objectContaining({ code: 'CONFIG_INVALID', field: 'root' }));
+    expect(() => new ZookeeperFence({ connect: env('ZK_CONNECT'), root: '/' })).toThrow(expect.objectContaining({ code: 'CONFIG_INVALID', field: 'root' }));
+    const slashed = await ZookeeperFence.open({ connect: env('ZK_CONNECT'), root: `${root}/`, probeEveryMs: undefined });
+    try {
+      await fence.raise('slashed', 0, 77);
+      expect(await slashed.current('slashed', 0)).toBe(77);
+    } finally {
+      await slashed.close();
+    }
+  });
+
   it('a mark starts at 0, is raised and never lowered, and concurrent raises keep the highest', async () => {
     expect(await fence.current('marks', 0)).toBe(0);
     await fence.raise('marks', 0, 5000);

@@ -101,7 +101,7 @@ describe('workers/refill.ts as a process', () => {
   it('refuses to start without DATABASE_URL, with one line that says why', async () => {
     const w = await startWorker({ REDIS_URL, DATABASE_URL: '' });
     expect(await w.exited).toBe(1);
-    expect(w.output().trim()).toBe('idmint-refill: BAD_REQUEST: a refill-only process needs DATABASE_URL: it allocates segments in the Postgres the API uses');
+    expect(w.output().trim()).toBe('idmint-refill: CONFIG_INVALID: a refill-only process needs DATABASE_URL: it allocates segments in the Postgres the API uses');
   });
 
   it('refuses a bad refill option, naming the variable', async () => {

@@ -141,11 +141,11 @@ describe('createPgDatabase', () => {
   });
 
   it('validates its options', () => {
-    expect(() => createPgDatabase({ connectionString: '' })).toThrow(expect.objectContaining({ code: 'BAD_REQUEST', field: 'connectionString' }));
-    expect(() => createPgDatabase({ connectionString: url, schema: 'x"; drop' })).toThrow(expect.objectContaining({ code: 'BAD_REQUEST', field: 'schema' }));
-    expect(() => createPgDatabase({ connectionString: url, max: 0 })).toThrow(expect.objectContaining({ code: 'BAD_REQUEST', field: 'max' }));
+    expect(() => createPgDatabase({ connectionString: '' })).toThrow(expect.objectContaining({ code: 'CONFIG_INVALID', field: 'connectionString' }));
+    expect(() => createPgDatabase({ connectionString: url, schema: 'x"; drop' })).toThrow(expect.objectContaining({ code: 'CONFIG_INVALID', field: 'schema' }));
+    expect(() => createPgDatabase({ connectionString: url, max: 0 })).toThrow(expect.objectContaining({ code: 'CONFIG_INVALID', field: 'max' }));
     expect(() => createPgDatabase({ connectionString: url, connectionTimeoutMillis: -1 })).toThrow(
-      expect.objectContaining({ code: 'BAD_REQUEST', field: 'connectionTimeoutMillis' }),
+      expect.objectContaining({ code: 'CONFIG_INVALID', field: 'connectionTimeoutMillis' }),
     );
   });
 });

@@ -90,6 +90,7 @@ describe('segments of several regions (real Postgres)', () => {
     await expect(holdRegionRecord(a.db, undefined, 'test')).rejects.toThrow(/this database is one of several regions \(IDMINT_REGION=0 IDMINT_REGIONS=2 IDMINT_REGION_STRIPE=1000, recorded .*\); start with those settings/);
     await expect(holdRegionRecord(a.db, regionLayout(2, 1, 1000), 'test')).rejects.toThrow(/IDMINT_REGION=1 IDMINT_REGIONS=2 IDMINT_REGION_STRIPE=1000 differs from what this database recorded at its first start \(IDMINT_REGION=0 IDMINT_REGIONS=2/);
     await expect(holdRegionRecord(a.db, regionLayout(3, 0, 1000), 'test')).rejects.toThrow(/differs/);
+    await expect(holdRegionRecord(a.db, regionLayout(3, 0, 1000), 'test')).rejects.toMatchObject({ code: 'CONFIG_INVALID' });
     // A single-region database that handed out IDs does not become a region by a setting.
     await c.store.createBiz({ bizTag: 'old', step: 10 });
     await c.store.allocate('old', 10);

@@ -25,6 +25,8 @@ describe('loadConfig', () => {
       caught = err;
     }
     expect(caught).toBeInstanceOf(IdmintError);
+    // A misconfiguration, printed at start as `CONFIG_INVALID: …`; never a caller's BAD_REQUEST.
+    expect(caught).toMatchObject({ code: 'CONFIG_INVALID', retriable: false });
     const message = (caught as IdmintError).message;
     expect(message).toMatch(/IDMINT_PORT/);
     expect(message).toMatch(/REDIS_URL: expected a URL starting with redis:\/\//);
@@ -57,6 +59,7 @@ describe('loadConfig is strict', () => {
 
   it('refuses a pool floor above either pool ceiling, naming both variables', () => {
     expect(() => loadConfig({ IDMINT_POOL_MIN_DEPTH: '2000000' })).toThrow(/IDMINT_POOL_MIN_DEPTH must not exceed IDMINT_POOL_MAX_DEPTH/);
+    expect(() => loadConfig({ IDMINT_POOL_MIN_DEPTH: '2000000' })).toThrow(expect.objectContaining({ code: 'CONFIG_INVALID' }));
     expect(() => loadConfig({ IDMINT_POOL_MIN_DEPTH: '5000', IDMINT_POOL_MAX_RANGE_DEPTH: '4000' })).toThrow(/IDMINT_POOL_MIN_DEPTH must not exceed IDMINT_POOL_MAX_RANGE_DEPTH/);
     expect(loadConfig({ IDMINT_POOL_MAX_RANGE_DEPTH: '100000000' }).IDMINT_POOL_MAX_RANGE_DEPTH).toBe(100_000_000);
   });

@@ -227,10 +227,10 @@ describe('client double buffer: errors', () => {
     await c.close();
   });
 
-  it('validates its options and tags with BAD_REQUEST', async () => {
+  it('validates its options (CONFIG_INVALID) and tags (BAD_REQUEST)', async () => {
     const t = new FakeTransport();
     for (const bad of [{ batchSize: 0 }, { batchSize: 1.5 }, { maxBatchSize: 10 }, { prefetchAt: 1 }, { prefetchAt: -0.1 }, { timeoutMs: 0 }, { batchLifeMs: Number.NaN }]) {
-      expect(() => createIdmintClient({ transport: t, ...bad })).toThrow(expect.objectContaining({ code: 'BAD_REQUEST' }));
+      expect(() => createIdmintClient({ transport: t, ...bad })).toThrow(expect.objectContaining({ code: 'CONFIG_INVALID' }));
     }
     expect(() => createIdmintClient({})).toThrow(/transport/);
     expect(() => createIdmintClient({ transport: t, url: 'http://127.0.0.1:1' })).toThrow(/one of `transport`, `url` or `urls`/);

@@ -19,15 +19,15 @@ const validLayout = fc
   .filter((o) => o.timeBits >= 1 && o.timeBits <= (o.timeUnit === 'ms' ? 52 : 42))
   .map((o): LayoutOptions => o);
 
-function expectBadRequest(fn: () => unknown): void {
+function expectRefused(fn: () => unknown, code = 'BAD_REQUEST'): void {
   try {
     fn();
   } catch (err) {
     expect(err).toBeInstanceOf(IdmintError);
-    expect((err as IdmintError).code).toBe('BAD_REQUEST');
+    expect((err as IdmintError).code).toBe(code);
     return;
   }
-  expect.fail('expected BAD_REQUEST');
+  expect.fail(`expected ${code}`);
 }
 
 describe('Layout', () => {
@@ -71,30 +71,31 @@ describe('Layout', () => {
     fc.assert(
       fc.property(fc.integer({ min: 1, max: 53 }), fc.integer({ min: 0, max: 31 }), fc.integer({ min: 1, max: 31 }), (timeBits, workerBits, sequenceBits) => {
         fc.pre(timeBits + workerBits + sequenceBits !== 63);
-        expectBadRequest(() => createLayout({ timeBits, workerBits, sequenceBits, epoch: 0 }));
+        expectRefused(() => createLayout({ timeBits, workerBits, sequenceBits, epoch: 0 }), 'CONFIG_INVALID');
       }),
     );
   });
 
-  it('rejects negative, fractional and oversized fields, future epochs and unknown units', () => {
-    expectBadRequest(() => createLayout({ timeBits: 42, workerBits: 11, sequenceBits: 12, datacenterBits: -2, epoch: 0 }));
-    expectBadRequest(() => createLayout({ timeBits: 41.5, workerBits: 9.5, sequenceBits: 12, epoch: 0 }));
-    expectBadRequest(() => createLayout({ timeBits: 0, workerBits: 31, sequenceBits: 31, datacenterBits: 1, epoch: 0 }));
-    expectBadRequest(() => createLayout({ timeBits: 41, workerBits: 10, sequenceBits: 12, epoch: NOW + 60_000 }));
-    expectBadRequest(() => createLayout({ timeBits: 41, workerBits: 10, sequenceBits: 12, epoch: 'not a date' }));
-    expectBadRequest(() => createLayout({ timeBits: 41, workerBits: 10, sequenceBits: 12, epoch: 0, timeUnit: 'us' as 'ms' }));
+  it('rejects negative, fractional and oversized fields, future epochs and unknown units as a misconfiguration naming the option', () => {
+    expect(() => createLayout({ timeBits: 41, workerBits: 10, sequenceBits: 12, epoch: NOW + 60_000 })).toThrow(expect.objectContaining({ field: 'epoch', message: expect.stringMatching(/^layout: option epoch must lie in the past/) }));
+    expectRefused(() => createLayout({ timeBits: 42, workerBits: 11, sequenceBits: 12, datacenterBits: -2, epoch: 0 }), 'CONFIG_INVALID');
+    expectRefused(() => createLayout({ timeBits: 41.5, workerBits: 9.5, sequenceBits: 12, epoch: 0 }), 'CONFIG_INVALID');
+    expectRefused(() => createLayout({ timeBits: 0, workerBits: 31, sequenceBits: 31, datacenterBits: 1, epoch: 0 }), 'CONFIG_INVALID');
+    expectRefused(() => createLayout({ timeBits: 41, workerBits: 10, sequenceBits: 12, epoch: NOW + 60_000 }), 'CONFIG_INVALID');
+    expectRefused(() => createLayout({ timeBits: 41, workerBits: 10, sequenceBits: 12, epoch: 'not a date' }), 'CONFIG_INVALID');
+    expectRefused(() => createLayout({ timeBits: 41, workerBits: 10, sequenceBits: 12, epoch: 0, timeUnit: 'us' as 'ms' }), 'CONFIG_INVALID');
     // 53 bits of seconds runs far past the last valid Date.
-    expectBadRequest(() => createLayout({ timeBits: 50, workerBits: 1, sequenceBits: 12, epoch: 0, timeUnit: 's' }));
+    expectRefused(() => createLayout({ timeBits: 50, workerBits: 1, sequenceBits: 12, epoch: 0, timeUnit: 's' }), 'CONFIG_INVALID');
   });
 
   it('rejects fields that do not fit on encode, and ids outside 63 bits on decode', () => {
     const t = LEAF_LAYOUT.epochMs + 1000;
-    expectBadRequest(() => LEAF_LAYOUT.encode({ timestamp: t, worker: 1024, sequence: 0 }));
-    expectBadRequest(() => LEAF_LAYOUT.encode({ timestamp: t, worker: 0, sequence: 4096 }));
-    expectBadRequest(() => LEAF_LAYOUT.encode({ timestamp: LEAF_LAYOUT.epochMs - 1, worker: 0, sequence: 0 }));
-    expectBadRequest(() => LEAF_LAYOUT.encode({ timestamp: LEAF_LAYOUT.exhaustsAt.getTime(), worker: 0, sequence: 0 }));
-    expectBadRequest(() => LEAF_LAYOUT.decode(-1n));
-    expectBadRequest(() => LEAF_LAYOUT.decode(1n << 63n));
+    expectRefused(() => LEAF_LAYOUT.encode({ timestamp: t, worker: 1024, sequence: 0 }));
+    expectRefused(() => LEAF_LAYOUT.encode({ timestamp: t, worker: 0, sequence: 4096 }));
+    expectRefused(() => LEAF_LAYOUT.encode({ timestamp: LEAF_LAYOUT.epochMs - 1, worker: 0, sequence: 0 }));
+    expectRefused(() => LEAF_LAYOUT.encode({ timestamp: LEAF_LAYOUT.exhaustsAt.getTime(), worker: 0, sequence: 0 }));
+    expectRefused(() => LEAF_LAYOUT.decode(-1n));
+    expectRefused(() => LEAF_LAYOUT.decode(1n << 63n));
   });
 
   it('builds Leaf\'s layout with its epoch and reports when its time bits run out', () => {
@@ -122,7 +123,7 @@ describe('Layout', () => {
     const layout = createLayout({ name: 'dc', timeBits: 41, datacenterBits: 5, workerBits: 5, sequenceBits: 12, epoch: '2020-01-01T00:00:00Z' });
     const id = layout.encode({ timestamp: Date.parse('2024-01-01T00:00:00Z'), datacenter: 31, worker: 3, sequence: 9 });
     expect(layout.decode(id)).toMatchObject({ datacenter: 31, worker: 3, sequence: 9, time: '2024-01-01T00:00:00.000Z' });
-    expectBadRequest(() => layout.encode({ timestamp: Date.parse('2024-01-01T00:00:00Z'), datacenter: 32, worker: 3, sequence: 9 }));
+    expectRefused(() => layout.encode({ timestamp: Date.parse('2024-01-01T00:00:00Z'), datacenter: 32, worker: 3, sequence: 9 }));
   });
 
   it('parses IDs from decimal strings and refuses anything else', () => {
@@ -131,7 +132,7 @@ describe('Layout', () => {
     expect(parseId(42)).toBe(42n);
     expect(parseId(7n)).toBe(7n);
     for (const bad of ['9223372036854775808', '-1', '1e5', ' 12', '', '0x10', '12345678901234567890', 1.5, -3]) {
-      expectBadRequest(() => parseId(bad));
+      expectRefused(() => parseId(bad));
     }
     fc.assert(
       fc.property(fc.bigInt({ min: 0n, max: (1n << 63n) - 1n }), (id) => {
@@ -168,10 +169,11 @@ describe('ShardedLayout', () => {
   });
 
   it('rejects invalid splits and fields', () => {
-    expectBadRequest(() => createShardedLayout({ sequenceBits: 0 }));
-    expectBadRequest(() => createShardedLayout({ sequenceBits: 49, shardBits: 16, appBits: 16 }).encode({ sequence: 0, shard: 0, app: 0 }));
-    expectBadRequest(() => SHARDED_LAYOUT.encode({ sequence: 0, shard: 64, app: 0 }));
-    expectBadRequest(() => SHARDED_LAYOUT.decode(2n ** 53n));
-    expectBadRequest(() => createShardedLayout({ sequenceBits: 49 }).encodeNumber({ sequence: 1, shard: 0, app: 0 }));
+    // A split is configuration: the operator's to fix, not a caller's 400.
+    expectRefused(() => createShardedLayout({ sequenceBits: 0 }), 'CONFIG_INVALID');
+    expectRefused(() => createShardedLayout({ sequenceBits: 49, shardBits: 16, appBits: 16 }), 'CONFIG_INVALID');
+    expectRefused(() => SHARDED_LAYOUT.encode({ sequence: 0, shard: 64, app: 0 }));
+    expectRefused(() => SHARDED_LAYOUT.decode(2n ** 53n));
+    expectRefused(() => createShardedLayout({ sequenceBits: 49 }).encodeNumber({ sequence: 1, shard: 0, app: 0 }));
   });
 });

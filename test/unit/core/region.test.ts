@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { nextSegment, regionLayout, regionOf, type RegionLayout } from '../../../src/core/region.js';
-import { BadRequestError } from '../../../src/core/errors.js';
+import { ConfigError } from '../../../src/core/errors.js';
 
 /** Allocates one region's segments until `steps` runs out or the region is exhausted. */
 function allocateAll(layout: RegionLayout | undefined, steps: number[], limit: number, from = 0): Array<{ start: number; end: number }> {
@@ -84,7 +84,7 @@ describe('region layout', () => {
   });
 
   it('refuses layouts it cannot keep', () => {
-    expect(() => regionLayout(1, 0)).toThrow(BadRequestError);
+    expect(() => regionLayout(1, 0)).toThrow(ConfigError);
     expect(() => regionLayout(65, 0)).toThrow(/regions must be an integer from 2 to 64/);
     expect(() => regionLayout(3, 3)).toThrow(/region must be an integer from 0 to 2, got 3/);
     expect(() => regionLayout(2, 0, 0)).toThrow(/stripe/);

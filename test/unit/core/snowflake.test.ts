@@ -105,13 +105,13 @@ describe('SnowflakeGenerator', () => {
 
   it('refuses to start past the layout\'s exhaustion and warns when less than a year is left', () => {
     const end = LEAF_LAYOUT.exhaustsAt.getTime();
-    expect(codeOf(() => new SnowflakeGenerator({ workerId: 0, clock: new ManualClock(end) }))).toBe('BAD_REQUEST');
+    expect(codeOf(() => new SnowflakeGenerator({ workerId: 0, clock: new ManualClock(end) }))).toBe('CONFIG_INVALID');
     const { logger, lines } = memoryLogger();
     const clock = new ManualClock(end - 30 * 24 * 3600_000);
     const gen = new SnowflakeGenerator({ workerId: 0, clock, logger });
     expect(lines.some((l) => l.level === 40 && l.component === 'snowflake' && String(l.msg).includes('within a year'))).toBe(true);
     clock.ms = end + 10;
-    expect(codeOf(() => gen.nextId())).toBe('BAD_REQUEST');
+    expect(codeOf(() => gen.nextId())).toBe('CONFIG_INVALID');
     const quiet = memoryLogger();
     new SnowflakeGenerator({ workerId: 0, logger: quiet.logger });
     expect(quiet.lines.some((l) => l.level === 40)).toBe(false);
@@ -124,6 +124,15 @@ describe('SnowflakeGenerator', () => {
     expect(codeOf(() => new SnowflakeGenerator({ workerId: 31, datacenterId: 32, layout }))).toBe('WORKER_ID_UNAVAILABLE');
     const gen = new SnowflakeGenerator({ workerId: 31, datacenterId: 17, layout });
     expect(layout.decode(gen.nextId())).toMatchObject({ worker: 31, datacenter: 17 });
+  });
+
+  it('refuses a negative maxBackwardsMs as a misconfiguration naming the option, and takes undefined as the default', () => {
+    expect(() => new SnowflakeGenerator({ workerId: 0, maxBackwardsMs: -1 })).toThrow(
+      expect.objectContaining({ code: 'CONFIG_INVALID', field: 'maxBackwardsMs', message: expect.stringMatching(/^SnowflakeGenerator: option maxBackwardsMs must be ≥ 0/) }),
+    );
+    const gen = new SnowflakeGenerator({ workerId: 7, maxBackwardsMs: undefined, datacenterId: undefined, layout: undefined });
+    expect(gen.layout).toBe(LEAF_LAYOUT);
+    expect(gen.datacenterId).toBe(0);
   });
 
   it('keeps workers apart: IDs of different worker ids never collide in the same milliseconds', () => {

@@ -1,7 +1,7 @@
 import { setImmediate as tick } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import type { IdmintError } from '../../../src/core/errors.js';
-import { createUidLayout, UID_LAYOUT } from '../../../src/core/layout.js';
+import { createLayout, createUidLayout, UID_LAYOUT } from '../../../src/core/layout.js';
 import { CachedUidGenerator, throwOnRejectedTake } from '../../../src/core/cached-uid.js';
 import { DefaultUidGenerator } from '../../../src/core/uid.js';
 import { codeOf, ManualClock } from './helpers.js';
@@ -43,7 +43,7 @@ describe('DefaultUidGenerator', () => {
 
   it('refuses worker ids beyond 22 bits and a layout past its time bits', () => {
     expect(codeOf(() => new DefaultUidGenerator({ workerId: 4_194_304 }))).toBe('WORKER_ID_UNAVAILABLE');
-    expect(codeOf(() => new DefaultUidGenerator({ workerId: 1, layout: createUidLayout('2016-05-20T00:00:00Z') }))).toBe('BAD_REQUEST');
+    expect(codeOf(() => new DefaultUidGenerator({ workerId: 1, layout: createUidLayout('2016-05-20T00:00:00Z') }))).toBe('CONFIG_INVALID');
   });
 });
 
@@ -141,10 +141,19 @@ describe('CachedUidGenerator', () => {
   });
 
   it('validates options and the layout', () => {
-    expect(codeOf(() => new CachedUidGenerator({ workerId: 1, paddingFactor: 100 }))).toBe('BAD_REQUEST');
-    expect(codeOf(() => new CachedUidGenerator({ workerId: 1, boostPower: -1 }))).toBe('BAD_REQUEST');
-    expect(codeOf(() => new CachedUidGenerator({ workerId: 1, scheduleIntervalMs: 0 }))).toBe('BAD_REQUEST');
+    expect(codeOf(() => new CachedUidGenerator({ workerId: 1, paddingFactor: 100 }))).toBe('CONFIG_INVALID');
+    expect(codeOf(() => new CachedUidGenerator({ workerId: 1, boostPower: -1 }))).toBe('CONFIG_INVALID');
+    expect(codeOf(() => new CachedUidGenerator({ workerId: 1, scheduleIntervalMs: 0 }))).toBe('CONFIG_INVALID');
     expect(codeOf(() => new CachedUidGenerator({ workerId: 2 ** 22 }))).toBe('WORKER_ID_UNAVAILABLE');
+    // 2^15 IDs a second << 10 is 2^25 slots: more than the ring may hold.
+    const wide = createLayout({ name: 'wide', timeBits: 28, workerBits: 20, sequenceBits: 15, epoch: '2025-01-01T00:00:00Z', timeUnit: 's' });
+    expect(() => new CachedUidGenerator({ workerId: 1, boostPower: 10, layout: wide })).toThrow(
+      expect.objectContaining({ code: 'CONFIG_INVALID', field: 'boostPower', message: expect.stringMatching(/lower it$/) }),
+    );
+    expect(() => new CachedUidGenerator({ workerId: 1, paddingFactor: 0 })).toThrow(expect.objectContaining({ field: 'paddingFactor', message: expect.stringMatching(/^CachedUidGenerator: option paddingFactor/) }));
+    const defaults = new CachedUidGenerator({ workerId: 1, boostPower: undefined, paddingFactor: undefined });
+    expect(defaults.bufferSize).toBe(8192 << 3);
+    expect(defaults.paddingThreshold).toBe((8192 << 3) / 2);
     expect(UID_LAYOUT.maxSequence).toBe(8191);
   });
 });

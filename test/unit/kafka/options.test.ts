@@ -20,22 +20,23 @@ describe('Kafka component options', () => {
     for (const defaults of [RESPONDER_DEFAULTS, KAFKA_CLIENT_DEFAULTS, KAFKA_POOL_SINK_DEFAULTS]) expect(Object.isFrozen(defaults)).toBe(true);
   });
 
+  // A constructor's option is a misconfiguration (CONFIG_INVALID, never an HTTP 400); a tag name is checked as a caller's argument.
   it.each([
-    ['responder concurrency 0', () => createResponder({ signer: testSigner, kafka, dispenser, concurrency: 0 }), /concurrency/],
-    ['responder maxCount 1.5', () => createResponder({ signer: testSigner, kafka, dispenser, maxCount: 1.5 }), /maxCount/],
-    ['responder empty group', () => createResponder({ signer: testSigner, kafka, dispenser, groupId: '' }), /groupId/],
-    ['client without brokers', () => createKafkaClient({ verifyKey: TEST_VERIFY_KEY }), /brokers/],
-    ['client timeout 0', () => createKafkaClient({ verifyKey: TEST_VERIFY_KEY, kafka, timeoutMs: 0 }), /timeoutMs/],
-    ['client retries -1', () => createKafkaClient({ verifyKey: TEST_VERIFY_KEY, kafka, retries: -1 }), /retries/],
-    ['sink block size 0', () => new KafkaPoolSink({ signer: testSigner, kafka, blockSize: 0 }), /blockSize/],
-    ['consumer bad tag', () => new KafkaPoolConsumer({ verifyKey: TEST_VERIFY_KEY, kafka, bizTag: 'Not A Tag' }), /invalid biz tag/],
-    ['consumer buffer 0', () => new KafkaPoolConsumer({ verifyKey: TEST_VERIFY_KEY, kafka, bizTag: 'order', bufferBlocks: 0 }), /bufferBlocks/],
-  ])('refuses %s with BAD_REQUEST', (_name, make, message) => {
+    ['responder concurrency 0', () => createResponder({ signer: testSigner, kafka, dispenser, concurrency: 0 }), /concurrency/, 'CONFIG_INVALID'],
+    ['responder maxCount 1.5', () => createResponder({ signer: testSigner, kafka, dispenser, maxCount: 1.5 }), /maxCount/, 'CONFIG_INVALID'],
+    ['responder empty group', () => createResponder({ signer: testSigner, kafka, dispenser, groupId: '' }), /groupId/, 'CONFIG_INVALID'],
+    ['client without brokers', () => createKafkaClient({ verifyKey: TEST_VERIFY_KEY }), /brokers/, 'CONFIG_INVALID'],
+    ['client timeout 0', () => createKafkaClient({ verifyKey: TEST_VERIFY_KEY, kafka, timeoutMs: 0 }), /timeoutMs/, 'CONFIG_INVALID'],
+    ['client retries -1', () => createKafkaClient({ verifyKey: TEST_VERIFY_KEY, kafka, retries: -1 }), /retries/, 'CONFIG_INVALID'],
+    ['sink block size 0', () => new KafkaPoolSink({ signer: testSigner, kafka, blockSize: 0 }), /blockSize/, 'CONFIG_INVALID'],
+    ['consumer bad tag', () => new KafkaPoolConsumer({ verifyKey: TEST_VERIFY_KEY, kafka, bizTag: 'Not A Tag' }), /invalid biz tag/, 'BAD_REQUEST'],
+    ['consumer buffer 0', () => new KafkaPoolConsumer({ verifyKey: TEST_VERIFY_KEY, kafka, bizTag: 'order', bufferBlocks: 0 }), /bufferBlocks/, 'CONFIG_INVALID'],
+  ])('refuses %s', (_name, make, message, code) => {
     expect(make).toThrow(message);
     try {
       make();
     } catch (err) {
-      expect(err).toMatchObject({ code: 'BAD_REQUEST' });
+      expect(err).toMatchObject({ code });
     }
   });
 

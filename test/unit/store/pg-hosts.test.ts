@@ -26,6 +26,7 @@ describe('multi-host DATABASE_URL (libpq syntax)', () => {
     expect(() => splitPostgresUrl('postgres://h1/db?target_session_attrs=standby')).toThrow(/target_session_attrs must be one of any, read-write, primary/);
     expect(() => splitPostgresUrl('postgres://h1:99999,h2/db')).toThrow(/h1:99999/);
     expect(() => splitPostgresUrl('mysql://h1/db')).toThrow(/postgres:\/\//);
+    expect(() => splitPostgresUrl('mysql://h1/db')).toThrow(expect.objectContaining({ code: 'CONFIG_INVALID', field: 'DATABASE_URL' }));
   });
 
   it('config accepts it, and a redacted one hides the password', () => {

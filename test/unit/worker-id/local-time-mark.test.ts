@@ -92,6 +92,13 @@ describe('LocalTimeMark', () => {
     expect(second.markMs).toBeGreaterThan(before);
   });
 
+  it('refuses a bad markAheadMs or maxStartWaitMs as a misconfiguration naming it, before touching the file', async () => {
+    const dataDir = dir();
+    await expect(LocalTimeMark.start({ dataDir, key: 'k', workerId: 1, source: 'file', markAheadMs: 0 })).rejects.toMatchObject({ code: 'CONFIG_INVALID', field: 'markAheadMs' });
+    await expect(LocalTimeMark.start({ dataDir, key: 'k', workerId: 1, source: 'file', maxStartWaitMs: -1 })).rejects.toMatchObject({ code: 'CONFIG_INVALID', field: 'maxStartWaitMs' });
+    expect(readLocalMark(localMarkPath(dataDir, 'k'))).toBeNull();
+  });
+
   it('refuses a corrupt file rather than guessing', async () => {
     const dataDir = dir();
     writeFileSync(localMarkPath(dataDir, 'k'), '{"version":1,');
@@ -122,8 +129,8 @@ describe('FileWorkerIdProvider', () => {
   });
 
   it('validates options at construction', () => {
-    expect(() => new FileWorkerIdProvider({ dataDir: dir(), workerId: -1 })).toThrow(IdmintError);
-    expect(() => new FileWorkerIdProvider({ dataDir: '' })).toThrow(IdmintError);
+    expect(() => new FileWorkerIdProvider({ dataDir: dir(), workerId: -1 })).toThrow(expect.objectContaining({ code: 'CONFIG_INVALID', field: 'workerId' }));
+    expect(() => new FileWorkerIdProvider({ dataDir: '' })).toThrow(expect.objectContaining({ code: 'CONFIG_INVALID', field: 'dataDir', message: expect.stringMatching(/IDMINT_DATA_DIR/) }));
   });
 
   it('refuses to start behind the mark left by a previous run', async () => {
@@ -143,7 +150,7 @@ describe('StaticWorkerIdProvider', () => {
     expect(lease.workerId).toBe(3);
     expect(lease.provider).toBe('static');
     await expect(new StaticWorkerIdProvider(4).acquire({ maxWorkerId: 3 })).rejects.toMatchObject({ code: 'WORKER_ID_UNAVAILABLE' });
-    expect(() => new StaticWorkerIdProvider(1.5)).toThrow(IdmintError);
+    expect(() => new StaticWorkerIdProvider(1.5)).toThrow(expect.objectContaining({ code: 'CONFIG_INVALID', field: 'workerId', message: expect.stringMatching(/IDMINT_WORKER_ID/) }));
   });
 
   it('keeps a local mark when given a data dir', async () => {
