@@ -222,6 +222,32 @@ export interface PoolSink {
   remove(bizTag: string): Promise<void>;
 }
 
+export type RefillReason = 'threshold' | 'cron' | 'manual';
+
+/** How a pool asks for a refill; src/refill's RefillQueue implements it (deduplicated per tag/shard). */
+export interface RefillTrigger {
+  requestRefill(bizTag: string, shard: number, reason: RefillReason): Promise<void>;
+}
+
+/**
+ * What the refill side keeps per pool where every refill process reads it (src/pool/redis's
+ * RedisPoolMeta): the demand it sizes targets by and the target it chose. A pool whose takes do
+ * not record their demand themselves (a Kafka pool topic, consumed by the SDK) is read and
+ * recorded here by the one process that holds a tick's lease.
+ */
+export interface DemandStore {
+  /** Records `count` IDs taken from the pool. */
+  record(bizTag: string, shard: number, count: number): Promise<void>;
+  /** A rate measured between two readings, counted for a few seconds: a jump in demand is sized for at once. */
+  recordBurst(bizTag: string, shard: number, ratePerSecond: number): Promise<void>;
+  /** The target depth the refill last chose, or null before it chose one. */
+  target(bizTag: string, shard: number): Promise<number | null>;
+  /** Stores the values and returns what was there, in one step: the reading the next reader compares against. */
+  swap<K extends string>(bizTag: string, shard: number, values: Record<K, number>): Promise<Record<K, number | null>>;
+  /** True for the one caller that takes the named lease until it expires (a periodic job run by one process of many). */
+  lease(name: string, ms: number): Promise<boolean>;
+}
+
 /**
  * Facts every process of one deployment must share, recorded where all of them see it (Postgres):
  * the first process to claim a name records its value; every later claim returns that value.

@@ -10,11 +10,8 @@ import { Pacer } from './pacer.js';
 import { bizRoutes } from './routes-biz.js';
 import { idRoutes } from './routes-ids.js';
 import { leafSnowflakeRoutes } from './routes-leaf-snowflake.js';
-import { statusRoutes, type StatusPageOptions } from './status-page.js';
 import { rateLimitHandlers, requestedTag, type RateLimits } from './rate-limits.js';
 import { presentedToken, tokenRoutes, TokenGate } from './tag-tokens.js';
-import type { HistoryBucket } from '../core/history.js';
-import type { DepthReading } from '../dispenser/metrics.js';
 import type { DecodedId } from '../core/layout.js';
 
 
@@ -44,7 +41,7 @@ export interface HttpServerOptions {
   stats?: () => Promise<Record<string, unknown>>;
   /** Told after a tag is created, changed or deleted here (e.g. to prime its pool). */
   onTagChange?: (bizTag: string) => void;
-  /** Extra registrations (the refill dashboard at /ui), given the admin guard. */
+  /** Extra registrations (the operator pages: /status, /dashboard, /ui), given the admin guard. */
   extensions?: Array<(app: FastifyInstance, authorize: ReturnType<typeof makeAdminGuard>) => Promise<void>>;
   /** Per-tag access tokens: a tag with tokens hands out IDs only to callers presenting one. */
   tokens?: TagTokenStore;
@@ -54,8 +51,6 @@ export interface HttpServerOptions {
   changes?: ChangeFeed;
   /** Rate limits on the routes that hand out IDs. Default none. */
   rateLimits?: RateLimits;
-  /** The `/status` page's data (tags come from the store). */
-  status?: { depths: () => DepthReading[]; history: () => HistoryBucket[]; tags?: StatusPageOptions['tags'] };
   /** The package's version, shown in /openapi.json. */
   version?: string;
   /** Largest request body. Default 64 KiB: admin bodies are small. */
@@ -174,10 +169,6 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
 
   // Every tag's depths and queue counts: operators only.
   app.get('/v1/stats', { preHandler: async (request) => authorize(request) }, async () => (options.stats ? await options.stats() : {}));
-  if (options.status) {
-    const status = options.status;
-    await app.register(async (scope) => statusRoutes(scope, { store: options.store, authorize, ...status, ...(options.stats ? { stats: options.stats } : {}) }));
-  }
 
   for (const extend of options.extensions ?? []) await extend(app, authorize);
   return app;

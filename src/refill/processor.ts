@@ -4,7 +4,7 @@ import { IdmintError } from '../core/errors.js';
 import { MAX_STEP, type BizStore, type BizTag, type PoolSink, type Segment } from '../core/ports.js';
 import { silentLogger, type Logger } from '../core/logger.js';
 import { sleep } from '../core/retry.js';
-import type { RefillReason, RefillTrigger } from '../pool/redis/pool-base.js';
+import type { RefillReason, RefillTrigger } from '../core/ports.js';
 import type { RedisPoolMeta } from '../pool/redis/meta.js';
 import { refillMetrics, type RefillMetrics } from './metrics.js';
 import { targetDepth } from './target.js';

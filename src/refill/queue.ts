@@ -1,7 +1,7 @@
 import { Queue, type JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { silentLogger, type Logger } from '../core/logger.js';
-import type { RefillReason, RefillTrigger } from '../pool/redis/pool-base.js';
+import type { RefillReason, RefillTrigger } from '../core/ports.js';
 import type { RefillJobData } from './processor.js';
 import { checkInteger, defaults, OptionsError, resolveOptions } from '../core/options.js';
 import { redisHandle, type RedisHandle } from '../redis/handle.js';

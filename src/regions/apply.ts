@@ -20,7 +20,7 @@ import { hasCounter } from '../core/ports.js';
 import type { RegionLayout } from '../core/region.js';
 import { PostgresBizStore } from '../store/biz-store.js';
 import type { Database } from '../store/db.js';
-import { lockCounters, readRegionRecord, recordRegion } from '../store/region-record.js';
+import { lockCounters, readRegionRecord, recordRegion, regionFloors, tagCounters, takeRegionFloors } from '../store/region-record.js';
 
 export interface TagStep {
   bizTag: string;
@@ -50,17 +50,6 @@ export interface RegionsPlan {
 type Layout = Pick<RegionLayout, 'regions' | 'stripe'>;
 const same = (a: RegionLayout | undefined, b: RegionLayout): boolean => a !== undefined && a.regions === b.regions && a.region === b.region && a.stripe === b.stripe;
 
-async function floorsOf(source: Database): Promise<{ floors: Map<string, number>; taken: boolean }> {
-  const { rows } = await source.query<{ floors_at: Date | null }>('SELECT floors_at FROM idmint_region');
-  if (rows[0]?.floors_at) {
-    const kept = await source.query<{ biz_tag: string; floor: string }>('SELECT biz_tag, floor::text AS floor FROM idmint_region_floor');
-    return { floors: new Map(kept.rows.map((r) => [r.biz_tag, Number(r.floor)])), taken: true };
-  }
-  // Not taken yet: what they would be now (apply takes them under the lock).
-  const now = await source.query<{ biz_tag: string; floor: string }>('SELECT biz_tag, max(max_id)::text AS floor FROM idmint_segment GROUP BY biz_tag');
-  return { floors: new Map(now.rows.map((r) => [r.biz_tag, Number(r.floor)])), taken: false };
-}
-
 /** What `apply` would do; changes nothing. `targets[i]` is the database of region i + 1. */
 export async function planRegions(source: Database, targets: readonly Database[], layout: Layout): Promise<RegionsPlan> {
   if (targets.length === 0 || targets.length > layout.regions - 1) {
@@ -71,17 +60,14 @@ export async function planRegions(source: Database, targets: readonly Database[]
   if (recorded && !same(recorded, zero)) {
     throw new IdmintError('BAD_REQUEST', `the source database is already region ${recorded.region} of ${recorded.regions} (stripe ${recorded.stripe}), not region 0 of ${layout.regions} (stripe ${layout.stripe})`);
   }
-  const { floors, taken } = await floorsOf(source);
+  const { floors, taken } = await regionFloors(source);
   const sourceTags = await new PostgresBizStore(source).listBiz();
   const plan: RegionsPlan = { regions: layout.regions, stripe: layout.stripe, source: { record: recorded ? 'recorded' : 'record', floors: taken ? 'taken' : 'to take', tags: sourceTags.length }, targets: [], ok: true };
   for (const [i, target] of targets.entries()) {
     const want = { ...layout, region: i + 1 };
     const step: RegionStep = { region: want.region, record: 'record', tags: [] };
     const theirs = await readRegionRecord(target);
-    const used = await target.query<{ biz_tag: string; max_id: string; start_after: string }>(
-      'SELECT s.biz_tag, max(s.max_id)::text AS max_id, max(b.start_after)::text AS start_after FROM idmint_segment s JOIN idmint_biz b USING (biz_tag) GROUP BY s.biz_tag',
-    );
-    const counters = new Map(used.rows.map((r) => [r.biz_tag, { max: Number(r.max_id), floor: Number(r.start_after) }]));
+    const counters = await tagCounters(target);
     if (theirs) {
       step.record = same(theirs, want) ? 'recorded' : 'refuse';
       if (step.record === 'refuse') step.reason = `it is region ${theirs.region} of ${theirs.regions} (stripe ${theirs.stripe}), not region ${want.region} of ${want.regions} (stripe ${want.stripe})`;
@@ -118,10 +104,7 @@ export async function applyRegions(source: Database, targets: readonly Database[
   await source.transaction(async (tx) => {
     await lockCounters(tx);
     await recordRegion(tx, { ...layout, region: 0 }, by);
-    const { rows } = await tx.query<{ floors_at: Date | null }>('SELECT floors_at FROM idmint_region');
-    if (rows[0]?.floors_at) return;
-    await tx.query('INSERT INTO idmint_region_floor (biz_tag, floor) SELECT biz_tag, max(max_id) FROM idmint_segment GROUP BY biz_tag HAVING max(max_id) > 0 ON CONFLICT (biz_tag) DO NOTHING');
-    await tx.query('UPDATE idmint_region SET floors_at = now()');
+    await takeRegionFloors(tx);
   });
   say(`region 0: ${first.source.record === 'record' ? 'recorded' : 'already recorded'}, floors ${first.source.floors === 'to take' ? 'taken' : 'kept from the first run'}`);
   // 3. The other regions, on the floors as taken.

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Database } from '../store/db.js';
-import { readRegionRecord } from '../store/region-record.js';
+import { readRegionFloors, readRegionRecord } from '../store/region-record.js';
 import { PostgresSettings } from '../store/settings.js';
 
 /** What `GET /v1/regions` answers: this deployment's region layout, as its database recorded it. */
@@ -18,12 +18,12 @@ export interface RegionsReport {
 
 export async function regionsReport(db: Database, fingerprintSetting: string): Promise<RegionsReport> {
   const record = await readRegionRecord(db);
-  const { rows } = await db.query<{ biz_tag: string; floor: string }>('SELECT biz_tag, floor::text AS floor FROM idmint_region_floor ORDER BY biz_tag');
+  const floors = await readRegionFloors(db);
   const fingerprint = await new PostgresSettings(db).get(fingerprintSetting);
   return {
     regions: record?.regions ?? 1,
     ...(record ? { region: record.region, stripe: record.stripe, recordedAt: record.recordedAt.toISOString() } : {}),
-    floors: Object.fromEntries(rows.map((r) => [r.biz_tag, r.floor])),
+    floors: Object.fromEntries(floors.map((r) => [r.bizTag, r.floor])),
     ...(fingerprint ? { obfuscationKeyFingerprint: fingerprint } : {}),
   };
 }

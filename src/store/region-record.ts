@@ -27,6 +27,43 @@ export async function recordRegion(tx: SqlClient, layout: RegionLayout, by: stri
   await tx.query('UPDATE idmint_segment s SET regions = r.regions, region = r.region, stripe = r.stripe FROM idmint_region r WHERE s.regions IS NULL');
 }
 
+/** Whether region 0's floors were taken (`takeRegionFloors`). */
+async function floorsTaken(db: SqlClient): Promise<boolean> {
+  const { rows } = await db.query<{ floors_at: Date | null }>('SELECT floors_at FROM idmint_region');
+  return Boolean(rows[0]?.floors_at);
+}
+
+/** Each tag's floor as kept (`takeRegionFloors`), in tag order; text: exact past 2^53. */
+export async function readRegionFloors(db: SqlClient): Promise<Array<{ bizTag: string; floor: string }>> {
+  const { rows } = await db.query<{ biz_tag: string; floor: string }>('SELECT biz_tag, floor::text AS floor FROM idmint_region_floor ORDER BY biz_tag');
+  return rows.map((r) => ({ bizTag: r.biz_tag, floor: r.floor }));
+}
+
+/** Region 0's floors: as taken, or, not taken yet, what they would be now (each tag's highest counter). */
+export async function regionFloors(db: SqlClient): Promise<{ floors: Map<string, number>; taken: boolean }> {
+  if (await floorsTaken(db)) return { floors: new Map((await readRegionFloors(db)).map((r) => [r.bizTag, Number(r.floor)])), taken: true };
+  const { rows } = await db.query<{ biz_tag: string; floor: string }>('SELECT biz_tag, max(max_id)::text AS floor FROM idmint_segment GROUP BY biz_tag');
+  return { floors: new Map(rows.map((r) => [r.biz_tag, Number(r.floor)])), taken: false };
+}
+
+/**
+ * Keeps each tag's counter as its floor, once (a later call finds them taken and changes nothing);
+ * inside a transaction that holds `lockCounters`, so the counters are final.
+ */
+export async function takeRegionFloors(tx: SqlClient): Promise<void> {
+  if (await floorsTaken(tx)) return;
+  await tx.query('INSERT INTO idmint_region_floor (biz_tag, floor) SELECT biz_tag, max(max_id) FROM idmint_segment GROUP BY biz_tag HAVING max(max_id) > 0 ON CONFLICT (biz_tag) DO NOTHING');
+  await tx.query('UPDATE idmint_region SET floors_at = now()');
+}
+
+/** Each tag that has counters: the highest ID handed out (`max`) and its startAfter (`floor`). */
+export async function tagCounters(db: SqlClient): Promise<Map<string, { max: number; floor: number }>> {
+  const { rows } = await db.query<{ biz_tag: string; max_id: string; start_after: string }>(
+    'SELECT s.biz_tag, max(s.max_id)::text AS max_id, max(b.start_after)::text AS start_after FROM idmint_segment s JOIN idmint_biz b USING (biz_tag) GROUP BY s.biz_tag',
+  );
+  return new Map(rows.map((r) => [r.biz_tag, { max: Number(r.max_id), floor: Number(r.start_after) }]));
+}
+
 const describe = (l: RegionLayout): string => `IDMINT_REGION=${l.region} IDMINT_REGIONS=${l.regions} IDMINT_REGION_STRIPE=${l.stripe}`;
 
 /**

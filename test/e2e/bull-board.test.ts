@@ -5,7 +5,7 @@ import type { Browser } from 'playwright-core';
 import { launchChromium } from '../support/chromium.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeAdminGuard } from '../../src/http/auth.js';
-import { registerBullBoard } from '../../src/http/bull-board.js';
+import { registerBullBoard } from '../../src/dashboard/bull-board.js';
 import { SWEEP_SCHEDULER_ID } from '../../src/refill/queue.js';
 import { startHarness, type Harness } from '../integration/refill/helpers.js';
 import { freshStore, type TestStore } from '../support/store.js';

@@ -1,4 +1,4 @@
-import type { RefillReason, RefillTrigger } from '../../src/pool/redis/pool-base.js';
+import type { RefillReason, RefillTrigger } from '../../src/core/ports.js';
 
 export interface InlineRefillTrigger {
   readonly trigger: RefillTrigger;

@@ -19,6 +19,7 @@ import { packageVersion } from '../version.js';
 import { DEFAULT_REDIS_POOL } from '../../core/pool-kind.js';
 import { dashboardPage, dashboardReporter, runDashboardReporter, type DashboardHistory } from '../dashboard.js';
 import { fromPoolStats } from '../../dashboard/pools.js';
+import { statusPage } from '../../dashboard/status-page.js';
 import { RememberedTags } from '../../core/remembered-tags.js';
 import type { PoolPoint } from '../../dashboard/store.js';
 import { regionsReport, regionsRoute } from '../../regions/report.js';
@@ -87,10 +88,12 @@ export async function buildApiServer(options: ApiRoleOptions): Promise<FastifyIn
   // The tags as last read: the pool sampler, the dashboard and /status keep them through a Postgres outage.
   const tags = new RememberedTags(store);
   // The BullMQ dashboard and refill stats only where Redis pools are: nothing else loads them.
-  const [bullBoardModule, refillStats] = redis ? await Promise.all([import('../../http/bull-board.js'), import('../../refill/stats.js')]) : [];
+  const [bullBoardModule, refillStats] = redis ? await Promise.all([import('../../dashboard/bull-board.js'), import('../../refill/stats.js')]) : [];
   const stats = redis && refillStats
     ? () => refillStats.collectRefillStats({ store: tags, sinks: { 'redis-list': redis.list, 'redis-counter': redis.counter }, meta: redis.statsMeta, queue: redis.queue, autoKind: DEFAULT_REDIS_POOL })
     : undefined;
+  // `/v1/stats` and the /status page: the pools, and whether the refill role runs here.
+  const serverStats = stats ? async () => ({ ...(await stats()), refillRole: options.refillState() }) : undefined;
   // The dashboard samples every Redis pool, or without Redis this process's buffers.
   const pools = stats
     ? async () => fromPoolStats((await stats()).pools)
@@ -117,16 +120,16 @@ export async function buildApiServer(options: ApiRoleOptions): Promise<FastifyIn
     keyFingerprint: parts.keyFingerprint,
     ...(options.changes ? { changes: options.changes } : {}),
     rateLimits: { perClient: config.IDMINT_RATE_LIMIT_CLIENT, perTag: config.IDMINT_RATE_LIMIT_TAG, windowMs: config.IDMINT_RATE_LIMIT_WINDOW_MS },
-    status: { depths: () => options.metrics.depthSource?.() ?? [], history: () => options.metrics.history.snapshot(), tags },
     extensions: [
+      statusPage({ store, tags, depths: () => options.metrics.depthSource?.() ?? [], history: () => options.metrics.history.snapshot(), ...(serverStats ? { stats: serverStats } : {}) }),
       regionsRoute(() => regionsReport(db, KEY_FINGERPRINT_SETTING)),
       dashboardPage({ config, history: options.dashboard.history, reporter, tags, db, bullBoard }),
       // Read-only by default off loopback: the board's buttons retry, clean and remove jobs.
       ...(redis && bullBoardModule ? [bullBoardModule.bullBoardExtension({ queues: [redis.queue.queue], readOnly: uiReadOnly(config) })] : []),
     ],
-    ...(redis && stats
+    ...(redis && serverStats
       ? {
-          stats: async () => ({ ...(await stats()), refillRole: options.refillState() }),
+          stats: serverStats,
           onTagChange: (bizTag: string) => primePools(redis, store, bizTag, options.logger),
         }
       : {}),

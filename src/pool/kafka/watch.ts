@@ -1,9 +1,7 @@
-import type { BizStore, BizTag } from '../../core/ports.js';
+import type { BizStore, BizTag, DemandStore, RefillTrigger } from '../../core/ports.js';
 import { silentLogger, type Logger } from '../../core/logger.js';
 import { poolKindOf, type ConcretePoolKind } from '../../core/pool-kind.js';
 import { checkInteger, defaults, resolveOptions } from '../../core/options.js';
-import type { RefillTrigger } from '../redis/pool-base.js';
-import type { RedisPoolMeta } from '../redis/meta.js';
 import type { KafkaPoolSink } from './sink.js';
 
 /**
@@ -14,12 +12,13 @@ import type { KafkaPoolSink } from './sink.js';
  * taken since the last reading as the pool's demand (the rate the refill sizes targets by, as
  * for Redis pools) and asks for a threshold refill when the depth is under the threshold — a
  * surge is met within a tick or two, not at the next sweep. One process of many takes each tick
- * (a Redis lease), and the last reading is kept in Redis, so demand is counted once.
+ * (the DemandStore's lease), and the last reading is kept there, so demand is counted once.
  */
 export interface KafkaPoolWatchOptions {
   sink: Pick<KafkaPoolSink, 'state'>;
   store: Pick<BizStore, 'listBiz'>;
-  meta: Pick<RedisPoolMeta, 'record' | 'swap' | 'target' | 'lease' | 'recordBurst'>;
+  /** Where the demand and the last reading are kept, shared by the refill processes (RedisPoolMeta). */
+  meta: DemandStore;
   trigger: RefillTrigger;
   /** The kind a tag with pool `auto` uses (a Kafka-pooled deployment may make it `kafka`). */
   autoKind: ConcretePoolKind;

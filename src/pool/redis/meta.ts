@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import { BadRequestError } from '../../core/errors.js';
+import type { DemandStore } from '../../core/ports.js';
 import { poolKeys, trackedTagsKey } from './keys.js';
 import { redisFailure, runScript } from './scripts.js';
 import { checkInteger, defaults, resolveOptions } from '../../core/options.js';
@@ -26,7 +27,7 @@ export const POOL_META_DEFAULTS = defaults({ keyPrefix: '', bucketSeconds: 10, s
  * scripts, the target depth it last chose (takers read it to decide when to ask for a refill),
  * and which tags have pools at all (so a sweep can drop deleted tags' pools).
  */
-export class RedisPoolMeta {
+export class RedisPoolMeta implements DemandStore {
   readonly options: Readonly<Required<Omit<RedisPoolMetaOptions, 'redis'>>>;
   private readonly redis: Redis;
 

@@ -2,19 +2,12 @@ import type { Redis } from 'ioredis';
 import type { Registry } from 'prom-client';
 import { blocksSize, idsOf, type Block } from '../../core/block.js';
 import { notReady } from '../../core/errors.js';
-import type { BizTag, IdSource, PoolSink, Segment, TakeContext } from '../../core/ports.js';
+import type { BizTag, IdSource, PoolSink, RefillTrigger, Segment, TakeContext } from '../../core/ports.js';
 import { silentLogger, type Logger } from '../../core/logger.js';
 import { allTagKeys, poolKeys, type PoolKeys } from './keys.js';
 import { redisPoolMetrics, type RedisPoolMetrics } from './metrics.js';
 import { redisFailure, type TakeReply } from './scripts.js';
 import { checkInteger, defaults, OptionsError, resolveOptions } from '../../core/options.js';
-
-export type RefillReason = 'threshold' | 'cron' | 'manual';
-
-/** How a pool asks for a refill; src/refill's RefillQueue implements it (deduplicated per tag/shard). */
-export interface RefillTrigger {
-  requestRefill(bizTag: string, shard: number, reason: RefillReason): Promise<void>;
-}
 
 export interface RedisPoolOptions {
   /** The client for takes and reads: the serving path, which should fail fast. */

@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isIdmintError } from '../../../src/core/errors.js';
-import type { RefillReason, RefillTrigger } from '../../../src/pool/redis/pool-base.js';
+import type { RefillReason, RefillTrigger } from '../../../src/core/ports.js';
 import { RedisCounterPool } from '../../../src/pool/redis/counter-pool.js';
 import { RedisListPool } from '../../../src/pool/redis/list-pool.js';
 import { RedisPoolMeta } from '../../../src/pool/redis/meta.js';

@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { browserAdminHook } from './auth.js';
+import { browserAdminHook } from '../http/auth.js';
 import type { HistoryBucket } from '../core/history.js';
 import { withDeadline } from '../core/last-known.js';
 import type { BizStore, BizTag } from '../core/ports.js';
@@ -75,6 +75,13 @@ export async function statusRoutes(app: FastifyInstance, options: StatusPageOpti
     const data = await collect();
     return reply.type('text/html; charset=utf-8').header('cache-control', 'no-store').send(renderPage(data));
   });
+}
+
+/** The same, in the shape `buildHttpServer({ extensions })` takes. */
+export function statusPage(options: Omit<StatusPageOptions, 'authorize'>) {
+  return async (app: FastifyInstance, authorize: (request: FastifyRequest) => void): Promise<void> => {
+    await app.register(async (scope) => statusRoutes(scope, { ...options, authorize }));
+  };
 }
 
 function renderPage(data: { tags: BizTag[]; held: Map<string, number>; pooled: Map<string, number>; history: HistoryBucket[]; redis: boolean; down: Down[] }): string {

@@ -3,7 +3,7 @@ import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { FastifyAdapter } from '@bull-board/fastify';
 import type { Queue } from 'bullmq';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { browserAdminHook } from './auth.js';
+import { browserAdminHook } from '../http/auth.js';
 import { defaults, OptionsError, resolveOptions } from '../core/options.js';
 
 export interface BullBoardOptions {
