@@ -38,7 +38,10 @@ let warnedLegacy = false;
 /** The driver for `source`, loading its folder on first use. */
 export async function openKafka(source: KafkaSource, logger?: Logger): Promise<KafkaDriver> {
   if (isKafkaDriver(source)) return source;
-  if ('brokers' in source) checkKafkaDriver(source.driver);
+  if ('brokers' in source && checkKafkaDriver(source.driver) === 'platformatic') {
+    const { platformaticDriver } = await import('./platformatic/index.js');
+    return platformaticDriver(source, logger);
+  }
   const kafkajs = await import('./kafkajs/index.js');
   if ('brokers' in source && !kafkajs.isKafkaJsInstance(source)) return kafkajs.kafkaJsDriver({ ...source, ...(source.logger || !logger ? {} : { logger }) });
   if (!warnedLegacy) {
