@@ -227,6 +227,11 @@ export class PlatformaticGroupReader implements GroupReader {
 
   private onJoin(generationId: number, memberId: string, assignments: readonly GroupAssignment[]): void {
     const partitions = new Set(assignments.filter((a) => a.topic === this.options.topic).flatMap((a) => a.partitions));
+    // After each join the stream reads on from the committed offsets, but it keeps its read-ahead
+    // position for a partition without any (fallback only when it has none): records fetched and
+    // not handed out before the rebalance would be skipped for good. Forgetting the positions
+    // here, before the stream's own join listener runs, makes it start them from the beginning.
+    this.stream?.offsetsToFetch.clear();
     this.membership = { generationId, memberId, partitions };
     this.trouble = undefined;
     this.lastFetch = Date.now();
