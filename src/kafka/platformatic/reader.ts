@@ -12,6 +12,8 @@ const DEFAULT_MAX_WAIT_MS = 5000;
 const MAX_ROUND = 10_000;
 /** A stream that failed (a fetch refused, a broker gone) is replaced after this pause. */
 const RESTART_PAUSE_MS = 1000;
+/** How long a partition waits for the record it was rewound to. */
+const REWIND_MAX_MS = 30_000;
 
 /** A reader that completed no fetch for this long is not fetching: three of its waits, 15 s at least. */
 export function fetchWindowMs(maxWaitMs: number | undefined): number {
@@ -88,6 +90,14 @@ export class PlatformaticGroupReader implements GroupReader {
    * offsets), and those are skipped.
    */
   private readonly given = new Map<number, { key: string; next: bigint }>();
+  /**
+   * Partitions read again from an offset after a batch failed with the membership unchanged (a
+   * commit refused by a restarted broker, say): the stream had read past it, and nothing would
+   * read those records again before a rebalance. Until the record at `offset` comes back, the
+   * partition's read-ahead records are dropped. Given up after REWIND_MAX_MS (the offset deleted).
+   */
+  private readonly rewinds = new Map<number, { offset: bigint; since: number }>();
+  private rejoining: Promise<void> | undefined;
 
   constructor(
     base: PlatformaticBaseOptions,
@@ -238,6 +248,7 @@ export class PlatformaticGroupReader implements GroupReader {
     this.lastProgress = this.lastFetch;
     // Offsets marked done under the old membership are not committed: the stream re-reads from what was.
     this.done.clear();
+    this.rewinds.clear();
     this.events.joined?.(partitions.size);
     this.wakeLoop?.();
   }
@@ -249,8 +260,15 @@ export class PlatformaticGroupReader implements GroupReader {
         const consumer = (m.metadata as { consumer?: Membership }).consumer;
         const membership = { generationId: consumer?.generationId ?? -1, memberId: consumer?.memberId ?? '' };
         const key = `${membership.generationId}:${membership.memberId}`;
+        const rewind = this.rewinds.get(m.partition);
+        if (rewind && m.offset !== rewind.offset && Date.now() - rewind.since < REWIND_MAX_MS) {
+          // Read ahead before the rewind (a fetch answered after it moves the position on again).
+          if (m.offset > rewind.offset) this.stream?.offsetsToFetch.set(`${m.topic}:${m.partition}`, rewind.offset);
+          continue;
+        }
         const given = this.given.get(m.partition);
-        if (given?.key === key && m.offset < given.next) continue;
+        if (!rewind && given?.key === key && m.offset < given.next) continue;
+        this.rewinds.delete(m.partition);
         this.given.set(m.partition, { key, next: m.offset + 1n });
         round.push({ partition: m.partition, membership, message: m });
       }
@@ -276,15 +294,24 @@ export class PlatformaticGroupReader implements GroupReader {
   }
 
   private async handle(onBatch: (batch: ReaderBatch) => Promise<void>, fetched: Fetched[]): Promise<void> {
+    const batch = this.batchOf(fetched);
     try {
-      await onBatch(this.batchOf(fetched));
+      await onBatch(batch);
     } catch (err) {
-      // The records not handled are read again after the rejoin (from the committed offset), or are a gap.
-      this.logger.debug({ err, topic: this.options.topic, partition: fetched[0]?.partition }, 'a batch ended with an error');
+      this.logger.debug({ err, topic: this.options.topic, partition: batch.partition }, 'a batch ended with an error');
+      // After a rebalance the stream reads on from the committed offsets by itself; otherwise the
+      // records not committed (or not marked done) are read again from the first of them.
+      if (!batch.active() || this.options.commit.kind === 'none') return;
+      const from = this.options.commit.kind === 'manual' ? batch.committedUpTo : (this.done.get(batch.partition)?.offset ?? null);
+      const first = fetched[0]!.message.offset;
+      const offset = from !== null && from > first ? from : first;
+      if (offset > fetched[fetched.length - 1]!.message.offset) return;
+      this.rewinds.set(batch.partition, { offset, since: Date.now() });
+      this.stream?.offsetsToFetch.set(`${this.options.topic}:${batch.partition}`, offset);
     }
   }
 
-  private batchOf(fetched: Fetched[]): ReaderBatch {
+  private batchOf(fetched: Fetched[]): ReaderBatch & { readonly committedUpTo: bigint | null } {
     const { topic } = this.options;
     const { partition, membership } = fetched[0]!;
     const active = (): boolean => {
@@ -292,7 +319,11 @@ export class PlatformaticGroupReader implements GroupReader {
       return !this.closed && !this.failed && now !== undefined && now.generationId === membership.generationId && now.memberId === membership.memberId && now.partitions.has(partition);
     };
     const last = fetched[fetched.length - 1]!.message;
+    let committedUpTo: bigint | null = null;
     return {
+      get committedUpTo() {
+        return committedUpTo;
+      },
       topic,
       partition,
       records: fetched.map(({ message: m }) => ({ offset: m.offset.toString(), key: m.key ?? null, value: m.value ?? null, headers: headersOf(m.headers) })),
@@ -311,6 +342,7 @@ export class PlatformaticGroupReader implements GroupReader {
       commit: async (nextOffset, metadata) => {
         if (!active()) return false;
         await this.commitAs(membership, [{ topic, partition, offset: BigInt(nextOffset), leaderEpoch: last.leaderEpoch, metadata }]);
+        committedUpTo = BigInt(nextOffset);
         return !this.closed;
       },
     };
@@ -321,7 +353,10 @@ export class PlatformaticGroupReader implements GroupReader {
       await this.committer.commit(membership, offsets);
     } catch (err) {
       typed(err);
-      if (STALE_TYPES.has(protocolErrorName(err) ?? '') && this.membership?.generationId === membership.generationId) this.membership = undefined;
+      if (STALE_TYPES.has(protocolErrorName(err) ?? '') && this.membership?.generationId === membership.generationId) {
+        this.membership = undefined;
+        this.rejoining ??= this.rejoin().finally(() => (this.rejoining = undefined));
+      }
       throw err;
     }
   }
@@ -340,6 +375,21 @@ export class PlatformaticGroupReader implements GroupReader {
     const offsets = [...this.done.values()].filter((o) => o.membership.generationId === now.generationId && o.membership.memberId === now.memberId);
     this.done.clear();
     if (offsets.length > 0) await this.commitAs(now, offsets.map(({ membership: _m, ...o }) => o));
+  }
+
+  /**
+   * The coordinator no longer knows this membership (a restarted broker, an expired session) but
+   * the library's heartbeat may not have noticed yet: unless it rejoins by itself within one
+   * heartbeat interval, rejoin here. A rejoin that fails leaves the reader failed (its owner replaces it).
+   */
+  private async rejoin(): Promise<void> {
+    await new Promise((r) => setTimeout(r, this.options.heartbeatIntervalMs).unref());
+    if (this.membership || this.closed || this.failed) return;
+    try {
+      await this.consumer.joinGroup(this.groupOptions());
+    } catch (err) {
+      if (!this.membership && !this.closed) this.fail(typed(err));
+    }
   }
 
   private checkStalled(stallMs: number): void {
