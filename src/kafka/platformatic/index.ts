@@ -4,11 +4,14 @@
  * (IDMINT_KAFKA_DRIVER=platformatic, the SDK's `driver: 'platformatic'`).
  *
  * What it needs worked around, all in this folder: offsets committed with their metadata and
- * fenced by the fetch's generation (commit.ts: the library's commit sends no metadata and
- * recommits after a rejoin), its errors given idmint's `type` (options.ts), a keyed record
- * partitioned as Java's client does (writer.ts), a failed messages stream reopened (reader.ts).
- * None of KafkaJS's runtime patches, watchdog-only stall detection, rebalance unwrapping,
- * commit re-check, admin replacement or log-line demotion is needed.
+ * fenced by the fetch's generation (commit.ts: the library's commit sends no metadata, and after a
+ * rejoin commits again under the new generation), a stream's read-ahead positions forgotten at
+ * each join and a partition rewound after a failed batch (reader.ts: the library keeps reading
+ * where it had fetched), a failed messages stream reopened, its errors given idmint's `type`
+ * (options.ts), keys partitioned as Java's client does (writer.ts). Not needed, unlike KafkaJS:
+ * patches of private files (fetch guard, queue guard), rebalance errors unwrapped and rethrown,
+ * a check after each commit, admin and producer replaced after a deleted topic, a second client
+ * for admin timeouts, a log-line regex.
  */
 import type { Logger } from '../../core/logger.js';
 import { silentLogger } from '../../core/logger.js';

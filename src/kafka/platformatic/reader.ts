@@ -1,5 +1,6 @@
 import { Consumer, type GroupAssignment, type Message, type MessagesStream } from '@platformatic/kafka';
 import { TimeoutError } from '../../core/errors.js';
+import { Episode } from '../../core/episode.js';
 import type { Logger } from '../../core/logger.js';
 import { retry } from '../../core/retry.js';
 import type { GroupReader, GroupReaderEvents, GroupReaderOptions, ReaderBatch, RecordHeaders } from '../ports.js';
@@ -98,6 +99,8 @@ export class PlatformaticGroupReader implements GroupReader {
    */
   private readonly rewinds = new Map<number, { offset: bigint; since: number }>();
   private rejoining: Promise<void> | undefined;
+  /** A stream failing while Kafka cannot be reached: one warning when it starts, one when the reader serves again. */
+  private readonly outage: Episode;
 
   constructor(
     base: PlatformaticBaseOptions,
@@ -115,6 +118,7 @@ export class PlatformaticGroupReader implements GroupReader {
       ...this.groupOptions(),
     });
     this.committer = new OffsetCommitter(this.consumer, base);
+    this.outage = new Episode(logger, 'Kafka unreachable; its clients keep retrying', { dependency: 'kafka' });
     this.consumer.on('consumer:group:join', (payload) => this.onJoin(payload.generationId ?? this.consumer.generationId, payload.memberId, payload.assignments ?? []));
     this.consumer.on('consumer:group:rebalance', () => {
       this.membership = undefined;
@@ -126,7 +130,9 @@ export class PlatformaticGroupReader implements GroupReader {
       this.trouble = error.message;
     });
     this.consumer.on('consumer:heartbeat:end', () => {
-      if (this.membership) this.trouble = undefined;
+      if (!this.membership) return;
+      this.trouble = undefined;
+      if (this.outage.active && !this.restarting) this.outage.recover({ topic: this.options.topic });
     });
     // A rejoin that failed after its retries: the library schedules no more heartbeats.
     this.consumer.on('error', (err: Error) => this.fail(typed(err)));
@@ -213,6 +219,7 @@ export class PlatformaticGroupReader implements GroupReader {
     stream.on('error', (err) => {
       if (this.stream !== stream || this.closed) return;
       this.trouble = err.message;
+      this.outage.fail({ topic: this.options.topic, groupId: this.options.groupId }, err.message);
       this.logger.debug({ err, topic: this.options.topic }, 'the Kafka messages stream failed; a new one reads on from the committed offsets');
       this.restarting ??= this.restart(stream).finally(() => (this.restarting = undefined));
     });
@@ -244,6 +251,7 @@ export class PlatformaticGroupReader implements GroupReader {
     this.stream?.offsetsToFetch.clear();
     this.membership = { generationId, memberId, partitions };
     this.trouble = undefined;
+    if (this.outage.active) this.outage.recover({ topic: this.options.topic });
     this.lastFetch = Date.now();
     this.lastProgress = this.lastFetch;
     // Offsets marked done under the old membership are not committed: the stream re-reads from what was.

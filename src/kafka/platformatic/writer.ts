@@ -34,11 +34,13 @@ export function partitionerFor(): (message: MessageToProduce, key: Buffer | unde
 
 /**
  * The TopicWriter port over @platformatic/kafka's Producer: acks=-1 on every send. With appendOnce
- * the producer is idempotent, sends to one topic go one at a time, and a send that failed
- * replaces the producer (a new producer id) and is not resent: the library, like KafkaJS, takes
- * the failed batch's sequence numbers back although its request may have landed, and a later
- * send reusing them would be dropped as a duplicate. Without appendOnce, a send that met a
- * deleted topic's stale metadata is sent once more (a repeated reply is dropped by its id).
+ * the producer is idempotent (its own retries resend the same sequence numbers, which the broker
+ * drops if the first attempt landed), sends to one topic go one at a time, and a send that failed
+ * in the end replaces the producer (a new producer id) and is not resent: the library keeps the
+ * failed batch's sequence numbers used, so if its request did not land, the next send on that
+ * producer id would be refused (OUT_OF_ORDER_SEQUENCE_NUMBER); if it did, the caller's new segment
+ * must not repeat it anyway. Without appendOnce, a send that met a deleted topic's stale metadata
+ * is sent once more with fresh metadata (a repeated reply is dropped by its id).
  */
 export class PlatformaticTopicWriter implements TopicWriter {
   private producer: Producer | undefined;
