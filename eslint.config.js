@@ -14,7 +14,22 @@ export default tseslint.config(
   },
   {
     files: ['src/**/*.ts'],
-    rules: { 'no-console': 'error' },
+    rules: {
+      'no-console': 'error',
+      // A Kafka client library only in its driver's folder (src/kafka/<driver>/): the rest talks to src/kafka/ports.ts.
+      'no-restricted-imports': ['error', { paths: [
+        { name: 'kafkajs', message: 'KafkaJS only in src/kafka/kafkajs/: use the ports of src/kafka/ports.ts' },
+        { name: '@platformatic/kafka', message: '@platformatic/kafka only in src/kafka/platformatic/: use the ports of src/kafka/ports.ts' },
+      ] }],
+    },
+  },
+  {
+    files: ['src/kafka/kafkajs/**/*.ts'],
+    rules: { 'no-restricted-imports': ['error', { paths: [{ name: '@platformatic/kafka', message: 'one driver per folder' }] }] },
+  },
+  {
+    files: ['src/kafka/platformatic/**/*.ts'],
+    rules: { 'no-restricted-imports': ['error', { paths: [{ name: 'kafkajs', message: 'one driver per folder' }] }] },
   },
   {
     // The dashboard's page scripts run in the browser, as ES modules.

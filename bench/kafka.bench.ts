@@ -16,6 +16,7 @@ import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import { createKafka } from '../src/kafka/kafkajs/client.js';
 import { kafkaJsDriverOf } from '../src/kafka/kafkajs/index.js';
+import { checkKafkaDriver } from '../src/kafka/driver.js';
 import { blocksSize, type Block } from '../src/core/block.js';
 import { createKafkaClient } from '../src/client/kafka/rpc-client.js';
 import type { IdmintKafkaClient } from '../src/client/kafka/rpc-client.js';
@@ -29,6 +30,8 @@ import { TEST_SIGNING_SECRET, TEST_VERIFY_KEY } from '../test/support/signing.js
 const root = fileURLToPath(new URL('../', import.meta.url));
 const ROUNDS = 3;
 const ROUND_SECONDS = 5;
+/** The Kafka driver of the client and of the responder it spawns (IDMINT_KAFKA_DRIVER, default kafkajs). */
+const driver = checkKafkaDriver(process.env.IDMINT_KAFKA_DRIVER || undefined);
 
 function server(name: 'KAFKA_BROKERS' | 'DATABASE_URL'): string {
   if (process.env[name]) return process.env[name]!;
@@ -184,7 +187,7 @@ export async function run(): Promise<Section> {
       IDMINT_KAFKA_RESPONDER_GROUP: `idmint.responders.bench-${suffix}`,
       LOG_LEVEL: 'info',
     });
-    client = createKafkaClient({ verifyKey: TEST_VERIFY_KEY, kafka, requestTopic, clientId: 'bench' });
+    client = createKafkaClient({ verifyKey: TEST_VERIFY_KEY, kafka: { brokers, clientId: 'bench', driver }, requestTopic, clientId: 'bench' });
     await client.start();
     const ids = new IdLog();
     await latencyAt(client, 100, 2, new IdLog()); // warm-up: JIT, connections, the first segments
@@ -213,7 +216,7 @@ export async function run(): Promise<Section> {
     const b = await blocksPerSecond(client, 1_000_000, 10, 8, blocks);
     const dups = duplicatesInTyped(ids.values.subarray(0, ids.length)) + repeats(blocks, ids.values.subarray(0, ids.length));
     return {
-      title: 'Kafka request/reply (bench/kafka.bench.ts)',
+      title: `Kafka request/reply (bench/kafka.bench.ts)${driver === 'kafkajs' ? '' : `, driver ${driver}`}`,
       body: [
         'One responder (`workers/responder.ts`, Postgres segments into in-memory double buffers, step 100,000) in its own process; the client (`IdmintKafkaClient`) in the bench process; single-node Kafka 3.9 from `scripts/infra.sh`, request topic with 4 partitions. Latency is send-to-reply in the client, open loop on a 10 ms tick, 3 rounds of 5 s per rate after a 2 s warm-up.',
         '',

@@ -38,7 +38,16 @@ let warnedLegacy = false;
 /** The driver for `source`, loading its folder on first use. */
 export async function openKafka(source: KafkaSource, logger?: Logger): Promise<KafkaDriver> {
   if (isKafkaDriver(source)) return source;
-  if ('brokers' in source) checkKafkaDriver(source.driver);
+  if ('brokers' in source && checkKafkaDriver(source.driver) === 'platformatic') {
+    const { platformaticDriver } = await import('./platformatic/index.js').catch((err: unknown) => {
+      // idmint-client (the SDK alone) leaves this driver's library to the application.
+      if ((err as { code?: unknown }).code === 'ERR_MODULE_NOT_FOUND' && String(err).includes('@platformatic/kafka')) {
+        throw new OptionsError('Kafka', 'driver', '"platformatic" needs the package @platformatic/kafka beside idmint-client (npm install @platformatic/kafka@2.12.1)');
+      }
+      throw err;
+    });
+    return platformaticDriver(source, logger);
+  }
   const kafkajs = await import('./kafkajs/index.js');
   if ('brokers' in source && !kafkajs.isKafkaJsInstance(source)) return kafkajs.kafkaJsDriver({ ...source, ...(source.logger || !logger ? {} : { logger }) });
   if (!warnedLegacy) {

@@ -6,8 +6,8 @@
  */
 import type { Logger } from '../core/logger.js';
 
-/** The drivers idmint knows (IDMINT_KAFKA_DRIVER, the SDK's `driver`). Only KafkaJS so far. */
-export const KAFKA_DRIVERS = ['kafkajs'] as const;
+/** The drivers idmint knows (IDMINT_KAFKA_DRIVER, the SDK's `driver`): KafkaJS 2.2.4 (default) and @platformatic/kafka 2.x. */
+export const KAFKA_DRIVERS = ['kafkajs', 'platformatic'] as const;
 export type KafkaDriverName = (typeof KAFKA_DRIVERS)[number];
 export const DEFAULT_KAFKA_DRIVER: KafkaDriverName = 'kafkajs';
 
@@ -39,7 +39,7 @@ export interface KafkaConnectionOptions {
   logger?: Logger;
   /** Default `kafkajs`. */
   driver?: KafkaDriverName;
-  /** Per-request timeout, ms (a hung broker is left after it). Default the driver's (KafkaJS here: 5000). */
+  /** Per-request timeout, ms (a hung broker is left after it). Default 5000 with either driver. */
   requestTimeoutMs?: number;
   /** Connection (and SASL) timeout, ms. Default the driver's. */
   connectionTimeoutMs?: number;

@@ -1,8 +1,9 @@
 import { AclOperationTypes, AclPermissionTypes, AclResourceTypes, ResourcePatternTypes, type Kafka } from 'kafkajs';
 import { silentLogger } from '../../src/core/logger.js';
 import { createKafka } from '../../src/kafka/kafkajs/client.js';
-import { kafkaJsDriverOf } from '../../src/kafka/kafkajs/index.js';
-import type { KafkaConnectionOptions, TopicAdmin } from '../../src/kafka/ports.js';
+import { kafkaJsConfig, kafkaJsDriverOf } from '../../src/kafka/kafkajs/index.js';
+import { checkKafkaDriver } from '../../src/kafka/driver.js';
+import type { KafkaConnectionOptions, KafkaDriverName, TopicAdmin } from '../../src/kafka/ports.js';
 import { ensureTopics } from '../../src/kafka/topics.js';
 import { POOL_GROUP_PREFIX, POOL_TOPIC_PREFIX } from '../../src/kafka/names.js';
 import { env } from './env.js';
@@ -10,13 +11,27 @@ import { uniqueName } from './names.js';
 
 /** Kafka for tests: a client on the shared broker, and topics made and dropped by unique name. */
 
+/**
+ * The driver idmint's parts run on in the Kafka files: IDMINT_KAFKA_DRIVER (CI's platformatic lane
+ * sets it; spawned servers inherit it), default kafkajs.
+ */
+export const TEST_KAFKA_DRIVER: KafkaDriverName = checkKafkaDriver(process.env.IDMINT_KAFKA_DRIVER || undefined);
+
 /** How idmint's own parts (SDK, responder, sink) reach the shared broker: plain options, the driver loaded on start. */
 export function testKafkaOptions(clientId = 'idmint-test'): KafkaConnectionOptions {
-  return { brokers: env('KAFKA_BROKERS'), clientId, logger: silentLogger };
+  return { brokers: env('KAFKA_BROKERS'), clientId, logger: silentLogger, driver: TEST_KAFKA_DRIVER };
 }
 
-export function testKafka(clientId = 'idmint-test'): Kafka {
-  return createKafka({ brokers: env('KAFKA_BROKERS'), clientId, logger: silentLogger });
+/**
+ * A KafkaJS instance for a test's own setup (topics, raw records, a group to watch). Given to
+ * idmint's parts, it runs them on TEST_KAFKA_DRIVER: with the default, as the (deprecated)
+ * KafkaJS instance it is; with another driver, the connection options it also carries.
+ */
+export function testKafka(clientId = 'idmint-test', brokers: string = env('KAFKA_BROKERS'), options: Omit<KafkaConnectionOptions, 'brokers' | 'clientId' | 'driver' | 'logger'> = {}): Kafka {
+  const kafka = createKafka({ brokers, clientId, logger: silentLogger, config: kafkaJsConfig({ ...options, brokers }) });
+  if (TEST_KAFKA_DRIVER === 'kafkajs') return kafka;
+  const connection: KafkaConnectionOptions = { ...options, brokers, clientId, driver: TEST_KAFKA_DRIVER };
+  return Object.assign(kafka, connection);
 }
 
 /** idmint's TopicAdmin port over a test's KafkaJS instance (topics.ts takes the port). */

@@ -2,9 +2,8 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { IdmintClient } from '../../../src/client/client.js';
 import { kafkaPoolTransport } from '../../../src/client/kafka/transports.js';
-import { silentLogger } from '../../../src/core/logger.js';
 import { isIdmintError } from '../../../src/core/errors.js';
-import { createKafka } from '../../../src/kafka/kafkajs/client.js';
+import { testKafka } from '../../support/kafka.js';
 import { KafkaPoolSink } from '../../../src/pool/kafka/sink.js';
 import { KafkaPoolWatch } from '../../../src/pool/kafka/watch.js';
 import { RedisPoolMeta } from '../../../src/pool/redis/meta.js';
@@ -36,7 +35,7 @@ describe('Kafka pool topics under rebalances and a Kafka restart', () => {
   beforeAll(async () => {
     kafkaServer = await startPrivateServer('kafka');
     ts = await storeWithDispenser();
-    sink = new KafkaPoolSink({ signer: testSigner, kafka: createKafka({ brokers: kafkaServer.url, clientId: 'faults-refill', logger: silentLogger }) });
+    sink = new KafkaPoolSink({ signer: testSigner, kafka: testKafka('faults-refill', kafkaServer.url) });
     redis = new Redis(env('REDIS_URL'));
     const meta = new RedisPoolMeta({ redis, keyPrefix: `${uniqueName('kpf')}:` });
     processor = createRefillProcessor({ store: ts.store, sinks: { kafka: sink }, meta, minDepth: 20_000, maxRangeDepth: 5_000_000 });
@@ -57,7 +56,7 @@ describe('Kafka pool topics under rebalances and a Kafka restart', () => {
   }, 60_000);
 
   function instance(i: number): IdmintClient {
-    const kafka = createKafka({ brokers: kafkaServer.url, clientId: `faults-${i}`, logger: silentLogger });
+    const kafka = testKafka(`faults-${i}`, kafkaServer.url);
     return new IdmintClient({ transport: kafkaPoolTransport({ verifyKey: TEST_VERIFY_KEY, kafka, takeTimeoutMs: 500, sessionTimeoutMs: 6000 }), maxBatchSize: 50_000, timeoutMs: 20_000 });
   }
 

@@ -8,8 +8,6 @@ import { KafkaPoolSink } from '../../../src/pool/kafka/sink.js';
 import { KafkaPoolWatch } from '../../../src/pool/kafka/watch.js';
 import { RedisPoolMeta } from '../../../src/pool/redis/meta.js';
 import { createRefillProcessor, type RefillProcessor } from '../../../src/refill/processor.js';
-import { createKafka } from '../../../src/kafka/kafkajs/client.js';
-import { silentLogger } from '../../../src/core/logger.js';
 import { kafkaPoolTags, testKafka } from '../../support/kafka.js';
 import { storeWithDispenser, type DispensingStore } from '../../support/store.js';
 import { uniqueName } from '../../support/names.js';
@@ -58,7 +56,7 @@ describe('Kafka pool topics: demand-driven refills, every consumer fed', () => {
     await processor.refill(bizTag, 0, 'manual');
     watch.start();
     const clients = Array.from({ length: instances }, (_, i) => {
-      const own = createKafka({ brokers: env('KAFKA_BROKERS'), clientId: `scale-${i}`, logger: silentLogger });
+      const own = testKafka(`scale-${i}`);
       return new IdmintClient({ transport: kafkaPoolTransport({ verifyKey: TEST_VERIFY_KEY, kafka: own, takeTimeoutMs: 2000 }), maxBatchSize: 100_000, timeoutMs: 20_000 });
     });
     try {
@@ -181,7 +179,7 @@ describe('Kafka pool topics: demand-driven refills, every consumer fed', () => {
     await consumer.take(10, { timeoutMs: 20_000 });
     await consumer.close();
     const fallback = { fetch: async (_t: string, n: number) => ({ ids: Array.from({ length: n }, (_, i) => String(90_000_000 + i)), source: 'segment' as const }), close: async () => undefined };
-    const transport = kafkaPoolTransport({ verifyKey: TEST_VERIFY_KEY, kafka: createKafka({ brokers: env('KAFKA_BROKERS'), clientId: 'dry', logger: silentLogger }), fallback, takeTimeoutMs: 300 });
+    const transport = kafkaPoolTransport({ verifyKey: TEST_VERIFY_KEY, kafka: testKafka('dry'), fallback, takeTimeoutMs: 300 });
     try {
       expect(await transport.fetch(dry, 5)).toMatchObject({ source: 'segment', ids: ['90000000', '90000001', '90000002', '90000003', '90000004'] });
     } finally {

@@ -1,6 +1,6 @@
 import { createServer } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { createKafka } from '../../../src/kafka/kafkajs/client.js';
+import { testKafka } from '../../support/kafka.js';
 import { createKafkaClient } from '../../../src/client/kafka/rpc-client.js';
 import { createResponder } from '../../../src/kafka/responder.js';
 import { KafkaPoolConsumer } from '../../../src/client/kafka/pool-consumer.js';
@@ -20,7 +20,7 @@ async function deadPort(): Promise<number> {
 // An unreachable broker fails start() fast (through options, not sleeps) as NOT_READY.
 describe('Kafka unreachable', () => {
   it('client, responder and pool consumer fail to start with NOT_READY, and close cleanly', async () => {
-    const kafka = createKafka({ brokers: `127.0.0.1:${await deadPort()}`, config: { retry: { retries: 0 }, connectionTimeout: 200 } });
+    const kafka = testKafka('idmint-test', `127.0.0.1:${await deadPort()}`, { retries: 0, connectionTimeoutMs: 200 });
     const dispenser: IdDispenser = { get: () => Promise.reject(new Error('unused')) };
     const parts = [
       createKafkaClient({ verifyKey: TEST_VERIFY_KEY, kafka, joinTimeoutMs: 1000 }),

@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 const RECORDER = pathToFileURL(fileURLToPath(new URL('../../support/imports/record.mjs', import.meta.url))).href;
 const FIXTURE = fileURLToPath(new URL('./fixtures/lazy-kafka.ts', import.meta.url));
 
-function packagesLoaded(step: 'http' | 'built' | 'started'): string[] {
+function packagesLoaded(step: 'http' | 'built' | 'started' | 'started-platformatic'): string[] {
   const dir = mkdtempSync(join(tmpdir(), 'idmint-lazy-kafka-'));
   const file = join(dir, 'imports.txt');
   writeFileSync(file, '');
@@ -24,11 +24,19 @@ function packagesLoaded(step: 'http' | 'built' | 'started'): string[] {
 
 describe('idmint/client loads a Kafka client only when a Kafka transport starts', () => {
   it('an HTTP-only application, and one that builds a Kafka transport without using it, load no Kafka client', () => {
-    expect(packagesLoaded('http')).not.toContain('kafkajs');
-    expect(packagesLoaded('built')).not.toContain('kafkajs');
+    for (const step of ['http', 'built'] as const) {
+      const loaded = packagesLoaded(step);
+      expect(loaded).not.toContain('kafkajs');
+      expect(loaded).not.toContain('@platformatic/kafka');
+    }
   }, 60_000);
 
-  it('the driver is loaded when a Kafka transport starts', () => {
-    expect(packagesLoaded('started')).toContain('kafkajs');
-  }, 30_000);
+  it('the chosen driver, and only it, is loaded when a Kafka transport starts', () => {
+    const kafkajs = packagesLoaded('started');
+    expect(kafkajs).toContain('kafkajs');
+    expect(kafkajs).not.toContain('@platformatic/kafka');
+    const platformatic = packagesLoaded('started-platformatic');
+    expect(platformatic).toContain('@platformatic/kafka');
+    expect(platformatic).not.toContain('kafkajs');
+  }, 60_000);
 });

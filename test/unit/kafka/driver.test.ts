@@ -7,11 +7,13 @@ import { loadConfig } from '../../../src/app/config.js';
 
 // The seam's own rules: which driver, what a connection option becomes in KafkaJS, what is accepted as `kafka`.
 describe('Kafka driver choice and connection options', () => {
-  it('knows kafkajs only, and names the choices when given another', () => {
+  it('knows kafkajs (the default) and platformatic, and names the choices when given another', () => {
     expect(checkKafkaDriver(undefined)).toBe('kafkajs');
     expect(checkKafkaDriver('kafkajs')).toBe('kafkajs');
-    expect(() => checkKafkaDriver('platformatic')).toThrow(/driver.*kafkajs.*"platformatic"/);
+    expect(checkKafkaDriver('platformatic')).toBe('platformatic');
+    expect(() => checkKafkaDriver('librdkafka')).toThrow(/driver.*kafkajs, platformatic.*"librdkafka"/);
     expect(loadConfig({}).IDMINT_KAFKA_DRIVER).toBe('kafkajs');
+    expect(loadConfig({ IDMINT_KAFKA_DRIVER: 'platformatic' }).IDMINT_KAFKA_DRIVER).toBe('platformatic');
     expect(() => loadConfig({ IDMINT_KAFKA_DRIVER: 'librdkafka' })).toThrow(/IDMINT_KAFKA_DRIVER/);
   });
 

@@ -5,6 +5,8 @@ const read = (path: string) => JSON.parse(readFileSync(new URL(`../../../${path}
   version: string;
   engines: { node: string };
   dependencies: Record<string, string>;
+  peerDependencies?: Record<string, string>;
+  peerDependenciesMeta?: Record<string, { optional?: boolean }>;
 };
 
 // packages/client is idmint's SDK built alone (idmint-client): it must never drift from idmint.
@@ -20,5 +22,8 @@ describe('the idmint-client package', () => {
   it('depends on exactly the versions idmint pins, and on nothing of the server', () => {
     for (const [name, version] of Object.entries(client.dependencies)) expect(root.dependencies[name], name).toBe(version);
     expect(Object.keys(client.dependencies).sort()).toEqual(['@opentelemetry/api', 'kafkajs', 'zod']);
+    // The second Kafka driver is the application's to install (docs/client.md): an optional peer at idmint's version.
+    expect(client.peerDependencies).toEqual({ '@platformatic/kafka': root.dependencies['@platformatic/kafka'] });
+    expect(client.peerDependenciesMeta).toEqual({ '@platformatic/kafka': { optional: true } });
   });
 });

@@ -1,0 +1,149 @@
+import { compatibilityPartitioner, ProduceAcks, Producer, type MessageToProduce } from '@platformatic/kafka';
+import type { Logger } from '../../core/logger.js';
+import { isUnknownTopic } from '../errors.js';
+import type { OutgoingRecord, RecordHeaders, TopicWriter } from '../ports.js';
+import { type PlatformaticBaseOptions, typed } from './options.js';
+
+/** A replaced producer is closed this much later, so sends in flight on it finish. */
+const RETIRED_LINGER_MS = 5000;
+
+/** Record headers as the library sends them: one Buffer per name (a repeated header keeps its last value). */
+export function headersOf(headers: RecordHeaders | undefined): Record<string, Buffer> | undefined {
+  if (!headers) return undefined;
+  const out: Record<string, Buffer> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    const last = Array.isArray(value) ? value[value.length - 1] : value;
+    if (last !== undefined) out[name] = Buffer.isBuffer(last) ? last : Buffer.from(last);
+  }
+  return out;
+}
+
+/**
+ * By key as Java's client and KafkaJS's default partitioner (murmur2, sign bit dropped), so both
+ * drivers put a key on the same partition; keyless records spread round-robin per topic.
+ */
+export function partitionerFor(): (message: MessageToProduce, key: Buffer | undefined) => number {
+  const next = new Map<string, number>();
+  return (message, key) => {
+    if (key) return compatibilityPartitioner(message, key);
+    const n = next.get(message.topic) ?? 0;
+    next.set(message.topic, (n + 1) & 0x3fffffff);
+    return n;
+  };
+}
+
+/**
+ * The TopicWriter port over @platformatic/kafka's Producer: acks=-1 on every send. With appendOnce
+ * the producer is idempotent (its own retries resend the same sequence numbers, which the broker
+ * drops if the first attempt landed), sends to one topic go one at a time, and a send that failed
+ * in the end replaces the producer (a new producer id) and is not resent: the library keeps the
+ * failed batch's sequence numbers used, so if its request did not land, the next send on that
+ * producer id would be refused (OUT_OF_ORDER_SEQUENCE_NUMBER); if it did, the caller's new segment
+ * must not repeat it anyway. Without appendOnce, a send that met a deleted topic's stale metadata
+ * is sent once more with fresh metadata (a repeated reply is dropped by its id).
+ */
+export class PlatformaticTopicWriter implements TopicWriter {
+  private producer: Producer | undefined;
+  private closed = false;
+  private readonly retired = new Set<Producer>();
+  private readonly tails = new Map<string, Promise<unknown>>();
+
+  constructor(
+    private readonly options: PlatformaticBaseOptions,
+    private readonly logger: Logger,
+    private readonly appendOnce = false,
+  ) {}
+
+  async connect(): Promise<void> {
+    try {
+      await this.current().metadata({ topics: [] });
+    } catch (err) {
+      throw typed(err);
+    }
+  }
+
+  send(topic: string, records: readonly OutgoingRecord[]): Promise<void> {
+    if (!this.appendOnce) return this.sendOrResend(topic, records);
+    const sent = (this.tails.get(topic) ?? Promise.resolve()).catch(() => undefined).then(() => this.sendOnce(topic, records));
+    this.tails.set(topic, sent);
+    const forget = (): void => {
+      if (this.tails.get(topic) === sent) this.tails.delete(topic);
+    };
+    sent.then(forget, forget);
+    return sent;
+  }
+
+  refresh(): void {
+    this.producer?.clearMetadata();
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    const all = [...this.retired, ...(this.producer ? [this.producer] : [])];
+    this.producer = undefined;
+    this.retired.clear();
+    await Promise.all(all.map((p) => p.close().catch(() => undefined)));
+  }
+
+  private async sendOrResend(topic: string, records: readonly OutgoingRecord[]): Promise<void> {
+    const producer = this.current();
+    try {
+      await producer.send({ messages: messagesOf(topic, records) });
+    } catch (err) {
+      typed(err);
+      if (!isUnknownTopic(err) || this.closed) throw err;
+      producer.clearMetadata();
+      try {
+        await producer.send({ messages: messagesOf(topic, records) });
+      } catch (again) {
+        throw typed(again);
+      }
+    }
+  }
+
+  private async sendOnce(topic: string, records: readonly OutgoingRecord[]): Promise<void> {
+    const producer = this.current();
+    try {
+      await producer.send({ messages: messagesOf(topic, records) });
+    } catch (err) {
+      this.logger.debug({ topic, err }, 'a send failed: the next one uses a fresh producer (new producer id, fresh sequence numbers)');
+      this.replace(producer);
+      throw typed(err);
+    }
+  }
+
+  private current(): Producer {
+    this.producer ??= new Producer({
+      ...this.options,
+      acks: ProduceAcks.ALL,
+      idempotent: this.appendOnce,
+      partitioner: partitionerFor(),
+      // Like the KafkaJS writer: a send retried by the library a couple of times, not more.
+      retries: Math.min(this.options.retries, 2),
+    });
+    return this.producer;
+  }
+
+  private replace(old: Producer): void {
+    if (this.producer !== old) return;
+    this.producer = undefined;
+    this.retired.add(old);
+    setTimeout(() => {
+      if (!this.retired.delete(old)) return;
+      old.close().catch((err: unknown) => this.logger.debug({ err }, 'closing a replaced producer failed'));
+    }, RETIRED_LINGER_MS).unref();
+  }
+}
+
+function messagesOf(topic: string, records: readonly OutgoingRecord[]): MessageToProduce[] {
+  return records.map((r) => {
+    const headers = headersOf(r.headers);
+    return {
+      topic,
+      value: Buffer.isBuffer(r.value) ? r.value : Buffer.from(r.value),
+      ...(r.key === undefined || r.key === null ? {} : { key: Buffer.from(r.key) }),
+      ...(headers ? { headers } : {}),
+      ...(r.partition === undefined ? {} : { partition: r.partition }),
+    };
+  });
+}
