@@ -90,7 +90,7 @@ export class PlatformaticTopicAdmin implements TopicAdmin {
             .map((p) => ({ partition: p.partitionIndex, high: p.offset.toString(), low: (lows.get(p.partitionIndex) ?? 0n).toString() }))
             .sort((x, y) => x.partition - y.partition);
         }),
-      { retriable: isLeaderMoving, timeoutMs: ADMIN_READ_RETRY_MS },
+      { what: 'reading the topic\'s offsets', retriable: isLeaderMoving, timeoutMs: ADMIN_READ_RETRY_MS },
     );
   }
 
@@ -105,7 +105,7 @@ export class PlatformaticTopicAdmin implements TopicAdmin {
           const parts = group?.topics.find((t) => t.name === topic)?.partitions ?? [];
           return parts.map((p) => ({ partition: p.partitionIndex, offset: p.committedOffset.toString(), metadata: p.metadata ?? null })).sort((x, y) => x.partition - y.partition);
         }),
-      { retriable: isCoordinatorMoving, timeoutMs: ADMIN_READ_RETRY_MS },
+      { what: 'reading the group\'s committed offsets', retriable: isCoordinatorMoving, timeoutMs: ADMIN_READ_RETRY_MS },
     );
   }
 

@@ -2,7 +2,7 @@ import { Consumer, type GroupAssignment, type Message, type MessagesStream } fro
 import { TimeoutError } from '../../core/errors.js';
 import { Episode } from '../../core/episode.js';
 import type { Logger } from '../../core/logger.js';
-import { retry } from '../../core/retry.js';
+import { retry, sleep } from '../../core/retry.js';
 import type { GroupReader, GroupReaderEvents, GroupReaderOptions, ReaderBatch, RecordHeaders } from '../ports.js';
 import { type Membership, OffsetCommitter, type OffsetToCommit } from './commit.js';
 import { type PlatformaticBaseOptions, protocolErrorName, typed } from './options.js';
@@ -203,7 +203,7 @@ export class PlatformaticGroupReader implements GroupReader {
           maxWaitTime: this.options.maxWaitMs ?? DEFAULT_MAX_WAIT_MS,
           ...this.groupOptions(),
         }),
-      { retriable: (err) => !this.closed && isRetriable(err), timeoutMs },
+      { what: 'joining the Kafka consumer group', retriable: (err) => !this.closed && isRetriable(err), timeoutMs },
     );
   }
 
@@ -229,7 +229,7 @@ export class PlatformaticGroupReader implements GroupReader {
   private async restart(old: MessagesStream<Buffer, Buffer, Buffer, Buffer>): Promise<void> {
     await old.close().catch(() => undefined);
     while (!this.closed && !this.failed) {
-      await new Promise((r) => setTimeout(r, RESTART_PAUSE_MS).unref());
+      await sleep(RESTART_PAUSE_MS, { unref: true });
       if (this.closed) return;
       try {
         this.attach(await this.consume(this.options.joinTimeoutMs));
@@ -391,7 +391,7 @@ export class PlatformaticGroupReader implements GroupReader {
    * heartbeat interval, rejoin here. A rejoin that fails leaves the reader failed (its owner replaces it).
    */
   private async rejoin(): Promise<void> {
-    await new Promise((r) => setTimeout(r, this.options.heartbeatIntervalMs).unref());
+    await sleep(this.options.heartbeatIntervalMs, { unref: true });
     if (this.membership || this.closed || this.failed) return;
     try {
       await this.consumer.joinGroup(this.groupOptions());
