@@ -17,10 +17,15 @@ export default tseslint.config(
     rules: {
       'no-console': 'error',
       // A Kafka client library only in its driver's folder (src/kafka/<driver>/): the rest talks to src/kafka/ports.ts.
-      'no-restricted-imports': ['error', { paths: [
-        { name: 'kafkajs', message: 'KafkaJS only in src/kafka/kafkajs/: use the ports of src/kafka/ports.ts' },
-        { name: '@platformatic/kafka', message: '@platformatic/kafka only in src/kafka/platformatic/: use the ports of src/kafka/ports.ts' },
-      ] }],
+      'no-restricted-imports': [
+        'error',
+        {
+          paths: [
+            { name: 'kafkajs', message: 'KafkaJS only in src/kafka/kafkajs/: use the ports of src/kafka/ports.ts' },
+            { name: '@platformatic/kafka', message: '@platformatic/kafka only in src/kafka/platformatic/: use the ports of src/kafka/ports.ts' },
+          ],
+        },
+      ],
     },
   },
   {
@@ -34,7 +39,18 @@ export default tseslint.config(
   {
     // The dashboard's page scripts run in the browser, as ES modules.
     files: ['src/dashboard/assets/**/*.js'],
-    languageOptions: { sourceType: 'module', globals: { document: 'readonly', fetch: 'readonly', setTimeout: 'readonly', URLSearchParams: 'readonly', location: 'readonly', history: 'readonly', Node: 'readonly' } },
+    languageOptions: {
+      sourceType: 'module',
+      globals: {
+        document: 'readonly',
+        fetch: 'readonly',
+        setTimeout: 'readonly',
+        URLSearchParams: 'readonly',
+        location: 'readonly',
+        history: 'readonly',
+        Node: 'readonly',
+      },
+    },
   },
   {
     files: ['bin/**/*.js', 'scripts/**/*.js', 'scripts/**/*.mjs', 'bench/**/*.mjs', 'test/**/*.mjs', '.ci/**/*.mjs'],

@@ -13,9 +13,26 @@ import { defineConfig } from 'vitest/config';
  * failovers, several processes, load, signals) run one at a time in project e2e.
  */
 const E2E_IN_PAIRS = [
-  'abuse-limits', 'blocks', 'bull-board', 'cli', 'client', 'dashboard-hostile-report', 'dashboard-many-tags', 'deploy', 'embedded',
-  'formats', 'hardening', 'leaf-import', 'local-buffer', 'obfuscation-key', 'refill-dashboard-page', 'secure', 'status-page',
-].map((name) => `test/e2e/${name}.test.ts`).concat('test/fuzz/**/*.test.ts');
+  'abuse-limits',
+  'blocks',
+  'bull-board',
+  'cli',
+  'client',
+  'dashboard-hostile-report',
+  'dashboard-many-tags',
+  'deploy',
+  'embedded',
+  'formats',
+  'hardening',
+  'leaf-import',
+  'local-buffer',
+  'obfuscation-key',
+  'refill-dashboard-page',
+  'secure',
+  'status-page',
+]
+  .map((name) => `test/e2e/${name}.test.ts`)
+  .concat('test/fuzz/**/*.test.ts');
 
 const servers: { environment: 'node'; globalSetup: string[] } = { environment: 'node', globalSetup: ['test/support/global-setup.ts'] };
 

@@ -20,14 +20,28 @@ for (const f of failed) {
       console.log(m);
       continue;
     }
-    const values = lines.slice(8).filter((l) => /expected|Expected|Received/.test(l)).slice(0, 6);
+    const values = lines
+      .slice(8)
+      .filter((l) => /expected|Expected|Received/.test(l))
+      .slice(0, 6);
     // A server's output quoted in the message: its warnings and errors say why (the last 12).
-    const problems = lines.slice(8).filter((l) => /"level":(40|50|60)|\b(WARN|ERROR)\b/.test(l)).slice(-12).map((l) => `    ${l.slice(0, 400)}`);
+    const problems = lines
+      .slice(8)
+      .filter((l) => /"level":(40|50|60)|\b(WARN|ERROR)\b/.test(l))
+      .slice(-12)
+      .map((l) => `    ${l.slice(0, 400)}`);
     const whereAt = lines.findIndex((l) => /^\s+at /.test(l));
     const where = whereAt >= 0 ? lines[whereAt] : undefined;
     // The message's last lines before its stack: a script's output ends with what stopped it.
     const bodyEnd = whereAt >= 0 ? whereAt : lines.length;
-    const tail = lines.slice(Math.max(8, bodyEnd - 12), bodyEnd).filter((l) => !values.includes(l)).map((l) => `    ${l.slice(0, 400)}`);
-    console.log([...lines.slice(0, 8), '    ...', ...problems, ...(tail.length ? ['    ... its last lines:', ...tail] : []), ...values, ...(where ? [where] : [])].join('\n'));
+    const tail = lines
+      .slice(Math.max(8, bodyEnd - 12), bodyEnd)
+      .filter((l) => !values.includes(l))
+      .map((l) => `    ${l.slice(0, 400)}`);
+    console.log(
+      [...lines.slice(0, 8), '    ...', ...problems, ...(tail.length ? ['    ... its last lines:', ...tail] : []), ...values, ...(where ? [where] : [])].join(
+        '\n',
+      ),
+    );
   }
 }

@@ -38,8 +38,22 @@ export async function run(): Promise<Section> {
         table(
           ['route', 'IDs per request', 'requests/s', 'IDs/s', 'p99 ms', 'failed'],
           [
-            [`GET /v1/blocks/demo?count=${BLOCK_COUNT}`, BLOCK_COUNT.toLocaleString('en'), perSecond(blocks.requests), perSecond(blocks.ids), blocks.p99, blocks.failed],
-            [`GET /v1/ids/demo?count=${LIST_COUNT} (baseline)`, LIST_COUNT.toLocaleString('en'), perSecond(lists.requests), perSecond(lists.ids), lists.p99, lists.failed],
+            [
+              `GET /v1/blocks/demo?count=${BLOCK_COUNT}`,
+              BLOCK_COUNT.toLocaleString('en'),
+              perSecond(blocks.requests),
+              perSecond(blocks.ids),
+              blocks.p99,
+              blocks.failed,
+            ],
+            [
+              `GET /v1/ids/demo?count=${LIST_COUNT} (baseline)`,
+              LIST_COUNT.toLocaleString('en'),
+              perSecond(lists.requests),
+              perSecond(lists.ids),
+              lists.p99,
+              lists.failed,
+            ],
           ],
         ),
         '',

@@ -198,7 +198,10 @@ function duplicates(out: Output): number {
 }
 
 export async function run(): Promise<Section> {
-  const loadAtStart = os.loadavg().map((l) => l.toFixed(2)).join(', ');
+  const loadAtStart = os
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(', ');
   const rows: string[][] = [];
   for (const c of cases) {
     await c.fill(); // warm-up round: JIT and lazy set-up
@@ -222,15 +225,18 @@ export async function run(): Promise<Section> {
     title: 'Core generators (bench/core.bench.ts)',
     body: [
       `Each row: one fresh generator per round, ${N.toLocaleString('en-US')} IDs from a tight loop stored in an array; IDs/s is the median of ${ROUNDS} rounds after a warm-up round;`,
-      'duplicates is the most found in any round (sorting the round\'s IDs).',
-      'A 12-bit sequence allows at most 4.096 M IDs/s per worker; Leaf\'s random start per millisecond (in [0, 100)) lowers that to about 4.05 M.',
+      "duplicates is the most found in any round (sorting the round's IDs).",
+      "A 12-bit sequence allows at most 4.096 M IDs/s per worker; Leaf's random start per millisecond (in [0, 100)) lowers that to about 4.05 M.",
       '`DefaultUidGenerator` is left out: by design it issues at most 8,192 IDs per second (13-bit sequence per second).',
       '',
-      'CPU share is the CPU time the process got over wall time in the rounds (V8\'s GC threads can push it past 100 %); below 100 % the machine was busy and clock-bound',
+      "CPU share is the CPU time the process got over wall time in the rounds (V8's GC threads can push it past 100 %); below 100 % the machine was busy and clock-bound",
       'generators (Snowflake) lose whole milliseconds of sequence while descheduled.',
       `Load average (1, 5, 15 min) at the start: ${loadAtStart}.`,
       '',
-      table(['generator', 'returns', 'IDs/s (median)', 'IDs/s (best)', `duplicates in ${N.toLocaleString('en-US')}`, 'CPU share', 'target (median)', 'note'], rows),
+      table(
+        ['generator', 'returns', 'IDs/s (median)', 'IDs/s (best)', `duplicates in ${N.toLocaleString('en-US')}`, 'CPU share', 'target (median)', 'note'],
+        rows,
+      ),
     ].join('\n'),
   };
 }

@@ -31,7 +31,19 @@ function measure(fn: (i: number) => unknown): number {
 
 function tag(format: IdFormat): BizTag {
   const now = new Date();
-  return { bizTag: `bench-${format}`, mode: 'segment', step: 1000, maxLimit: null, shards: 1, fallback: 'error', pool: 'auto', format, description: '', createdAt: now, updatedAt: now };
+  return {
+    bizTag: `bench-${format}`,
+    mode: 'segment',
+    step: 1000,
+    maxLimit: null,
+    shards: 1,
+    fallback: 'error',
+    pool: 'auto',
+    format,
+    description: '',
+    createdAt: now,
+    updatedAt: now,
+  };
 }
 
 export async function run(): Promise<Section> {
@@ -45,11 +57,26 @@ export async function run(): Promise<Section> {
   for (const format of ['obfuscated', 'base62', 'sqids', 'obfuscated+base62', 'obfuscated+sqids'] as const) {
     const codec = formats.codecFor(tag(format))!;
     const encoded = Array.from({ length: N + 1 }, (_, i) => (i === 0 ? '' : codec.encode(String(i))));
-    rows.push([`\`${format}\` (string in, string out)`, perSecond(measure((i) => codec.encode(String(i)))), perSecond(measure((i) => codec.decode(encoded[i]!))), 'as served']);
+    rows.push([
+      `\`${format}\` (string in, string out)`,
+      perSecond(measure((i) => codec.encode(String(i)))),
+      perSecond(measure((i) => codec.decode(encoded[i]!))),
+      'as served',
+    ]);
   }
   const sq = Array.from({ length: N + 1 }, (_, i) => sqids.encode([i]));
-  rows.push(['`sqids` npm package directly (baseline)', perSecond(measure((i) => sqids.encode([i]))), perSecond(measure((i) => sqids.decode(sq[i]!)[0])), 'peer']);
-  rows.push(['`n.toString(36)` / `parseInt(s, 36)` (baseline)', perSecond(measure((i) => i.toString(36))), perSecond(measure((i) => parseInt(i.toString(36), 36))), 'floor']);
+  rows.push([
+    '`sqids` npm package directly (baseline)',
+    perSecond(measure((i) => sqids.encode([i]))),
+    perSecond(measure((i) => sqids.decode(sq[i]!)[0])),
+    'peer',
+  ]);
+  rows.push([
+    '`n.toString(36)` / `parseInt(s, 36)` (baseline)',
+    perSecond(measure((i) => i.toString(36))),
+    perSecond(measure((i) => parseInt(i.toString(36), 36))),
+    'floor',
+  ]);
   const met = feistelRate >= 10e6;
   return {
     title: 'ID formats',

@@ -74,9 +74,15 @@ async function measure(sliceIds: number): Promise<Measured> {
   const dataDir = mkdtempSync(join(tmpdir(), 'idmint-bench-health-'));
   const server = await spawnServer({ IDMINT_DATA_DIR: dataDir, LOG_LEVEL: 'warn', IDMINT_HTTP_SLICE_IDS: String(sliceIds) });
   try {
-    await fetch(`${server.url}/v1/biz`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ bizTag: 'load', step: 5_000_000 }) });
+    await fetch(`${server.url}/v1/biz`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ bizTag: 'load', step: 5_000_000 }),
+    });
     const idle = { health: await probe(`${server.url}/healthz`, 3), ready: await probe(`${server.url}/readyz`, 3) };
-    const load = spawn(process.execPath, ['-e', LOAD, `${server.url}/v1/ids/load?count=${COUNT}`, String(CONNECTIONS)], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const load = spawn(process.execPath, ['-e', LOAD, `${server.url}/v1/ids/load?count=${COUNT}`, String(CONNECTIONS)], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     let out = '';
     load.stdout.on('data', (d: Buffer) => (out += d.toString()));
     const started = Date.now();

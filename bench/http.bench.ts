@@ -66,7 +66,13 @@ async function snowflakeServer<T>(fn: (url: string) => Promise<T>): Promise<T> {
   const url = `http://127.0.0.1:${port}`;
   try {
     for (let i = 0; i < 300; i++) {
-      if (await fetch(`${url}/healthz`).then((r) => r.ok, () => false)) break;
+      if (
+        await fetch(`${url}/healthz`).then(
+          (r) => r.ok,
+          () => false,
+        )
+      )
+        break;
       await new Promise((r) => setTimeout(r, 100));
     }
     await autocannon({ url: `${url}/api/snowflake/get/x`, connections: 8, duration: 2 });
@@ -105,18 +111,31 @@ export async function run(): Promise<Section> {
     let oneRound = 0;
     let thousand = 0;
     await withServer(redisEnv('c'), async (server) => {
-      oneRound = add('Redis counter pool `GET /v1/ids/demo?count=1` (a Redis round trip per request)', await load(`${server.url}/v1/ids/demo?count=1`), 1).requestsPerSecond;
+      oneRound = add(
+        'Redis counter pool `GET /v1/ids/demo?count=1` (a Redis round trip per request)',
+        await load(`${server.url}/v1/ids/demo?count=1`),
+        1,
+      ).requestsPerSecond;
       thousand = add('Redis counter pool `GET /v1/ids/demo?count=1000`', await load(`${server.url}/v1/ids/demo?count=1000`), 1000).requestsPerSecond * 1000;
     });
     let buffered = 0;
     let bufferedThousand = 0;
     await withServer({ ...redisEnv('b'), IDMINT_LOCAL_BUFFER: '10000' }, async (server) => {
-      buffered = add('Redis counter pool `GET /v1/ids/demo?count=1`, `IDMINT_LOCAL_BUFFER=10000`', await load(`${server.url}/v1/ids/demo?count=1`), 1).requestsPerSecond;
+      buffered = add(
+        'Redis counter pool `GET /v1/ids/demo?count=1`, `IDMINT_LOCAL_BUFFER=10000`',
+        await load(`${server.url}/v1/ids/demo?count=1`),
+        1,
+      ).requestsPerSecond;
       bufferedThousand =
-        add('Redis counter pool `GET /v1/ids/demo?count=1000`, `IDMINT_LOCAL_BUFFER=10000`', await load(`${server.url}/v1/ids/demo?count=1000`), 1000).requestsPerSecond * 1000;
+        add('Redis counter pool `GET /v1/ids/demo?count=1000`, `IDMINT_LOCAL_BUFFER=10000`', await load(`${server.url}/v1/ids/demo?count=1000`), 1000)
+          .requestsPerSecond * 1000;
     });
     await withServer(redisEnv('l'), async (server) => {
-      const created = await fetch(`${server.url}/v1/biz`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"bizTag":"list","pool":"redis-list"}' });
+      const created = await fetch(`${server.url}/v1/biz`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '{"bizTag":"list","pool":"redis-list"}',
+      });
       if (created.status !== 201) throw new Error(`creating the list-pool tag: ${created.status} ${await created.text()}`);
       await autocannon({ url: `${server.url}/v1/ids/list?count=1000`, connections: 8, duration: 2 });
       add('Redis list pool `GET /v1/ids/list?count=1000` (strings in Redis)', await load(`${server.url}/v1/ids/list?count=1000`), 1000);
@@ -151,9 +170,27 @@ export async function run(): Promise<Section> {
         ['what', 'median', 'rounds', 'target', 'met'],
         [
           ['embedded `count=1`', `${perSecond(e1)} req/s`, rounds.embedded.map((r) => perSecond(r)).join(', '), '', ''],
-          ['Redis counter pool `count=1`, `IDMINT_LOCAL_BUFFER=10000`', `${perSecond(b1)} req/s (medians: ${((b1 / e1) * 100).toFixed(0)} % of embedded)`, rounds.buffered.map((r) => perSecond(r)).join(', '), '', ''],
-          ['the same, each round / the embedded round before it', `${(pairRatio * 100).toFixed(0)} % (median of ${pairs.length} pairs)`, pairs.map((r) => `${(r * 100).toFixed(0)} %`).join(', '), '≥ 90 % of embedded', pairRatio >= 0.9 ? 'yes' : 'no'],
-          ['Redis counter pool `count=1000`, `IDMINT_LOCAL_BUFFER=10000`', `${perSecond(b1000)} IDs/s`, rounds.bufferedThousand.map((r) => perSecond(r)).join(', '), '≥ 5 M IDs/s', b1000 >= 5e6 ? 'yes' : 'no'],
+          [
+            'Redis counter pool `count=1`, `IDMINT_LOCAL_BUFFER=10000`',
+            `${perSecond(b1)} req/s (medians: ${((b1 / e1) * 100).toFixed(0)} % of embedded)`,
+            rounds.buffered.map((r) => perSecond(r)).join(', '),
+            '',
+            '',
+          ],
+          [
+            'the same, each round / the embedded round before it',
+            `${(pairRatio * 100).toFixed(0)} % (median of ${pairs.length} pairs)`,
+            pairs.map((r) => `${(r * 100).toFixed(0)} %`).join(', '),
+            '≥ 90 % of embedded',
+            pairRatio >= 0.9 ? 'yes' : 'no',
+          ],
+          [
+            'Redis counter pool `count=1000`, `IDMINT_LOCAL_BUFFER=10000`',
+            `${perSecond(b1000)} IDs/s`,
+            rounds.bufferedThousand.map((r) => perSecond(r)).join(', '),
+            '≥ 5 M IDs/s',
+            b1000 >= 5e6 ? 'yes' : 'no',
+          ],
         ],
       ),
       '',
@@ -169,7 +206,9 @@ export async function run(): Promise<Section> {
     title: 'HTTP API (autocannon)',
     body: [
       `Each server runs in its own process; autocannon (${CONNECTIONS} connections, ${DURATION_S} s, no pipelining) runs in the bench process, so both share the machine's ${os.availableParallelism()} cores. Command: \`npm run bench -- http\`.`,
-      redisUrl ? `Redis pools use ${redisUrl.replace(/\/\/.*@/, '//')} (from REDIS_URL or .infra/env), with the refill worker in the server process.` : 'Redis rows skipped: no REDIS_URL and no .infra/env (run `npm run infra:up`).',
+      redisUrl
+        ? `Redis pools use ${redisUrl.replace(/\/\/.*@/, '//')} (from REDIS_URL or .infra/env), with the refill worker in the server process.`
+        : 'Redis rows skipped: no REDIS_URL and no .infra/env (run `npm run infra:up`).',
       '',
       table(['Route', 'requests/s', 'IDs/s', 'p50 ms', 'p99 ms', 'errors'], rows),
       ...(redisTargets.length > 0 ? ['', ...redisTargets] : []),

@@ -37,7 +37,12 @@ interface Drain {
 async function drain(driver: KafkaDriverName, kafka: string, round: number): Promise<Drain> {
   const bizTag = `bench-drivers-${driver}-${round}-${Date.now()}`;
   const sink = new KafkaPoolSink({ signer: testSigner, kafka: { brokers: kafka, clientId: 'bench-drivers-sink' }, blockSize: BLOCK_SIZE, partitions: 4 });
-  const consumer = new KafkaPoolConsumer({ verifyKey: TEST_VERIFY_KEY, kafka: { brokers: kafka, clientId: 'bench-drivers', driver }, bizTag, bufferBlocks: 64 });
+  const consumer = new KafkaPoolConsumer({
+    verifyKey: TEST_VERIFY_KEY,
+    kafka: { brokers: kafka, clientId: 'bench-drivers', driver },
+    bizTag,
+    bufferBlocks: 64,
+  });
   try {
     const segment = 100 * BLOCK_SIZE;
     for (let i = 0; i < (BLOCKS * BLOCK_SIZE) / segment; i++) await sink.push({ bizTag, shard: 0, start: 1 + i * segment, end: (i + 1) * segment });

@@ -84,7 +84,9 @@ export async function run(): Promise<Section> {
     });
     if (made.status !== 201) throw new Error(`creating the tag: ${made.status} ${await made.text()}`);
     for (let i = 0; i < INSTANCES; i++) {
-      clients.push(new IdmintClient({ transport: kafkaPoolTransport({ verifyKey: TEST_VERIFY_KEY, kafka: { brokers: [kafka.url], clientId: `bench-outside-${i}` } }) }));
+      clients.push(
+        new IdmintClient({ transport: kafkaPoolTransport({ verifyKey: TEST_VERIFY_KEY, kafka: { brokers: [kafka.url], clientId: `bench-outside-${i}` } }) }),
+      );
     }
     // The tag's topic appears with the refill's first fill: until then a take says NOT_READY.
     await Promise.all(clients.map((c) => firstId(c, bizTag)));

@@ -172,9 +172,16 @@ const m = (n: number): string => `${(n / 1e6).toFixed(2)} M`;
  * responder roles, the tag on a Redis counter pool) over Kafka request/reply and over HTTP blocks,
  * both taking blocks, with the bulk take as above. Rows: [instances, request/reply, HTTP blocks].
  */
-async function peers(urls: { kafka: string; postgres: string; redis: string }, store: PostgresBizStore, counts: number[]): Promise<Map<number, { kafka: Measured; http: Measured }>> {
+async function peers(
+  urls: { kafka: string; postgres: string; redis: string },
+  store: PostgresBizStore,
+  counts: number[],
+): Promise<Map<number, { kafka: Measured; http: Measured }>> {
   const dataDir = mkdtempSync(join(tmpdir(), 'idmint-bench-kpeers-'));
-  const server = await spawnServer({ IDMINT_DATA_DIR: dataDir, DATABASE_URL: urls.postgres, REDIS_URL: urls.redis, KAFKA_BROKERS: urls.kafka, LOG_LEVEL: 'warn' }, { timeoutMs: 120_000 });
+  const server = await spawnServer(
+    { IDMINT_DATA_DIR: dataDir, DATABASE_URL: urls.postgres, REDIS_URL: urls.redis, KAFKA_BROKERS: urls.kafka, LOG_LEVEL: 'warn' },
+    { timeoutMs: 120_000 },
+  );
   const out = new Map<number, { kafka: Measured; http: Measured }>();
   try {
     for (const instances of counts) {
@@ -209,7 +216,7 @@ export async function run(): Promise<Section> {
   const [kafkaServer, postgres, redisServer] = await Promise.all([startPrivateServer('kafka'), startPrivateServer('postgres'), startPrivateServer('redis')]);
   const db = createPgDatabase({ connectionString: postgres.url, max: 10 });
   const kafka = createKafka({ brokers: kafkaServer.url, clientId: 'bench-refill', logger: silentLogger });
-  const sink = new KafkaPoolSink({ signer: testSigner, kafka, });
+  const sink = new KafkaPoolSink({ signer: testSigner, kafka });
   const redis = new Redis(redisServer.url);
   const rows: Array<Array<string | number>> = [];
   const verdicts: string[] = [];
@@ -259,10 +266,14 @@ export async function run(): Promise<Section> {
           ]);
           if (instances === 4) {
             verdicts.push(`4 instances ≥ 20 M IDs/s together with the bulk take: ${b.total >= 20e6 ? 'met' : 'not met'} (${m(b.total)}/s).`);
-            verdicts.push(`4 instances each ≥ 1 M IDs/s with \`await next()\`: ${Math.min(...a.perInstance) >= 1e6 ? 'met' : 'not met'} (slowest ${m(Math.min(...a.perInstance))}/s).`);
+            verdicts.push(
+              `4 instances each ≥ 1 M IDs/s with \`await next()\`: ${Math.min(...a.perInstance) >= 1e6 ? 'met' : 'not met'} (slowest ${m(Math.min(...a.perInstance))}/s).`,
+            );
           }
           if (instances === 16) verdicts.push(`16 instances every one served: ${served === 16 ? 'met' : 'not met'} (${served} of 16).`);
-          verdicts.push(`${instances} instance${instances > 1 ? 's' : ''}: ${counter.empty} POOL_EMPTY after the ${WARM_MS / 1000} s warm-up (target 0: ${counter.empty === 0 ? 'met' : 'not met'}).`);
+          verdicts.push(
+            `${instances} instance${instances > 1 ? 's' : ''}: ${counter.empty} POOL_EMPTY after the ${WARM_MS / 1000} s warm-up (target 0: ${counter.empty === 0 ? 'met' : 'not met'}).`,
+          );
         } finally {
           await Promise.all(clients.map((c) => c.close()));
         }
@@ -279,9 +290,21 @@ export async function run(): Promise<Section> {
       title: 'Kafka pool topics: SDK instances on one tag',
       body: [
         `Each instance is an IdmintClient over kafkaPoolTransport with its own Kafka client and consumer in group \`idmint.pool.<tag>\` (16 partitions), all in this one bench process and thread; the refill processor and its Kafka pool watch run in the same process with the refill role's defaults (a reading a second, targets up to 50 M IDs); private Kafka, Postgres 15 and Redis on loopback. Blocks are signed (Ed25519, the deployment key) and verified by every instance. ${WARM_MS / 1000} s of warm-up with the bulk take, then ${MEASURE_MS / 1000} s with the bulk take (\`tryNextNumbers\` into a Float64Array, awaiting \`nextNumber\` when empty) and ${MEASURE_MS / 1000} s of \`await next()\` (every 64th call timed).`,
-        'Before (main at f3c2850, issue 27): 1 instance 100 IDs/s, 2 instances 0, 4 instances 50 IDs/s — one segment of the tag\'s step per 30-second sweep, 2 partitions.',
+        "Before (main at f3c2850, issue 27): 1 instance 100 IDs/s, 2 instances 0, 4 instances 50 IDs/s — one segment of the tag's step per 30-second sweep, 2 partitions.",
         '',
-        table(['Instances', 'Bulk take, together', 'Bulk, slowest instance', '`await next()`, together', '`next()`, slowest instance', '`next()` p50 / p99', 'Instances served', 'POOL_EMPTY (bulk / next)'], rows),
+        table(
+          [
+            'Instances',
+            'Bulk take, together',
+            'Bulk, slowest instance',
+            '`await next()`, together',
+            '`next()`, slowest instance',
+            '`next()` p50 / p99',
+            'Instances served',
+            'POOL_EMPTY (bulk / next)',
+          ],
+          rows,
+        ),
         '',
         ...verdicts.map((v) => `- ${v}`),
         `- ${stepRow}`,

@@ -60,7 +60,12 @@ function percentile(sorted: number[], p: number): number {
 }
 
 /** Open loop: `rate` requests/s for `seconds`, sent on a 10 ms tick whatever the replies do. */
-async function latencyAt(client: IdmintKafkaClient, rate: number, seconds: number, ids: IdLog): Promise<{ p50: number; p99: number; max: number; n: number; errors: number }> {
+async function latencyAt(
+  client: IdmintKafkaClient,
+  rate: number,
+  seconds: number,
+  ids: IdLog,
+): Promise<{ p50: number; p99: number; max: number; n: number; errors: number }> {
   const latencies: number[] = [];
   let errors = 0;
   const inFlight: Promise<void>[] = [];
@@ -105,7 +110,13 @@ async function closedLoop(count: number, seconds: number, inFlight: number, once
 }
 
 /** `"as":"blocks"` replies: `count` IDs as ranges. */
-function blocksPerSecond(client: IdmintKafkaClient, count: number, seconds: number, inFlight: number, into: Block[]): Promise<{ rate: number; requests: number }> {
+function blocksPerSecond(
+  client: IdmintKafkaClient,
+  count: number,
+  seconds: number,
+  inFlight: number,
+  into: Block[],
+): Promise<{ rate: number; requests: number }> {
   return closedLoop(count, seconds, inFlight, async () => {
     const got = await client.getBlocks('bench', count, { timeoutMs: 10_000 });
     if (blocksSize(got.blocks) !== count) throw new Error(`asked ${count} as blocks, got ${blocksSize(got.blocks)}`);
@@ -145,7 +156,11 @@ function idsPerSecond(client: IdmintKafkaClient, count: number, seconds: number,
 
 function startResponder(env: NodeJS.ProcessEnv): Promise<ChildProcess> {
   // It signs with the key the bench's client verifies with.
-  const child = spawn(process.execPath, ['--import', 'tsx', 'workers/responder.ts'], { cwd: root, env: { ...env, IDMINT_SIGNING_KEY: TEST_SIGNING_SECRET }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', 'workers/responder.ts'], {
+    cwd: root,
+    env: { ...env, IDMINT_SIGNING_KEY: TEST_SIGNING_SECRET },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
   return new Promise((resolve, reject) => {
     child.stdout!.on('data', (c: Buffer) => {
@@ -222,10 +237,13 @@ export async function run(): Promise<Section> {
         '',
         table(['load', 'replies', 'p50 ms (median round)', 'p99 ms (median round)', 'p99 per round', 'max ms', 'errors', 'target'], rows),
         '',
-        table(['load', 'requests', 'IDs/s', 'target'], [
-          [`count=1000, 32 in flight, 10 s`, t.requests, perSecond(t.rate), t.rate >= 1e6 ? '≥ 1 M: met' : '≥ 1 M: **missed**'],
-          [`\`"as":"blocks"\`, count=1,000,000, 8 in flight, 10 s`, b.requests, perSecond(b.rate), b.rate >= 50e6 ? '≥ 50 M: met' : '≥ 50 M: **missed**'],
-        ]),
+        table(
+          ['load', 'requests', 'IDs/s', 'target'],
+          [
+            [`count=1000, 32 in flight, 10 s`, t.requests, perSecond(t.rate), t.rate >= 1e6 ? '≥ 1 M: met' : '≥ 1 M: **missed**'],
+            [`\`"as":"blocks"\`, count=1,000,000, 8 in flight, 10 s`, b.requests, perSecond(b.rate), b.rate >= 50e6 ? '≥ 50 M: met' : '≥ 50 M: **missed**'],
+          ],
+        ),
         '',
         `Duplicates over all ${(ids.length + blocksSize(blocks)).toLocaleString('en-US')} IDs received (lists and blocks, blocks checked for overlaps with each other and with every list ID): ${dups}. Load average at the end: ${os.loadavg()[0]!.toFixed(1)} on ${os.availableParallelism()} CPUs (the machine is shared).`,
       ].join('\n'),

@@ -29,7 +29,13 @@ function infraDatabase(): string {
 
 /** Resident memory of a process and its children, MB. */
 function rssMb(pid: number): number {
-  const pids = [pid, ...execFileSync('bash', ['-c', `pgrep -P ${pid} || true`], { encoding: 'utf8' }).split('\n').filter(Boolean).map(Number)];
+  const pids = [
+    pid,
+    ...execFileSync('bash', ['-c', `pgrep -P ${pid} || true`], { encoding: 'utf8' })
+      .split('\n')
+      .filter(Boolean)
+      .map(Number),
+  ];
   const kb = pids.map((p) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${p}/status`, 'utf8'))?.[1] ?? 0)).reduce((a, b) => a + b, 0);
   return Math.round(kb / 1024);
 }
@@ -54,7 +60,10 @@ async function firstId(url: string): Promise<void> {
 
 /** The control: bench/bare-http.mjs with `workers` cluster workers, answering once listening. */
 async function startBare(workers: number, port: number): Promise<{ url: string; child: ChildProcess }> {
-  const child = spawn(process.execPath, [join(root, 'bench/bare-http.mjs')], { env: { ...process.env, WORKERS: String(workers), PORT: String(port) }, stdio: 'ignore' });
+  const child = spawn(process.execPath, [join(root, 'bench/bare-http.mjs')], {
+    env: { ...process.env, WORKERS: String(workers), PORT: String(port) },
+    stdio: 'ignore',
+  });
   const url = `http://127.0.0.1:${port}/`;
   for (let i = 0; i < 500; i++) {
     if ((await fetch(url).catch(() => undefined))?.ok) return { url, child };
@@ -73,7 +82,12 @@ interface Rounds {
 
 /** The summary rows of both configurations, unpipelined then pipelined. */
 function summaries(one: string, two: string, r: Rounds): Array<Array<string | number>> {
-  return [summary(one, r.one), summary(two, r.two), summary(`${one}, pipelined ×${PIPELINE}`, r.onePiped), summary(`${two}, pipelined ×${PIPELINE}`, r.twoPiped)];
+  return [
+    summary(one, r.one),
+    summary(two, r.two),
+    summary(`${one}, pipelined ×${PIPELINE}`, r.onePiped),
+    summary(`${two}, pipelined ×${PIPELINE}`, r.twoPiped),
+  ];
 }
 
 async function start(env: Record<string, string>): Promise<{ server: SpawnedServer; dir: string }> {
@@ -91,12 +105,19 @@ export async function run(): Promise<Section> {
   const results: Record<string, Rounds> = {};
   try {
     const first = await spawnServer({ IDMINT_DATA_DIR: dirs[0], LOG_LEVEL: 'warn', ...pg, IDMINT_PROCESSES: '1' });
-    await fetch(`${first.url}/v1/biz`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ bizTag: 'bench', step: 10000 }) });
+    await fetch(`${first.url}/v1/biz`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ bizTag: 'bench', step: 10000 }),
+    });
     await first.stop();
     for (const route of ['/api/segment/get/bench', '/api/snowflake/get/bench']) {
       const res: Rounds = { one: [], two: [], onePiped: [], twoPiped: [] };
       for (let i = 0; i < ROUNDS; i++) {
-        for (const [name, processes, dir, list, piped] of [['1 process', '1', dirs[0], res.one, res.onePiped], ['2 processes', '2', dirs[1], res.two, res.twoPiped]] as const) {
+        for (const [name, processes, dir, list, piped] of [
+          ['1 process', '1', dirs[0], res.one, res.onePiped],
+          ['2 processes', '2', dirs[1], res.two, res.twoPiped],
+        ] as const) {
           // Each configuration runs alone, started fresh for its round: an idle server group beside
           // the one under load took up to a third off its requests/s on this machine.
           const s = await spawnServer({ IDMINT_DATA_DIR: dir, LOG_LEVEL: 'warn', ...pg, IDMINT_PROCESSES: processes });
@@ -108,7 +129,17 @@ export async function run(): Promise<Section> {
             list.push(round);
             const pipedRound = await loadRound(`${s.url}${route}`, SECONDS, CONNECTIONS, PIPELINE);
             piped.push(pipedRound);
-            perRound.push([route, name, i + 1, Math.round(round.requestsPerSecond), round.p50Ms.toFixed(2), round.p99Ms.toFixed(2), (round.p99Ms / round.p50Ms).toFixed(1), loopP99.toFixed(1), Math.round(pipedRound.requestsPerSecond)]);
+            perRound.push([
+              route,
+              name,
+              i + 1,
+              Math.round(round.requestsPerSecond),
+              round.p50Ms.toFixed(2),
+              round.p99Ms.toFixed(2),
+              (round.p99Ms / round.p50Ms).toFixed(1),
+              loopP99.toFixed(1),
+              Math.round(pipedRound.requestsPerSecond),
+            ]);
           } finally {
             await s.stop();
           }
@@ -190,7 +221,9 @@ export async function run(): Promise<Section> {
       '',
       `Why the target is judged on pipelined rounds: the load generator runs on the same 2 cores, and unpipelined it spends about as much CPU per request as the server, so it takes the core a second process would use. ` +
         `The control shows it: a bare \`node:http\` server answering a counter (bench/bare-http.mjs) goes from 1 to 2 cluster workers by ${ratio(bare, false).toFixed(2)} × unpipelined and ${barePiped.toFixed(2)} × pipelined ×${PIPELINE} (wrk writes ${PIPELINE} requests at a time; the server still answers each request with its own response). ` +
-        (barePiped < 1.5 ? 'In this run even the bare server could not show 1.5 ×: the machine had no room for it.' : 'The machine had room for 1.5 × in this run: where idmint falls short, the shortfall is its own.'),
+        (barePiped < 1.5
+          ? 'In this run even the bare server could not show 1.5 ×: the machine had no room for it.'
+          : 'The machine had room for 1.5 × in this run: where idmint falls short, the shortfall is its own.'),
       '',
       'Every round (p99/p50 target ≤ 10 on a loaded machine; event-loop delay p99 from `idmint_nodejs_eventloop_lag_p99_seconds`, read after the round, minus its 10 ms sampling interval, which the histogram includes):',
       '',
@@ -198,8 +231,8 @@ export async function run(): Promise<Section> {
       '',
       `p99 ≤ 10 × p50 in every round: **${tailOk ? 'met' : 'not met'}**.`,
       '',
-      'Where the segment route\'s pipelined tail went (found 2026-11-24 with timers around the dispenser\'s tag lookup and take, on one api process on Postgres, wrk ×8 pipelined, 32 connections): ' +
-        'the takes were never slow; requests waited on the once-a-second reload of the tag\'s token hashes — every request arriving while they were expired ran its own Postgres query, hundreds at once through a pool of 10 connections — ' +
+      "Where the segment route's pipelined tail went (found 2026-11-24 with timers around the dispenser's tag lookup and take, on one api process on Postgres, wrk ×8 pipelined, 32 connections): " +
+        "the takes were never slow; requests waited on the once-a-second reload of the tag's token hashes — every request arriving while they were expired ran its own Postgres query, hundreds at once through a pool of 10 connections — " +
         'and on the tag-settings reload, which all requests awaited. Both caches now refresh ahead: an expired entry answers at once while one reload runs behind it. ' +
         'Same harness, alternating 6 s rounds: segment p99 16–40 ms before, 5.0–6.5 ms after, Snowflake 4.4–4.9 ms; p50 2.3 ms for both throughout.',
       '',

@@ -54,7 +54,8 @@ export async function run(): Promise<Section> {
     };
     const a = await start();
     const b = await start();
-    for (const bizTag of ['tok', 'lim', 'del']) await call(`${a.url}/v1/biz`, { method: 'POST', headers: admin, body: JSON.stringify({ bizTag, pool: 'memory', fallback: 'segment', step: 10 }) });
+    for (const bizTag of ['tok', 'lim', 'del'])
+      await call(`${a.url}/v1/biz`, { method: 'POST', headers: admin, body: JSON.stringify({ bizTag, pool: 'memory', fallback: 'segment', step: 10 }) });
     const served = async (path: string, status: number): Promise<boolean> => (await call(`${b.url}${path}`)).status === status;
 
     const token: number[] = [];
@@ -63,15 +64,30 @@ export async function run(): Promise<Section> {
     for (let i = 0; i < CHANGES; i++) {
       // A token: B refuses callers without one.
       await call(`${b.url}/v1/ids/tok?count=1`);
-      token.push(await propagation(async () => void (await call(`${a.url}/v1/biz/tok/tokens`, { method: 'POST', headers: admin })), () => served('/v1/ids/tok?count=1', 401)));
+      token.push(
+        await propagation(
+          async () => void (await call(`${a.url}/v1/biz/tok/tokens`, { method: 'POST', headers: admin })),
+          () => served('/v1/ids/tok?count=1', 401),
+        ),
+      );
       await call(`${a.url}/v1/biz/tok/tokens`, { method: 'DELETE', headers: admin });
       // A lower maxLimit: B hands out nothing above it (its buffer lies above: SEGMENT_EXHAUSTED).
       await call(`${a.url}/v1/biz/lim`, { method: 'PATCH', headers: admin, body: JSON.stringify({ maxLimit: null }) });
       await call(`${b.url}/v1/ids/lim?count=1`);
-      limit.push(await propagation(async () => void (await call(`${a.url}/v1/biz/lim`, { method: 'PATCH', headers: admin, body: JSON.stringify({ maxLimit: 1 }) })), () => served('/v1/ids/lim?count=1', 409)));
+      limit.push(
+        await propagation(
+          async () => void (await call(`${a.url}/v1/biz/lim`, { method: 'PATCH', headers: admin, body: JSON.stringify({ maxLimit: 1 }) })),
+          () => served('/v1/ids/lim?count=1', 409),
+        ),
+      );
       // A delete: B answers UNKNOWN_BIZ_TAG; re-created for the next round (its counter carries on).
       await call(`${b.url}/v1/ids/del?count=1`);
-      deleted.push(await propagation(async () => void (await call(`${a.url}/v1/biz/del`, { method: 'DELETE', headers: admin })), () => served('/v1/ids/del?count=1', 404)));
+      deleted.push(
+        await propagation(
+          async () => void (await call(`${a.url}/v1/biz/del`, { method: 'DELETE', headers: admin })),
+          () => served('/v1/ids/del?count=1', 404),
+        ),
+      );
       await call(`${a.url}/v1/biz`, { method: 'POST', headers: admin, body: JSON.stringify({ bizTag: 'del', pool: 'memory', fallback: 'segment', step: 10 }) });
     }
     const worstP99 = Math.max(...[token, limit, deleted].map((ms) => Number(quantiles(ms).p99)));

@@ -39,7 +39,11 @@ export async function run(): Promise<Section> {
   await db.connect();
   const server = await spawnServer({ DATABASE_URL: postgres.url, REDIS_URL: redis.url, IDMINT_DATA_DIR: dataDir, LOG_LEVEL: 'warn' });
   try {
-    const created = await fetch(`${server.url}/v1/biz`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ bizTag: 'outage', step: STEP }) });
+    const created = await fetch(`${server.url}/v1/biz`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ bizTag: 'outage', step: STEP }),
+    });
     if (created.status !== 201) throw new Error(`creating the tag: ${created.status} ${await created.text()}`);
     const url = `${server.url}/v1/ids/outage?count=1`;
     const phase = async (): Promise<Phase> => {
@@ -76,13 +80,20 @@ export async function run(): Promise<Section> {
       body: [
         `One api process (Redis counter pool, private Redis and Postgres), \`GET /v1/ids/outage?count=1\` (step ${STEP}), ${await loadGenerator()}, ${CONNECTIONS} connections, ${ROUNDS} rounds of ${SECONDS} s per phase after 3 s of warm-up; Postgres commits/s from \`pg_stat_database\` (every client of that server: the api's allocations, tag reloads, worker-id leases). Command: \`npm run bench -- redis-outage\`.`,
         '',
-        table(['phase', 'req/s (median)', 'rounds', 'p99 ms (median)', 'Postgres commits/s (median)', 'errors'], [row('Redis up (pooled)', pooled), row('Redis killed (segment rung)', down)]),
+        table(
+          ['phase', 'req/s (median)', 'rounds', 'p99 ms (median)', 'Postgres commits/s (median)', 'errors'],
+          [row('Redis up (pooled)', pooled), row('Redis killed (segment rung)', down)],
+        ),
         '',
         table(
           ['target', 'measured', 'met'],
           [
             ['req/s with Redis down ≥ 80 % of pooled', `${(share * 100).toFixed(0)} %`, share >= 0.8 ? 'yes' : 'no'],
-            ['commits/s ≤ req/s ÷ 100 with Redis down', `${perSecond(cps(down))} commits/s for ${perSecond(rps(down))} req/s (${perHundred.toFixed(2)} per 100 requests)`, perHundred <= 1 ? 'yes' : 'no'],
+            [
+              'commits/s ≤ req/s ÷ 100 with Redis down',
+              `${perSecond(cps(down))} commits/s for ${perSecond(rps(down))} req/s (${perHundred.toFixed(2)} per 100 requests)`,
+              perHundred <= 1 ? 'yes' : 'no',
+            ],
           ],
         ),
         '',

@@ -20,9 +20,20 @@ import { freePort } from '../test/support/spawn.js';
 const DATABASE_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const IN_FLIGHT = 8;
 
-
 function tagOf(bizTag: string, pool: BizTag['pool']): BizTag {
-  return { bizTag, mode: 'segment', step: 1000, maxLimit: null, shards: 1, fallback: 'error', pool, format: 'decimal', description: '', createdAt: new Date(), updatedAt: new Date() };
+  return {
+    bizTag,
+    mode: 'segment',
+    step: 1000,
+    maxLimit: null,
+    shards: 1,
+    fallback: 'error',
+    pool,
+    format: 'decimal',
+    description: '',
+    createdAt: new Date(),
+    updatedAt: new Date(),
+  };
 }
 
 /** Takes `total` IDs in batches with IN_FLIGHT concurrent takes; returns IDs/s. */
@@ -63,7 +74,12 @@ export async function run(): Promise<Section> {
         for (let s = 1; s <= total; s += 500_000) await list.push({ bizTag: listTag.bizTag, shard: 0, start: s, end: Math.min(s + 499_999, total) });
         const counterTag = tagOf(`counter-${batch}-${fence}`, 'redis-counter');
         for (let s = 1; s <= total; s += 10_000) await counter.push({ bizTag: counterTag.bizTag, shard: 0, start: s, end: s + 9_999 });
-        rows.push([batch, fence ? 'on' : 'off', perSecond(await takeRate(list, listTag, batch, total)), perSecond(await takeRate(counter, counterTag, batch, total))]);
+        rows.push([
+          batch,
+          fence ? 'on' : 'off',
+          perSecond(await takeRate(list, listTag, batch, total)),
+          perSecond(await takeRate(counter, counterTag, batch, total)),
+        ]);
         await redis.unlink(`idmint:{${listTag.bizTag}}:ids`, `idmint:{${counterTag.bizTag}}:ranges`);
       }
     }
@@ -77,12 +93,24 @@ export async function run(): Promise<Section> {
     for (const maxSegment of [10_000, 100_000]) {
       await redis.del(`idmint:{${bizTag}}:ids`);
       const pool = new RedisListPool({ redis });
-      const processor = createRefillProcessor({ store, sinks: { 'redis-list': pool }, meta: new RedisPoolMeta({ redis }), minDepth: 1_000_000, maxDepth: 1_000_000, maxSegment });
+      const processor = createRefillProcessor({
+        store,
+        sinks: { 'redis-list': pool },
+        meta: new RedisPoolMeta({ redis }),
+        minDepth: 1_000_000,
+        maxDepth: 1_000_000,
+        maxSegment,
+      });
       const t0 = process.hrtime.bigint();
       const outcome = await processor.refill(bizTag, 0, 'manual');
       const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
       const pushed = outcome.status === 'pushed' ? outcome.segments.reduce((n, s) => n + s.end - s.start + 1, 0) : 0;
-      refillRows.push([maxSegment.toLocaleString('en'), outcome.status === 'pushed' ? outcome.segments.length : 0, pushed.toLocaleString('en'), perSecond(pushed / seconds)]);
+      refillRows.push([
+        maxSegment.toLocaleString('en'),
+        outcome.status === 'pushed' ? outcome.segments.length : 0,
+        pushed.toLocaleString('en'),
+        perSecond(pushed / seconds),
+      ]);
     }
 
     // Memory per pooled ID: 100,000 IDs, realistic 10-digit values.
@@ -103,8 +131,8 @@ export async function run(): Promise<Section> {
     return {
       title: 'Redis pools (list and counter), refill push rate, memory per ID',
       body: [
-        `Takes through the Lua scripts, ${IN_FLIGHT} takes in flight on one ioredis connection, private redis-server (7.x) on loopback. `
-          + '"fence" is the run_id and replication-id check (INFO inside the script) that drops pools restored from an older snapshot or left by a failover.',
+        `Takes through the Lua scripts, ${IN_FLIGHT} takes in flight on one ioredis connection, private redis-server (7.x) on loopback. ` +
+          '"fence" is the run_id and replication-id check (INFO inside the script) that drops pools restored from an older snapshot or left by a failover.',
         '',
         table(['batch', 'fence', 'list pool IDs/s', 'counter pool IDs/s'], rows),
         '',
@@ -114,11 +142,14 @@ export async function run(): Promise<Section> {
         '',
         'Redis memory (MEMORY USAGE ... SAMPLES 0) for 100,000 pooled 10-digit IDs:',
         '',
-        table(['pool', 'bytes', 'bytes per ID'], [
-          ['list (one entry per ID)', listBytes.toLocaleString('en'), (listBytes / 100_000).toFixed(2)],
-          ['counter, 100 ranges of 1,000', counterBytes.toLocaleString('en'), (counterBytes / 100_000).toFixed(4)],
-          ['counter, 1 range of 100,000', counterOneBytes.toLocaleString('en'), (counterOneBytes / 100_000).toFixed(4)],
-        ]),
+        table(
+          ['pool', 'bytes', 'bytes per ID'],
+          [
+            ['list (one entry per ID)', listBytes.toLocaleString('en'), (listBytes / 100_000).toFixed(2)],
+            ['counter, 100 ranges of 1,000', counterBytes.toLocaleString('en'), (counterBytes / 100_000).toFixed(4)],
+            ['counter, 1 range of 100,000', counterOneBytes.toLocaleString('en'), (counterOneBytes / 100_000).toFixed(4)],
+          ],
+        ),
       ].join('\n'),
     };
   } finally {

@@ -130,7 +130,15 @@ export async function run(): Promise<Section> {
     };
     await syncTake(); // warm: JIT and the first blocks
     await bulkTake();
-    const rows = { sync: [] as number[], plain: [] as number[], bulk: [] as number[], plainInto: [] as number[], plainConst: [] as number[], asyncLoop: [] as number[], method: [] as number[] };
+    const rows = {
+      sync: [] as number[],
+      plain: [] as number[],
+      bulk: [] as number[],
+      plainInto: [] as number[],
+      plainConst: [] as number[],
+      asyncLoop: [] as number[],
+      method: [] as number[],
+    };
     const awaited: number[] = [];
     const floor: number[] = [];
     const awaited64: number[] = [];
@@ -148,10 +156,22 @@ export async function run(): Promise<Section> {
       awaited.push(await rate(() => awaitNext(N / 5), N / 5));
       floor.push(await rate(() => awaitFloor(N / 5), N / 5));
     }
-    const [s, p, bk, pi, pc, al, m] = [rows.sync, rows.plain, rows.bulk, rows.plainInto, rows.plainConst, rows.asyncLoop, rows.method].map(median) as [number, number, number, number, number, number, number];
+    const [s, p, bk, pi, pc, al, m] = [rows.sync, rows.plain, rows.bulk, rows.plainInto, rows.plainConst, rows.asyncLoop, rows.method].map(median) as [
+      number,
+      number,
+      number,
+      number,
+      number,
+      number,
+      number,
+    ];
     const [a, f] = [median(awaited), median(floor)];
     const [a64, f64] = [median(awaited64), median(floor64)];
-    const ratio = (x: number, y: number, target?: number): string[] => [(x / y).toFixed(2), target === undefined ? '' : `≥ ${target}`, target === undefined ? '' : x / y >= target ? 'yes' : 'no'];
+    const ratio = (x: number, y: number, target?: number): string[] => [
+      (x / y).toFixed(2),
+      target === undefined ? '' : `≥ ${target}`,
+      target === undefined ? '' : x / y >= target ? 'yes' : 'no',
+    ];
     return {
       title: 'SDK on blocks',
       body: [
@@ -161,8 +181,20 @@ export async function run(): Promise<Section> {
           ['what', 'IDs/s', 'baseline', 'baseline/s', 'ratio', 'target', 'met'],
           [
             ['`tag.tryNextNumber()`', perSecond(s), 'plain counter loop (`last = ++c`)', perSecond(p), ...ratio(s, p, 0.5)],
-            ['`tag.tryNextNumbers(array)` (bulk)', perSecond(bk), 'plain counter loop writing each ID into an array it is given', perSecond(pi), ...ratio(bk, pi, 0.5)],
-            ['`tag.tryNextNumbers(array)` (bulk)', perSecond(bk), 'the same loop over an array V8 sees as a constant (bounds checks folded away)', perSecond(pc), ...ratio(bk, pc)],
+            [
+              '`tag.tryNextNumbers(array)` (bulk)',
+              perSecond(bk),
+              'plain counter loop writing each ID into an array it is given',
+              perSecond(pi),
+              ...ratio(bk, pi, 0.5),
+            ],
+            [
+              '`tag.tryNextNumbers(array)` (bulk)',
+              perSecond(bk),
+              'the same loop over an array V8 sees as a constant (bounds checks folded away)',
+              perSecond(pc),
+              ...ratio(bk, pc),
+            ],
             ['`tag.tryNextNumber() ?? await tag.nextNumber()` in an async loop', perSecond(al), 'plain counter loop', perSecond(p), ...ratio(al, p)],
             ['`tag.tryNextNumber()`', perSecond(s), 'the least a per-call take costs: a method bumping a counter on an object', perSecond(m), ...ratio(s, m)],
             ['`await tag.next()` (bigint)', perSecond(a), 'await an async bigint counter', perSecond(f), ...ratio(a, f, 0.5)],

@@ -32,9 +32,25 @@ function blocks(idsPerBlock: number): Block[] {
   const at = String(Date.now());
   return Array.from({ length: BLOCKS }, (_, i) => {
     const start = 1_000_000_000 + i * idsPerBlock;
-    const place: BlockPlace = { namespace: '', topic: TOPIC, partition: i % 16, seq: String(start), at, bizTag: 'bench', shard: 0, start: String(start), end: String(start + idsPerBlock - 1) };
-    const signed = encodePoolBlock('bench', start, start + idsPerBlock - 1, { seq: place.seq, at, signature: { kid: TEST_SIGNING_KEY.kid, sig: TEST_SIGNING_KEY.sign(blockBytes(place)) } });
-    const legacy = Buffer.from(JSON.stringify({ v: 1, bizTag: 'bench', start: place.start, end: place.end, mac: hmac(legacyBytes(place)).toString('base64url') }));
+    const place: BlockPlace = {
+      namespace: '',
+      topic: TOPIC,
+      partition: i % 16,
+      seq: String(start),
+      at,
+      bizTag: 'bench',
+      shard: 0,
+      start: String(start),
+      end: String(start + idsPerBlock - 1),
+    };
+    const signed = encodePoolBlock('bench', start, start + idsPerBlock - 1, {
+      seq: place.seq,
+      at,
+      signature: { kid: TEST_SIGNING_KEY.kid, sig: TEST_SIGNING_KEY.sign(blockBytes(place)) },
+    });
+    const legacy = Buffer.from(
+      JSON.stringify({ v: 1, bizTag: 'bench', start: place.start, end: place.end, mac: hmac(legacyBytes(place)).toString('base64url') }),
+    );
     return { place, signed, legacy };
   });
 }
@@ -67,7 +83,16 @@ export async function run(): Promise<Section> {
     [
       'Consumer check, Ed25519 (today: decode and `blockRefusal`)',
       (b) => {
-        const refusal = blockRefusal(decodePoolBlock(b.signed), { namespace: '', topic: TOPIC, partition: b.place.partition, bizTag: 'bench', shard: 0, floor: 0, keys, maxBlockAgeMs: 3_600_000 });
+        const refusal = blockRefusal(decodePoolBlock(b.signed), {
+          namespace: '',
+          topic: TOPIC,
+          partition: b.place.partition,
+          bizTag: 'bench',
+          shard: 0,
+          floor: 0,
+          keys,
+          maxBlockAgeMs: 3_600_000,
+        });
         sink += refusal === undefined ? 1 : 0;
       },
     ],

@@ -42,12 +42,28 @@ interface Server {
 async function start(cwd: string, nodeArgs: string[] = []): Promise<Server> {
   const port = await freePort();
   const dataDir = mkdtempSync(join(tmpdir(), 'idmint-bench-trace-'));
-  const env = { ...process.env, DATABASE_URL: '', REDIS_URL: '', KAFKA_BROKERS: '', ZK_CONNECT: '', IDMINT_OTEL: '0', IDMINT_DATA_DIR: dataDir, IDMINT_PORT: String(port), LOG_LEVEL: 'warn' };
+  const env = {
+    ...process.env,
+    DATABASE_URL: '',
+    REDIS_URL: '',
+    KAFKA_BROKERS: '',
+    ZK_CONNECT: '',
+    IDMINT_OTEL: '0',
+    IDMINT_DATA_DIR: dataDir,
+    IDMINT_PORT: String(port),
+    LOG_LEVEL: 'warn',
+  };
   // The same entry (sources through tsx) for all three: only the code under test differs.
   const child = spawn(process.execPath, ['--import', 'tsx', ...nodeArgs, 'workers/all.ts'], { cwd, env, stdio: 'ignore' });
   const url = `http://127.0.0.1:${port}`;
   for (let i = 0; i < 1200; i++) {
-    if (await fetch(`${url}/v1/ids/demo?count=1`).then((r) => r.ok, () => false)) return { url, child, dataDir };
+    if (
+      await fetch(`${url}/v1/ids/demo?count=1`).then(
+        (r) => r.ok,
+        () => false,
+      )
+    )
+      return { url, child, dataDir };
     if (child.exitCode !== null) break;
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -81,7 +97,15 @@ export async function run(): Promise<Section> {
     const rows = targets.map((t) => {
       const rs = rounds.get(t.name)!;
       const rps = median(rs.map((r) => r.requestsPerSecond));
-      return [t.name, perSecond(rps), `${((rps / base) * 100).toFixed(1)} %`, median(rs.map((r) => r.p50Ms)).toFixed(2), median(rs.map((r) => r.p99Ms)).toFixed(2), rs.map((r) => Math.round(r.requestsPerSecond)).join(' / '), rs.reduce((s, r) => s + r.errors, 0)];
+      return [
+        t.name,
+        perSecond(rps),
+        `${((rps / base) * 100).toFixed(1)} %`,
+        median(rs.map((r) => r.p50Ms)).toFixed(2),
+        median(rs.map((r) => r.p99Ms)).toFixed(2),
+        rs.map((r) => Math.round(r.requestsPerSecond)).join(' / '),
+        rs.reduce((s, r) => s + r.errors, 0),
+      ];
     });
     return {
       title: 'Tracing over sockets: HTTP `count=1` with tracing off and on, against the code before tracing',

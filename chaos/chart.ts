@@ -29,7 +29,10 @@ export function chartSvg(timeline: Map<string, number[]>, faults: ChartFault[], 
   ];
   for (let d = 0; d <= decades; d++) {
     const v = 10 ** d;
-    parts.push(`<line x1="${left}" x2="${width - right}" y1="${y(v)}" y2="${y(v)}" stroke="#eee"/>`, `<text x="${left - 6}" y="${y(v) + 4}" text-anchor="end">${v >= 1e6 ? `${v / 1e6}M` : v >= 1e3 ? `${v / 1e3}k` : v}</text>`);
+    parts.push(
+      `<line x1="${left}" x2="${width - right}" y1="${y(v)}" y2="${y(v)}" stroke="#eee"/>`,
+      `<text x="${left - 6}" y="${y(v) + 4}" text-anchor="end">${v >= 1e6 ? `${v / 1e6}M` : v >= 1e3 ? `${v / 1e3}k` : v}</text>`,
+    );
   }
   const step = Math.max(10, Math.ceil(seconds / 12 / 10) * 10);
   for (let s = 0; s <= seconds; s += step) parts.push(`<text x="${x(s)}" y="${height - bottom + 16}" text-anchor="middle">${s}s</text>`);
@@ -42,8 +45,15 @@ export function chartSvg(timeline: Map<string, number[]>, faults: ChartFault[], 
     const color = COLORS[i % COLORS.length]!;
     const points = line.map((v, s) => `${x(s + 0.5).toFixed(1)},${y(v).toFixed(1)}`).join(' ');
     parts.push(`<polyline fill="none" stroke="${color}" stroke-width="1.5" points="${points}"/>`);
-    parts.push(`<rect x="${width - right + 15}" y="${top + i * 18}" width="12" height="12" fill="${color}"/>`, `<text x="${width - right + 32}" y="${top + i * 18 + 10}">${esc(path)}</text>`);
+    parts.push(
+      `<rect x="${width - right + 15}" y="${top + i * 18}" width="12" height="12" fill="${color}"/>`,
+      `<text x="${width - right + 32}" y="${top + i * 18 + 10}">${esc(path)}</text>`,
+    );
   });
-  parts.push(`<line x1="${left}" x2="${left}" y1="${top}" y2="${height - bottom}" stroke="#333"/>`, `<line x1="${left}" x2="${width - right}" y1="${height - bottom}" y2="${height - bottom}" stroke="#333"/>`, '</svg>');
+  parts.push(
+    `<line x1="${left}" x2="${left}" y1="${top}" y2="${height - bottom}" stroke="#333"/>`,
+    `<line x1="${left}" x2="${width - right}" y1="${height - bottom}" y2="${height - bottom}" stroke="#333"/>`,
+    '</svg>',
+  );
   return parts.join('\n');
 }

@@ -128,11 +128,23 @@ const REPLICATED_FAULTS: readonly Fault[] = [
 ];
 
 /** The single servers' own faults: with `ha`, each kind's replicated faults and Patroni failovers take their place. */
-const SINGLE_SERVER_KINDS = new Set(['redis-kill', 'redis-old-snapshot', 'redis-pause', 'postgres-restart', 'postgres-down', 'zookeeper-down', 'zookeeper-expiry', 'kafka-restart', 'kafka-kill']);
+const SINGLE_SERVER_KINDS = new Set([
+  'redis-kill',
+  'redis-old-snapshot',
+  'redis-pause',
+  'postgres-restart',
+  'postgres-down',
+  'zookeeper-down',
+  'zookeeper-expiry',
+  'kafka-restart',
+  'kafka-kill',
+]);
 
 /** The fault kinds of a topology. */
 export function faultsFor(kind: TopologyKind): readonly Fault[] {
-  return kind === 'ha' ? [...FAULTS.filter((f) => !SINGLE_SERVER_KINDS.has(f.kind)), ...REPLICATED_FAULTS, patroniFailover(false), patroniFailover(true)] : FAULTS;
+  return kind === 'ha'
+    ? [...FAULTS.filter((f) => !SINGLE_SERVER_KINDS.has(f.kind)), ...REPLICATED_FAULTS, patroniFailover(false), patroniFailover(true)]
+    : FAULTS;
 }
 
 export const FAULTS: readonly Fault[] = [
@@ -255,7 +267,7 @@ export const FAULTS: readonly Fault[] = [
 /** With several regions: one region's every process SIGKILLed at once (the region dies), then started again. */
 export const REGION_KILL: Fault = {
   kind: 'region-kill',
-  what: "SIGKILL every process of one region at once (the others serve on), start them again 2 s later",
+  what: 'SIGKILL every process of one region at once (the others serve on), start them again 2 s later',
   async inject(t) {
     await Promise.all(ROLES.map((r) => t.killRole(r)));
     await sleep(2000);

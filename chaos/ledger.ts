@@ -50,7 +50,7 @@ class Ranges {
     const ends = this.ends.slice(0, n).sort();
     const places: bigint[] = [];
     let open = 0;
-    for (let i = 0, j = 0; i < n && places.length < limit; ) {
+    for (let i = 0, j = 0; i < n && places.length < limit;) {
       if (starts[i]! <= ends[j]!) {
         open++;
         if (open === 2) places.push(starts[i]!);

@@ -108,7 +108,13 @@ export class Load {
     const t0 = performance.now();
     try {
       const result = await this.kafkaClient!.get('chaos-seg', 50, { timeoutMs: CLIENT_TIMEOUT_MS });
-      this.ledger.record('kafka-request', ledgerTag('chaos-seg', result.source), result.source, result.ids.map((id) => [BigInt(id), BigInt(id)]), performance.now() - t0);
+      this.ledger.record(
+        'kafka-request',
+        ledgerTag('chaos-seg', result.source),
+        result.source,
+        result.ids.map((id) => [BigInt(id), BigInt(id)]),
+        performance.now() - t0,
+      );
     } catch (err) {
       this.ledger.error('kafka-request', thrownCode(err));
       await new Promise((r) => setTimeout(r, 100));
@@ -133,10 +139,20 @@ export class Load {
   }
 
   async start(): Promise<string[]> {
-    this.kafkaClient = createKafkaClient({ verifyKey: TEST_VERIFY_KEY, kafka: this.kafka, clientId: 'idmint-chaos', timeoutMs: CLIENT_TIMEOUT_MS, ...(this.namespace ? { namespace: this.namespace } : {}) });
+    this.kafkaClient = createKafkaClient({
+      verifyKey: TEST_VERIFY_KEY,
+      kafka: this.kafka,
+      clientId: 'idmint-chaos',
+      timeoutMs: CLIENT_TIMEOUT_MS,
+      ...(this.namespace ? { namespace: this.namespace } : {}),
+    });
     await this.kafkaClient.start();
     this.sdk = createIdmintClient({ urls: this.apiUrls, timeoutMs: CLIENT_TIMEOUT_MS });
-    this.poolSdk = createIdmintClient({ transport: kafkaPoolTransport({ verifyKey: TEST_VERIFY_KEY, kafka: this.kafka, takeTimeoutMs: 2000, namespace: this.namespace }), timeoutMs: CLIENT_TIMEOUT_MS, batchSize: 100 });
+    this.poolSdk = createIdmintClient({
+      transport: kafkaPoolTransport({ verifyKey: TEST_VERIFY_KEY, kafka: this.kafka, takeTimeoutMs: 2000, namespace: this.namespace }),
+      timeoutMs: CLIENT_TIMEOUT_MS,
+      batchSize: 100,
+    });
     const drivers = this.drivers();
     for (const d of drivers) {
       for (let i = 0; i < d.concurrency; i++) {

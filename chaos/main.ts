@@ -40,7 +40,15 @@ export interface ChaosOptions {
 /** Region r's own variables; region 0 keeps idmint's default schema, prefixes and topic names. */
 function regionEnv(regions: number, region: number): Record<string, string> {
   if (regions === 1) return {};
-  const own: Record<string, string> = region === 0 ? {} : { IDMINT_PG_SCHEMA: `region${region}`, IDMINT_POOL_KEY_PREFIX: `r${region}:`, IDMINT_REFILL_QUEUE: `refill-r${region}`, IDMINT_KAFKA_NAMESPACE: `r${region}` };
+  const own: Record<string, string> =
+    region === 0
+      ? {}
+      : {
+          IDMINT_PG_SCHEMA: `region${region}`,
+          IDMINT_POOL_KEY_PREFIX: `r${region}:`,
+          IDMINT_REFILL_QUEUE: `refill-r${region}`,
+          IDMINT_KAFKA_NAMESPACE: `r${region}`,
+        };
   return { IDMINT_REGIONS: String(regions), IDMINT_REGION: String(region), ...own };
 }
 
@@ -92,7 +100,14 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosSummary> {
         result = `FAILED: ${(err as Error).message.split('\n')[0]}`;
       }
       ledger.faultEnded();
-      faults.push({ kind: fault.kind, what: fault.what, startSecond: Math.round((startedAt - ledger.startedAt) / 1000), seconds: (Date.now() - startedAt) / 1000, result, ...(region === undefined ? {} : { region }) });
+      faults.push({
+        kind: fault.kind,
+        what: fault.what,
+        startSecond: Math.round((startedAt - ledger.startedAt) / 1000),
+        seconds: (Date.now() - startedAt) / 1000,
+        result,
+        ...(region === undefined ? {} : { region }),
+      });
       log(`fault ${faults.length}: ${fault.kind} — ${result} in ${((Date.now() - startedAt) / 1000).toFixed(1)} s; ${ledger.total} IDs so far`);
       if (result !== 'recovered') break;
       await sleep(1000 * (options.gapSeconds ?? (long ? 5 + Math.floor(rng() * 16) : 3)));
@@ -105,9 +120,18 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosSummary> {
     log(`checking ${ledger.total} IDs for duplicates`);
     const summary: ChaosSummary = { seed: options.seed, topology: kind, regions, seconds, total: ledger.total, faults, duplicates: ledger.duplicates(), paths };
     mkdirSync(options.outDir, { recursive: true });
-    const command = options.command ?? `npm run chaos -- --minutes ${options.minutes} --seed ${options.seed}${kind === 'ha' ? ' --topology ha' : ''}${regions > 1 ? ` --regions ${regions}` : ''}`;
+    const command =
+      options.command ??
+      `npm run chaos -- --minutes ${options.minutes} --seed ${options.seed}${kind === 'ha' ? ' --topology ha' : ''}${regions > 1 ? ` --regions ${regions}` : ''}`;
     writeFileSync(join(options.outDir, 'report.md'), reportMarkdown(summary, ledger, command));
-    writeFileSync(join(options.outDir, 'chart.svg'), chartSvg(ledger.timeline, faults.map((f) => ({ atSecond: f.startSecond, label: f.kind })), `idmint chaos run, seed ${options.seed}: IDs/s per path, faults in red`));
+    writeFileSync(
+      join(options.outDir, 'chart.svg'),
+      chartSvg(
+        ledger.timeline,
+        faults.map((f) => ({ atSecond: f.startSecond, label: f.kind })),
+        `idmint chaos run, seed ${options.seed}: IDs/s per path, faults in red`,
+      ),
+    );
     writeFileSync(join(options.outDir, 'summary.json'), JSON.stringify({ ...summary, errors: Object.fromEntries(ledger.errors) }, null, 2));
     log(`report: ${join(options.outDir, 'report.md')}; duplicates: ${summary.duplicates.length}`);
     return summary;
@@ -129,7 +153,9 @@ async function main(): Promise<void> {
   const topology = flag('topology', 'single');
   const regions = Number(flag('regions', '1'));
   if (!(minutes > 0) || !Number.isInteger(seed) || (topology !== 'single' && topology !== 'ha') || !Number.isInteger(regions) || regions < 1 || regions > 4) {
-    process.stderr.write('usage: npm run chaos -- [--minutes N] [--seed S] [--out DIR] [--topology single|ha] [--regions R]  (N > 0 minutes, S an integer, R from 1 to 4)\n');
+    process.stderr.write(
+      'usage: npm run chaos -- [--minutes N] [--seed S] [--out DIR] [--topology single|ha] [--regions R]  (N > 0 minutes, S an integer, R from 1 to 4)\n',
+    );
     process.exit(2);
   }
   const outDir = resolve(flag('out', `chaos-report/${topology === 'ha' ? 'ha-' : ''}${regions > 1 ? `regions-${regions}-` : ''}seed-${seed}`));

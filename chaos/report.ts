@@ -51,7 +51,16 @@ export function reportMarkdown(s: ChaosSummary, ledger: Ledger, command: string)
     const lat = ledger.phases.flatMap((p) => p.latencies.get(path) ?? []).sort((a, b) => a - b);
     const ids = ledger.phases.reduce((sum, p) => sum + (p.ids.get(path) ?? 0), 0);
     const calm = [...(ledger.calm.get(path) ?? [])].sort((a, b) => a - b);
-    return [path, rate(ids), rate(ids / s.seconds), lat.length, fmt(percentile(lat, 0.5)), fmt(percentile(lat, 0.99)), calm.length, calm.length ? fmt(percentile(calm, 0.99)) : '—'];
+    return [
+      path,
+      rate(ids),
+      rate(ids / s.seconds),
+      lat.length,
+      fmt(percentile(lat, 0.5)),
+      fmt(percentile(lat, 0.99)),
+      calm.length,
+      calm.length ? fmt(percentile(calm, 0.99)) : '—',
+    ];
   });
   return [
     '# Chaos run report',
@@ -74,7 +83,17 @@ export function reportMarkdown(s: ChaosSummary, ledger: Ledger, command: string)
     '',
     '## Faults',
     '',
-    table(['#', 'at s', 'lasted s', 'kind', 'what', 'result'], s.faults.map((f, i) => [i + 1, f.startSecond, f.seconds.toFixed(1), f.region === undefined ? f.kind : `${f.kind} (region ${f.region})`, f.what, f.result])),
+    table(
+      ['#', 'at s', 'lasted s', 'kind', 'what', 'result'],
+      s.faults.map((f, i) => [
+        i + 1,
+        f.startSecond,
+        f.seconds.toFixed(1),
+        f.region === undefined ? f.kind : `${f.kind} (region ${f.region})`,
+        f.what,
+        f.result,
+      ]),
+    ),
     '',
     '## Phases (from each fault to the next)',
     '',
@@ -84,7 +103,7 @@ export function reportMarkdown(s: ChaosSummary, ledger: Ledger, command: string)
     '',
     errors.length ? table(['path', 'code', 'count'], errors) : 'None.',
     '',
-    'Client-side codes: `CONNECTION` (refused or reset: the process was down), `CLIENT_TIMEOUT` (no answer within 5 s), `TIMEOUT` (the Kafka client gave up); the rest are the server\'s documented codes.',
+    "Client-side codes: `CONNECTION` (refused or reset: the process was down), `CLIENT_TIMEOUT` (no answer within 5 s), `TIMEOUT` (the Kafka client gave up); the rest are the server's documented codes.",
     '',
     '## Not injected',
     '',

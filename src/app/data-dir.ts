@@ -10,7 +10,11 @@ import { ConfigError, type IdmintError } from '../core/errors.js';
 export function prepareDataDir(configured: string): string {
   const dir = resolve(configured);
   const refuse = (why: string, cause?: unknown): IdmintError =>
-    new ConfigError(`IDMINT_DATA_DIR ${configured} ${why}; point it at a writable directory (default ./data)`, 'IDMINT_DATA_DIR', cause === undefined ? {} : { cause });
+    new ConfigError(
+      `IDMINT_DATA_DIR ${configured} ${why}; point it at a writable directory (default ./data)`,
+      'IDMINT_DATA_DIR',
+      cause === undefined ? {} : { cause },
+    );
   if (/^\/(proc|sys|dev)(\/|$)/.test(realExisting(dir))) throw refuse('is inside a kernel file system (/proc, /sys or /dev)');
   try {
     mkdirSync(dir, { recursive: true });

@@ -54,7 +54,10 @@ export function lockDataDir(dataDir: string): { release(): void } {
       const [pidText = '', host = ''] = holder.split('@');
       const pid = Number(pidText);
       if (host !== hostname()) {
-        throw new IdmintError('NOT_READY', `data directory ${dataDir} is locked by process ${pidText} on host ${host}; if that process is gone, delete ${path}, or set IDMINT_DATA_DIR to another directory`);
+        throw new IdmintError(
+          'NOT_READY',
+          `data directory ${dataDir} is locked by process ${pidText} on host ${host}; if that process is gone, delete ${path}, or set IDMINT_DATA_DIR to another directory`,
+        );
       }
       if (Number.isInteger(pid) && pid !== process.pid && alive(pid)) {
         throw new IdmintError('NOT_READY', `data directory ${dataDir} is in use by process ${pid}; stop it, or set IDMINT_DATA_DIR to another directory`);

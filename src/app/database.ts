@@ -15,12 +15,23 @@ import { postgresCredentialError } from './preflight.js';
  * DATABASE_URL in IDMINT_PG_SCHEMA, or the embedded PGlite under `dataDir`. Migrates, and holds the
  * process to the region layout the database recorded, before returning.
  */
-export async function openDatabase(config: Config, logger: Logger, closers: Closers, dataDir?: string, hooks: { onFailover?: (from: PgIdentity, to: PgIdentity) => void } = {}): Promise<Database> {
+export async function openDatabase(
+  config: Config,
+  logger: Logger,
+  closers: Closers,
+  dataDir?: string,
+  hooks: { onFailover?: (from: PgIdentity, to: PgIdentity) => void } = {},
+): Promise<Database> {
   let db: Database;
   if (config.DATABASE_URL) {
     // Each driver is loaded only by the processes that use it.
     const { createPgDatabase } = await import('../store/pg.js');
-    db = createPgDatabase({ connectionString: config.DATABASE_URL, schema: config.IDMINT_PG_SCHEMA, logger, ...(hooks.onFailover ? { onFailover: hooks.onFailover } : {}) });
+    db = createPgDatabase({
+      connectionString: config.DATABASE_URL,
+      schema: config.IDMINT_PG_SCHEMA,
+      logger,
+      ...(hooks.onFailover ? { onFailover: hooks.onFailover } : {}),
+    });
     closers.add('postgres', () => db.close());
   } else {
     if (dataDir === undefined) throw new Error('openDatabase: the embedded database needs a data directory');
@@ -38,6 +49,7 @@ export async function openDatabase(config: Config, logger: Logger, closers: Clos
     throw config.DATABASE_URL ? postgresCredentialError(config.DATABASE_URL, err) : err;
   }
   const region = await holdRegionRecord(db, regionOf(config), `${hostname()}:${process.pid}`);
-  if (region) logger.info({ region: region.region, regions: region.regions, stripe: region.stripe }, 'one region of several: segments from this region\'s stripes');
+  if (region)
+    logger.info({ region: region.region, regions: region.regions, stripe: region.stripe }, "one region of several: segments from this region's stripes");
   return db;
 }

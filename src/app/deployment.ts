@@ -39,7 +39,10 @@ export function layoutValue(layout: Layout): string {
  * `serving`: it issues IDs (a Snowflake worker, the layout, the region's worker bits, the key);
  * `zkAuth`: its ZooKeeper credential (null: it has none), when it uses ZooKeeper.
  */
-export function deploymentView(config: Config, options: { serving: boolean; zkAuth?: string | null | undefined; fenceRoot?: string; zkWorker?: ZkWorkerPlace }): DeploymentView {
+export function deploymentView(
+  config: Config,
+  options: { serving: boolean; zkAuth?: string | null | undefined; fenceRoot?: string; zkWorker?: ZkWorkerPlace },
+): DeploymentView {
   const view: DeploymentView = { 'segment-fence': fenceWanted(config) ? `zookeeper ${options.fenceRoot ?? fenceRoot(config)}` : 'off' };
   if (options.serving) {
     const registry = workerIdRegistryOf(config, { database: true });
@@ -63,7 +66,16 @@ export function deploymentView(config: Config, options: { serving: boolean; zkAu
 export async function openDeployment(
   config: Config,
   db: Database,
-  deps: { serving: boolean; signs: boolean; roles: readonly string[]; address: string; changes?: ChangeFeed; registry: Registry; logger: Logger; closers: Closers },
+  deps: {
+    serving: boolean;
+    signs: boolean;
+    roles: readonly string[];
+    address: string;
+    changes?: ChangeFeed;
+    registry: Registry;
+    logger: Logger;
+    closers: Closers;
+  },
 ): Promise<Deployment> {
   const by = `${hostname()}:${process.pid}`;
   const record = new PostgresDeploymentRecord(db, by);
@@ -110,7 +122,9 @@ export async function openDeployment(
   if (unsubscribe) deps.closers.add('deployment changes', async () => unsubscribe());
   const root = view['segment-fence']?.startsWith('zookeeper ') ? view['segment-fence'].slice('zookeeper '.length) : undefined;
   const workerPlace = parseZkRegistry(view['worker-id-registry']);
-  const signer = deps.signs ? await openSigner(record, { envKey, watch, changes: deps.changes, everyMs: config.IDMINT_DEPLOYMENT_CHECK_MS, logger: deps.logger, closers: deps.closers }) : undefined;
+  const signer = deps.signs
+    ? await openSigner(record, { envKey, watch, changes: deps.changes, everyMs: config.IDMINT_DEPLOYMENT_CHECK_MS, logger: deps.logger, closers: deps.closers })
+    : undefined;
   return { watch, zk, fenceRoot: root, zkWorker: workerPlace, signer };
 }
 

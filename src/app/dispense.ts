@@ -39,7 +39,17 @@ export interface DispenserParts {
  */
 export async function buildDispenser(
   config: Config,
-  deps: { db: Database; store: BizStore; redis: RedisPools | undefined; deployment: Deployment; changes?: ChangeFeed; metrics: DispenserMetrics; registry: Registry; logger: Logger; closers: Closers },
+  deps: {
+    db: Database;
+    store: BizStore;
+    redis: RedisPools | undefined;
+    deployment: Deployment;
+    changes?: ChangeFeed;
+    metrics: DispenserMetrics;
+    registry: Registry;
+    logger: Logger;
+    closers: Closers;
+  },
 ): Promise<DispenserParts> {
   const { db, store, redis, metrics, logger, closers } = deps;
   const { watch, zk, zkWorker } = deps.deployment;

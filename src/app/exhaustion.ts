@@ -13,7 +13,14 @@ export const EXHAUSTION_SAMPLE_MS = 5000;
  * Computed at scrape time: remaining IDs from the segment counters, rate from the issued counter.
  * In one of N regions (`regions`), the region holds one stripe in N of what remains.
  */
-export function watchExhaustion(options: { registry: Registry; metrics: DispenserMetrics; store: Pick<BizStore, 'listBiz'> & SegmentUsage; warnDays: number; logger: Logger; regions?: number }): void {
+export function watchExhaustion(options: {
+  registry: Registry;
+  metrics: DispenserMetrics;
+  store: Pick<BizStore, 'listBiz'> & SegmentUsage;
+  warnDays: number;
+  logger: Logger;
+  regions?: number;
+}): void {
   const { store, metrics, warnDays } = options;
   const log = options.logger.child({ component: 'exhaustion' });
   let last: { at: number; totals: Map<string, number> } | undefined;
@@ -26,7 +33,13 @@ export function watchExhaustion(options: { registry: Registry; metrics: Dispense
     return pending;
   };
   const labelNames = ['biz_tag'] as const;
-  const daysLeft = new Gauge({ name: 'idmint_tag_days_left', help: "Days until a tag with maxLimit runs out at this process's current rate", labelNames, registers: [options.registry], collect: refresh });
+  const daysLeft = new Gauge({
+    name: 'idmint_tag_days_left',
+    help: "Days until a tag with maxLimit runs out at this process's current rate",
+    labelNames,
+    registers: [options.registry],
+    collect: refresh,
+  });
   const warning = new Gauge({
     name: 'idmint_tag_exhaustion_warning',
     help: `1 when a tag with maxLimit runs out within IDMINT_EXHAUSTION_WARN_DAYS (${warnDays}) at the current rate`,
@@ -60,7 +73,10 @@ export function watchExhaustion(options: { registry: Registry; metrics: Dispense
       warning.set({ biz_tag: tag.bizTag }, days < warnDays ? 1 : 0);
       if (days < warnDays && now - (warned.get(tag.bizTag) ?? 0) > 3_600_000) {
         warned.set(tag.bizTag, now);
-        log.warn({ bizTag: tag.bizTag, daysLeft: Number(days.toFixed(3)), maxLimit: tag.maxLimit, ratePerSecond: Math.round(rate) }, `tag "${tag.bizTag}" runs out of IDs within ${warnDays} days at the current rate`);
+        log.warn(
+          { bizTag: tag.bizTag, daysLeft: Number(days.toFixed(3)), maxLimit: tag.maxLimit, ratePerSecond: Math.round(rate) },
+          `tag "${tag.bizTag}" runs out of IDs within ${warnDays} days at the current rate`,
+        );
       }
     }
   }

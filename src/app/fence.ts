@@ -45,7 +45,12 @@ export async function openFencedStore(
   const { ZookeeperFence } = await import('../fence/zookeeper-fence.js');
   const log = deps.logger.child({ component: 'segment-fence' });
   // The deployment's credential: the marks are the deployment's identity's alone (never world-writable).
-  const fence = new ZookeeperFence({ connect: config.ZK_CONNECT!, root: deps.root, ...(deps.zk ? { auth: deps.zk.auth, authGenerated: deps.zk.generated } : {}), logger: deps.logger });
+  const fence = new ZookeeperFence({
+    connect: config.ZK_CONNECT!,
+    root: deps.root,
+    ...(deps.zk ? { auth: deps.zk.auth, authGenerated: deps.zk.generated } : {}),
+    logger: deps.logger,
+  });
   deps.closers.add('segment fence', () => fence.close());
   const fenced = fenceStore(store, fence, { logger: deps.logger, onRewind: (bizTag) => deps.metrics.rewinds.inc({ biz_tag: bizTag }) });
   const onFailover = (from: PgIdentity, to: PgIdentity): void => {
@@ -53,9 +58,13 @@ export async function openFencedStore(
     raiseCountersToFences(fence, store, (r) => deps.metrics.rewinds.inc({ biz_tag: r.bizTag })).then(
       (rewound) => {
         const say = rewound.length > 0 ? log.error.bind(log) : log.warn.bind(log);
-        say({ from, to, rewound }, `after the Postgres failover every tag was checked against its fence: ${rewound.length} counter(s) had been rewound (commits lost) and were raised past the fence`);
+        say(
+          { from, to, rewound },
+          `after the Postgres failover every tag was checked against its fence: ${rewound.length} counter(s) had been rewound (commits lost) and were raised past the fence`,
+        );
       },
-      (err: unknown) => log.warn({ err: (err as Error).message }, 'checking the tags against their fences after a failover failed; each allocation still checks its own'),
+      (err: unknown) =>
+        log.warn({ err: (err as Error).message }, 'checking the tags against their fences after a failover failed; each allocation still checks its own'),
     );
   };
   log.info({ connect: config.ZK_CONNECT, root: deps.root }, 'segments are fenced in ZooKeeper: a Postgres failover that loses commits cannot repeat them');

@@ -71,7 +71,11 @@ export class TagFormats {
    * fault either way: NOT_READY (503), naming the variable.
    */
   private assertKeyFor(tag: BizTag): void {
-    if (!this.key) throw new IdmintError('NOT_READY', `tag "${tag.bizTag}" hands out ${tag.format} IDs, and IDMINT_OBFUSCATION_KEY is not set on this process; set it as on every other process of the deployment`);
+    if (!this.key)
+      throw new IdmintError(
+        'NOT_READY',
+        `tag "${tag.bizTag}" hands out ${tag.format} IDs, and IDMINT_OBFUSCATION_KEY is not set on this process; set it as on every other process of the deployment`,
+      );
     const refused = this.keyRefusal();
     if (refused) throw new IdmintError('NOT_READY', refused);
     if (tag.keyFingerprint && tag.keyFingerprint !== this.fingerprint) {
@@ -83,7 +87,9 @@ export class TagFormats {
   }
 
   private roundKeys(bizTag: string): number[] {
-    const digest = createHmac('sha256', this.key as string).update(`idmint-format:v1:${bizTag}`).digest();
+    const digest = createHmac('sha256', this.key as string)
+      .update(`idmint-format:v1:${bizTag}`)
+      .digest();
     return Array.from({ length: FEISTEL_ROUNDS }, (_, i) => digest.readUInt32BE(i * 4));
   }
 }

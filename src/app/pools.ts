@@ -63,7 +63,10 @@ export function openRedisPools(config: Config, deps: { logger: Logger; registry?
 }
 
 /** The Kafka pool-topic sink refills publish to, when KAFKA_BROKERS is set. */
-export function openKafkaPoolSink(config: Config, deps: { logger: Logger; registry?: Registry; closers: Closers; signer: () => SigningKey | undefined }): KafkaPoolSink | undefined {
+export function openKafkaPoolSink(
+  config: Config,
+  deps: { logger: Logger; registry?: Registry; closers: Closers; signer: () => SigningKey | undefined },
+): KafkaPoolSink | undefined {
   if (!config.KAFKA_BROKERS) return undefined;
   const sink = new KafkaPoolSink({
     kafka: kafkaFor(config, 'idmint-refill', deps.logger),

@@ -18,7 +18,6 @@ export async function checkCredentials(config: Config, logger: Logger): Promise<
 const DEADLINE_MS = 3000;
 const TLS_FAILURE = /certificate|self[- ]signed|unable to verify|altname|ERR_TLS|SSL routines|wrong version number/i;
 
-
 function describe(err: unknown): string {
   const e = err as { message?: string; code?: string };
   return [e.code && !String(e.message).includes(e.code) ? e.code : undefined, e.message ?? String(err)].filter(Boolean).join(': ');
@@ -29,7 +28,13 @@ async function checkRedis(config: Config, logger: Logger): Promise<void> {
   const url = target.where;
   // Loaded only when Redis is configured, as KafkaJS below: the embedded default loads neither.
   const { redisClientFor } = await import('../pool/redis/connection.js');
-  const client = redisClientFor(target, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: DEADLINE_MS, enableOfflineQueue: false });
+  const client = redisClientFor(target, {
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+    connectTimeout: DEADLINE_MS,
+    enableOfflineQueue: false,
+  });
   // connect() rejects with "Connection is closed"; the reason arrives as an 'error' event.
   let reason: unknown;
   // A Cluster reports each node's failure (a refused password, TLS) as a 'node error', then an
@@ -43,7 +48,9 @@ async function checkRedis(config: Config, logger: Logger): Promise<void> {
     const err = reason ?? thrown;
     const message = describe(err);
     if (/^(WRONGPASS|NOAUTH|NOPERM)/.test(message) || /invalid username-password|ERR AUTH/i.test(message)) {
-      throw new IdmintError('BAD_REQUEST', `Redis at ${url} refused idmint's credentials (${message}); check the user and password in REDIS_URL`, { cause: err });
+      throw new IdmintError('BAD_REQUEST', `Redis at ${url} refused idmint's credentials (${message}); check the user and password in REDIS_URL`, {
+        cause: err,
+      });
     }
     if (TLS_FAILURE.test(message)) {
       throw new IdmintError('BAD_REQUEST', `Redis at ${url}: TLS failed (${message}); check REDIS_URL (rediss://) and IDMINT_REDIS_TLS_CA`, { cause: err });
@@ -66,10 +73,16 @@ async function checkKafka(config: Config, logger: Logger): Promise<void> {
   } catch (err) {
     const message = describe(err);
     if (driver.isAuthFailure(err) || /SASL|authentication/i.test(message)) {
-      throw new IdmintError('BAD_REQUEST', `Kafka at ${config.KAFKA_BROKERS} refused idmint's credentials (${message}); check IDMINT_KAFKA_SASL_MECHANISM, _USERNAME and _PASSWORD`, { cause: err });
+      throw new IdmintError(
+        'BAD_REQUEST',
+        `Kafka at ${config.KAFKA_BROKERS} refused idmint's credentials (${message}); check IDMINT_KAFKA_SASL_MECHANISM, _USERNAME and _PASSWORD`,
+        { cause: err },
+      );
     }
     if (TLS_FAILURE.test(message)) {
-      throw new IdmintError('BAD_REQUEST', `Kafka at ${config.KAFKA_BROKERS}: TLS failed (${message}); check IDMINT_KAFKA_TLS and IDMINT_KAFKA_TLS_CA`, { cause: err });
+      throw new IdmintError('BAD_REQUEST', `Kafka at ${config.KAFKA_BROKERS}: TLS failed (${message}); check IDMINT_KAFKA_TLS and IDMINT_KAFKA_TLS_CA`, {
+        cause: err,
+      });
     }
     logger.warn({ brokers: config.KAFKA_BROKERS, err: message }, 'Kafka did not answer at start; its roles keep trying');
   } finally {
@@ -82,10 +95,16 @@ export function postgresCredentialError(url: string, err: unknown): unknown {
   const code = sqlState(err);
   const message = describe(err);
   if (code?.startsWith('28')) {
-    return new IdmintError('BAD_REQUEST', `Postgres at ${redactUrl(url)} refused idmint's credentials (${message}); check the user, password and sslmode in DATABASE_URL`, { cause: err });
+    return new IdmintError(
+      'BAD_REQUEST',
+      `Postgres at ${redactUrl(url)} refused idmint's credentials (${message}); check the user, password and sslmode in DATABASE_URL`,
+      { cause: err },
+    );
   }
   if (TLS_FAILURE.test(message) || /does not support SSL/i.test(message)) {
-    return new IdmintError('BAD_REQUEST', `Postgres at ${redactUrl(url)}: TLS failed (${message}); check sslmode and sslrootcert in DATABASE_URL`, { cause: err });
+    return new IdmintError('BAD_REQUEST', `Postgres at ${redactUrl(url)}: TLS failed (${message}); check sslmode and sslrootcert in DATABASE_URL`, {
+      cause: err,
+    });
   }
   return err;
 }

@@ -37,7 +37,8 @@ export function runProcess(name: string, start: ProcessStart, overrides: Record<
     // stops the process: stopOnSignals exits at CLOSE_DEADLINE_MS whatever the close awaits.
     const run: { starting?: Promise<Started>; started?: boolean; tracing?: Promise<TracingRuntime | undefined> } = {};
     stopOnSignals(logger, async () => {
-      if (!run.started) logger.warn({ deadlineMs: CLOSE_DEADLINE_MS }, 'stop asked for during the start: stopping once the start has finished, or at the deadline');
+      if (!run.started)
+        logger.warn({ deadlineMs: CLOSE_DEADLINE_MS }, 'stop asked for during the start: stopping once the start has finished, or at the deadline');
       await (await run.starting!).close();
       // Last: the spans of the close itself are flushed too.
       await (await run.tracing)?.close();

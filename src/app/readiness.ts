@@ -71,7 +71,9 @@ export function readinessOf(sources: ReadinessSources): () => Promise<ReadinessR
     else if (refill === 'running') {
       // Its last refills failed on a server that answers again: ready now, the next refill will tell.
       const isBack = (dependency: Dependency): boolean =>
-        ({ postgres: checks.database?.ok === true, redis: checks.redis?.ok === true, zookeeper: checks['segment-fence']?.ok !== false, kafka: false })[dependency];
+        ({ postgres: checks.database?.ok === true, redis: checks.redis?.ok === true, zookeeper: checks['segment-fence']?.ok !== false, kafka: false })[
+          dependency
+        ];
       checks.refill = sources.refillHealth?.(isBack) ?? { ok: true };
     }
 

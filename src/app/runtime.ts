@@ -90,7 +90,16 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     // What uniqueness depends on is the deployment's, not this process's: held to the record.
     // The refill signs the blocks it writes to Kafka pool topics, the responder its replies.
     const signs = config.KAFKA_BROKERS !== undefined && (roles.has('responder') || (roles.has('refill') && usesRedis(config)));
-    const deployment = await openDeployment(config, db, { serving, signs, roles: [...roles], address: advertisedAddress(config), changes, registry, logger, closers });
+    const deployment = await openDeployment(config, db, {
+      serving,
+      signs,
+      roles: [...roles],
+      address: advertisedAddress(config),
+      changes,
+      registry,
+      logger,
+      closers,
+    });
     let base = new PostgresBizStore(db, { logger });
     let fence: (() => { ok: boolean; message?: string }) | undefined;
     if (deployment.fenceRoot !== undefined) {
@@ -99,7 +108,10 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       onFailover = fenced.onFailover;
       fence = fenced.fence.health?.bind(fenced.fence);
     }
-    const store = instrumentStore(guardAllocation(base, () => deployment.watch.refusal('segments')), metrics);
+    const store = instrumentStore(
+      guardAllocation(base, () => deployment.watch.refusal('segments')),
+      metrics,
+    );
     // Redis, BullMQ and KafkaJS are loaded only by processes configured to use them: the embedded
     // default and a Postgres-only api start without them (half a second and ~55 MB less here).
     const pools = usesRedis(config) ? await import('./pools.js') : undefined;
@@ -117,14 +129,18 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       const kafkaSink = pools.openKafkaPoolSink(config, { logger, registry, closers, signer: () => deployment.signer?.current() });
       if (kafkaSink) kafkaPools = () => kafkaPoolPoints({ store, sink: kafkaSink, meta: redis.statsMeta, autoKind: DEFAULT_REDIS_POOL });
       const { startRefillRole } = await import('./roles/refill.js');
-      const refill = startInBackground('the refill worker', () => startRefillRole({ config, store, redis, kafkaSink, refillLog: history.store, logger, registry, deployment: deployment.watch }), {
-        logger: log,
-        onStarted: (role) => {
-          log.info({ queue: config.IDMINT_REFILL_QUEUE, sweepEveryMs: config.IDMINT_REFILL_EVERY_MS }, 'refill worker ready');
-          // Fill pools now rather than at the first cron tick, so early requests need no fallback.
-          role.processor.sweep().catch((err: unknown) => log.warn({ err: (err as Error).message }, 'initial sweep failed; the cron sweep will retry'));
+      const refill = startInBackground(
+        'the refill worker',
+        () => startRefillRole({ config, store, redis, kafkaSink, refillLog: history.store, logger, registry, deployment: deployment.watch }),
+        {
+          logger: log,
+          onStarted: (role) => {
+            log.info({ queue: config.IDMINT_REFILL_QUEUE, sweepEveryMs: config.IDMINT_REFILL_EVERY_MS }, 'refill worker ready');
+            // Fill pools now rather than at the first cron tick, so early requests need no fallback.
+            role.processor.sweep().catch((err: unknown) => log.warn({ err: (err as Error).message }, 'initial sweep failed; the cron sweep will retry'));
+          },
         },
-      });
+      );
       closers.add('refill role', () => refill.close());
       refillState = () => refill.state();
       refillHealth = (isBack) => refill.started?.worker.health(isBack) ?? { ok: false, message: 'the refill worker has not started yet' };
@@ -150,7 +166,26 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       }
     }
 
-    const app = await buildApiServer({ config, db, store, parts, redis, deployment, fence, changes, refillState, refillHealth, responderState, responderHealth, registry, metrics, logger, api: roles.has('api'), roles: [...roles], dashboard: { history, kafkaPools } });
+    const app = await buildApiServer({
+      config,
+      db,
+      store,
+      parts,
+      redis,
+      deployment,
+      fence,
+      changes,
+      refillState,
+      refillHealth,
+      responderState,
+      responderHealth,
+      registry,
+      metrics,
+      logger,
+      api: roles.has('api'),
+      roles: [...roles],
+      dashboard: { history, kafkaPools },
+    });
     closers.add('http', () => app.close());
     const url = await listen(app, config.IDMINT_HOST, config.IDMINT_PORT);
     return { app, dispenser: parts?.dispenser, store, registry, url, roles, close: () => closers.closeAll() };
@@ -164,7 +199,8 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
 export function rolesFrom(config: Config): ReadonlySet<Role> {
   if (config.IDMINT_ROLES) {
     const roles = new Set(config.IDMINT_ROLES.split(',') as Role[]);
-    if (roles.has('refill') && !usesRedis(config)) throw new ConfigError('IDMINT_ROLES includes refill, which needs REDIS_URL, REDIS_SENTINELS or REDIS_CLUSTER_NODES (refills fill Redis pools)');
+    if (roles.has('refill') && !usesRedis(config))
+      throw new ConfigError('IDMINT_ROLES includes refill, which needs REDIS_URL, REDIS_SENTINELS or REDIS_CLUSTER_NODES (refills fill Redis pools)');
     if (roles.has('responder') && !config.KAFKA_BROKERS) throw new ConfigError('IDMINT_ROLES includes responder, which needs KAFKA_BROKERS');
     if (roles.size === 1 && roles.has('refill') && !config.DATABASE_URL) {
       throw new ConfigError('a refill-only process needs DATABASE_URL: it allocates segments in the Postgres the API uses');

@@ -47,12 +47,7 @@ export function isNpmCommandLine(cmdline: string): boolean {
  * default action back in place, kills the process, and npm reports the signal (exit 130) for a
  * server that had stopped cleanly.
  */
-export function stopOnSignals(
-  logger: Logger,
-  close: () => Promise<void>,
-  now: () => number = Date.now,
-  underNpm: boolean = startedByNpm(),
-): void {
+export function stopOnSignals(logger: Logger, close: () => Promise<void>, now: () => number = Date.now, underNpm: boolean = startedByNpm()): void {
   let stoppingSince: number | undefined;
   let forwardsExpected = underNpm ? 1 : 0;
   let forwarded: () => void = () => undefined;
@@ -69,7 +64,7 @@ export function stopOnSignals(
     if (stoppingSince !== undefined) {
       if (forwardsExpected > 0 || now() - stoppingSince < REPEAT_WINDOW_MS) {
         if (forwardsExpected > 0 && --forwardsExpected === 0) forwarded();
-        logger.debug({ signal }, 'the same stop request again (npm forwards the terminal\'s signal); still stopping gracefully');
+        logger.debug({ signal }, "the same stop request again (npm forwards the terminal's signal); still stopping gracefully");
         return;
       }
       logger.warn({ signal }, 'second signal: exiting immediately');

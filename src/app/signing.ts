@@ -61,7 +61,8 @@ export async function ensureSigningKeys(record: PostgresDeploymentRecord, envKey
   if (recorded) return kidOfEntry(recorded.current);
   const key = envKey ?? generateSigningKey();
   const claimed = parseSigningKeys(await record.claimSecret(SIGNING_KEYS_SETTING, JSON.stringify({ current: entryOf(key, envKey === undefined) })));
-  if (!claimed) throw new IdmintError('NOT_READY', `the deployment record's ${SIGNING_KEYS_SETTING} row is not a set of keys; fix it with \`idmint keys rotate\``);
+  if (!claimed)
+    throw new IdmintError('NOT_READY', `the deployment record's ${SIGNING_KEYS_SETTING} row is not a set of keys; fix it with \`idmint keys rotate\``);
   return kidOfEntry(claimed.current);
 }
 
@@ -95,12 +96,21 @@ export async function openSigner(
     const keys = parseSigningKeys(await record.secret(SIGNING_KEYS_SETTING));
     const secret = keys?.current.secret;
     const next = secret ? parseSigningKey(secret, SIGNING_KEYS_SETTING) : undefined;
-    if (next?.kid !== key?.kid) log.info({ kid: next?.kid ?? null }, next ? 'signing Kafka pool blocks and replies with the deployment\'s key' : 'the deployment record holds no signing key this process can use');
+    if (next?.kid !== key?.kid)
+      log.info(
+        { kid: next?.kid ?? null },
+        next ? "signing Kafka pool blocks and replies with the deployment's key" : 'the deployment record holds no signing key this process can use',
+      );
     key = next;
-    why = next ? undefined : keys ? 'the deployment signs with an operator\'s IDMINT_SIGNING_KEY, and this process has none: set it as on the other processes' : 'the deployment record holds no signing keys';
+    why = next
+      ? undefined
+      : keys
+        ? "the deployment signs with an operator's IDMINT_SIGNING_KEY, and this process has none: set it as on the other processes"
+        : 'the deployment record holds no signing keys';
   };
   await load();
-  const reload = (): void => void load().catch((err: unknown) => log.debug({ err: (err as Error).message }, 'reading the signing keys failed; the last one stands'));
+  const reload = (): void =>
+    void load().catch((err: unknown) => log.debug({ err: (err as Error).message }, 'reading the signing keys failed; the last one stands'));
   const timer = setInterval(reload, deps.everyMs);
   timer.unref();
   const unsubscribe = deps.changes?.subscribe({ change: (c) => c.table === 'idmint_setting' && reload(), reset: reload });
@@ -110,6 +120,13 @@ export async function openSigner(
   });
   return {
     current: () => key,
-    health: () => (why === undefined ? undefined : { ok: false, message: why, hint: 'this process has no signing key the deployment accepts: Kafka pool blocks and replies are refused here (set IDMINT_SIGNING_KEY as on the other processes)' }),
+    health: () =>
+      why === undefined
+        ? undefined
+        : {
+            ok: false,
+            message: why,
+            hint: 'this process has no signing key the deployment accepts: Kafka pool blocks and replies are refused here (set IDMINT_SIGNING_KEY as on the other processes)',
+          },
   };
 }

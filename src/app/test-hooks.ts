@@ -19,7 +19,10 @@ export function testHooks(env: NodeJS.ProcessEnv = process.env): TestHooks {
   const pause = env.IDMINT_REFILL_PAUSE_AFTER_ALLOCATE_MS?.trim() || '0';
   const pauseAfterAllocateMs = Number(pause);
   if (!Number.isSafeInteger(pauseAfterAllocateMs) || pauseAfterAllocateMs < 0) {
-    throw new IdmintError('BAD_REQUEST', `IDMINT_REFILL_PAUSE_AFTER_ALLOCATE_MS (a test hook) must be a whole number of milliseconds, got "${pause}"; unset it outside tests`);
+    throw new IdmintError(
+      'BAD_REQUEST',
+      `IDMINT_REFILL_PAUSE_AFTER_ALLOCATE_MS (a test hook) must be a whole number of milliseconds, got "${pause}"; unset it outside tests`,
+    );
   }
   return { clockFile: env.IDMINT_TEST_CLOCK_FILE?.trim() || undefined, pauseAfterAllocateMs };
 }

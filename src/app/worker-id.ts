@@ -25,7 +25,19 @@ export type WorkerIdConfig = Pick<
   | 'IDMINT_WORKER_ID_WAIT_MS'
   | 'IDMINT_PROCESSES'
   | 'IDMINT_PROCESS_INDEX'
-  | 'IDMINT_DATA_DIR' | 'IDMINT_ADVERTISE' | 'IDMINT_HOST' | 'IDMINT_PORT' | 'DATABASE_URL' | 'REDIS_URL' | 'REDIS_SENTINELS' | 'REDIS_CLUSTER_NODES' | 'IDMINT_POOL_KEY_PREFIX' | 'IDMINT_ZK_AUTH' | 'IDMINT_REGIONS' | 'IDMINT_REGION' | 'IDMINT_REGION_STRIPE'
+  | 'IDMINT_DATA_DIR'
+  | 'IDMINT_ADVERTISE'
+  | 'IDMINT_HOST'
+  | 'IDMINT_PORT'
+  | 'DATABASE_URL'
+  | 'REDIS_URL'
+  | 'REDIS_SENTINELS'
+  | 'REDIS_CLUSTER_NODES'
+  | 'IDMINT_POOL_KEY_PREFIX'
+  | 'IDMINT_ZK_AUTH'
+  | 'IDMINT_REGIONS'
+  | 'IDMINT_REGION'
+  | 'IDMINT_REGION_STRIPE'
 >;
 
 export interface WorkerIdDeps {
@@ -123,9 +135,19 @@ async function localProvider(config: WorkerIdConfig, deps: WorkerIdDeps): Promis
       return new PostgresLeaseWorkerIdProvider({ db: deps.db, identity: advertisedAddress(config), leaseMs: config.IDMINT_WORKER_ID_LEASE_MS, ...leased });
     case 'redis':
       if (!usesRedis(config) || !deps.redis) throw missing('REDIS_URL, REDIS_SENTINELS or REDIS_CLUSTER_NODES');
-      return new RedisWorkerIdProvider({ redis: deps.redis, app: 'idmint', address: stableAddress(config), keyPrefix: `${config.IDMINT_POOL_KEY_PREFIX}idmint:`, leaseMs: config.IDMINT_WORKER_ID_LEASE_MS, ...leased });
+      return new RedisWorkerIdProvider({
+        redis: deps.redis,
+        app: 'idmint',
+        address: stableAddress(config),
+        keyPrefix: `${config.IDMINT_POOL_KEY_PREFIX}idmint:`,
+        leaseMs: config.IDMINT_WORKER_ID_LEASE_MS,
+        ...leased,
+      });
     case 'file':
-      if (preferredWorkerId !== undefined) throw new ConfigError('IDMINT_WORKER_ID_ORDINAL needs a registry that leases ids (IDMINT_WORKER_ID_PROVIDER=zookeeper, postgres or redis); the file provider keeps one id per data directory');
+      if (preferredWorkerId !== undefined)
+        throw new ConfigError(
+          'IDMINT_WORKER_ID_ORDINAL needs a registry that leases ids (IDMINT_WORKER_ID_PROVIDER=zookeeper, postgres or redis); the file provider keeps one id per data directory',
+        );
       return new FileWorkerIdProvider({ dataDir, logger, clock });
   }
 }
@@ -134,7 +156,10 @@ async function localProvider(config: WorkerIdConfig, deps: WorkerIdDeps): Promis
  * The id IDMINT_WORKER_ID_ORDINAL names: the number itself, or the one ending the host name (a
  * StatefulSet pod is `<name>-<ordinal>`); process i of IDMINT_PROCESSES = n prefers ordinal × n + i.
  */
-export function preferredId(config: Pick<Config, 'IDMINT_WORKER_ID_ORDINAL' | 'IDMINT_PROCESSES' | 'IDMINT_PROCESS_INDEX'>, host: string = hostname()): number | undefined {
+export function preferredId(
+  config: Pick<Config, 'IDMINT_WORKER_ID_ORDINAL' | 'IDMINT_PROCESSES' | 'IDMINT_PROCESS_INDEX'>,
+  host: string = hostname(),
+): number | undefined {
   const ordinal = config.IDMINT_WORKER_ID_ORDINAL;
   if (ordinal === undefined) return undefined;
   let n: number;

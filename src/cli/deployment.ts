@@ -34,9 +34,13 @@ function printLive(record: Awaited<ReturnType<RecordReader['read']>>, live: read
 
 /** `idmint deployment show|set`: the deployment record (src/core/deployment.ts) and who holds what. */
 export function registerDeploymentCommands(program: Command): void {
-  const deployment = program.command('deployment').description("the settings every process of a deployment must share (its record in Postgres), and which live processes hold them");
+  const deployment = program
+    .command('deployment')
+    .description('the settings every process of a deployment must share (its record in Postgres), and which live processes hold them');
   const target = (command: Command): Command =>
-    command.option('--url <url>', 'the deployment\'s Postgres (default $DATABASE_URL)').option('--schema <name>', "Postgres schema of idmint's tables (default $IDMINT_PG_SCHEMA)");
+    command
+      .option('--url <url>', "the deployment's Postgres (default $DATABASE_URL)")
+      .option('--schema <name>', "Postgres schema of idmint's tables (default $IDMINT_PG_SCHEMA)");
 
   target(deployment.command('show').description('print the record and what each live process holds')).action(async (flags: Flags) => {
     const db = await open(flags);
@@ -48,7 +52,9 @@ export function registerDeploymentCommands(program: Command): void {
       for (const setting of DEPLOYMENT_SETTINGS) {
         const value = state.values[setting];
         const at = state.recordedAt.get(setting);
-        const shown = value ?? (state.ever.has(setting) ? 'REMOVED (restore it with `idmint deployment set`)' : '(not recorded yet: the first process that uses it records it)');
+        const shown =
+          value ??
+          (state.ever.has(setting) ? 'REMOVED (restore it with `idmint deployment set`)' : '(not recorded yet: the first process that uses it records it)');
         say(`  ${setting.padEnd(28)} ${shown}${at ? `   since ${at.toISOString()}` : ''}`);
       }
       printLive(state, await record.live(LIVE_MS));
@@ -61,11 +67,17 @@ export function registerDeploymentCommands(program: Command): void {
     deployment
       .command('set <setting> [value]')
       .description('change a setting for the whole deployment (stop the processes that hold the old value, or they refuse what depends on it)')
-      .option('--from-env', "take the value this command's own environment gives (e.g. IDMINT_OBFUSCATION_KEY, ZK_CONNECT), as a process started with it would hold it")
+      .option(
+        '--from-env',
+        "take the value this command's own environment gives (e.g. IDMINT_OBFUSCATION_KEY, ZK_CONNECT), as a process started with it would hold it",
+      )
       .option('--remove', 'remove the setting from the record (the next process that uses it records its own)'),
   ).action(async (setting: string, value: string | undefined, flags: Flags & { fromEnv?: boolean; remove?: boolean }) => {
     if (!(RECORDED_SETTINGS as readonly string[]).includes(setting)) {
-      throw new BadRequestError(`"${setting}" is not a setting of the record; one of ${RECORDED_SETTINGS.join(', ')} (the region split is changed with \`idmint regions apply\`)`, 'setting');
+      throw new BadRequestError(
+        `"${setting}" is not a setting of the record; one of ${RECORDED_SETTINGS.join(', ')} (the region split is changed with \`idmint regions apply\`)`,
+        'setting',
+      );
     }
     const name = setting as DeploymentSetting;
     const given = [value !== undefined, flags.fromEnv === true, flags.remove === true].filter(Boolean).length;
@@ -80,7 +92,9 @@ export function registerDeploymentCommands(program: Command): void {
       const state = await record.read();
       const holding = (await record.live(LIVE_MS)).filter((p) => p.view[name] !== undefined && p.view[name] !== next);
       if (holding.length === 0) return say('no live process holds another value');
-      say(`${holding.length} live process(es) still hold another value; until restarted with ${settingRule(name).variables} as recorded, they refuse what depends on it:`);
+      say(
+        `${holding.length} live process(es) still hold another value; until restarted with ${settingRule(name).variables} as recorded, they refuse what depends on it:`,
+      );
       printLive(state, holding);
     } finally {
       await db.close();
@@ -94,6 +108,7 @@ async function fromEnv(setting: DeploymentSetting): Promise<string> {
   const config = loadConfig(process.env);
   const view = deploymentView(config, { serving: true, zkAuth: config.IDMINT_ZK_AUTH ?? null });
   const value = view[setting];
-  if (value === undefined || value === 'not set') throw new IdmintError('BAD_REQUEST', `this environment gives no ${setting}: set ${settingRule(setting).variables} for --from-env, or pass the value`);
+  if (value === undefined || value === 'not set')
+    throw new IdmintError('BAD_REQUEST', `this environment gives no ${setting}: set ${settingRule(setting).variables} for --from-env, or pass the value`);
   return value;
 }

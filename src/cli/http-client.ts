@@ -25,7 +25,11 @@ export async function call<T>(target: ServerTarget, method: string, path: string
   try {
     response = await fetch(new URL(path, target.url), { method, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
   } catch (err) {
-    throw new IdmintError('NOT_READY', `cannot reach idmint at ${target.url} (${(err as Error).cause ?? (err as Error).message}); start it with \`npm start\` or pass --url`, { cause: err });
+    throw new IdmintError(
+      'NOT_READY',
+      `cannot reach idmint at ${target.url} (${(err as Error).cause ?? (err as Error).message}); start it with \`npm start\` or pass --url`,
+      { cause: err },
+    );
   }
   const text = await response.text();
   if (response.status === 204) return undefined as T;

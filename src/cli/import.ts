@@ -43,7 +43,9 @@ export function registerImportCommands(program: Command): void {
           say(`${head}: failed: ${(err as Error).message}`);
         }
       }
-      say(`${plan.length} Leaf tags, ${plan.length - failed} ${o.apply ? 'imported' : 'ready to import'}, ${failed} ${o.apply ? 'skipped or failed' : 'would be skipped'}`);
+      say(
+        `${plan.length} Leaf tags, ${plan.length - failed} ${o.apply ? 'imported' : 'ready to import'}, ${failed} ${o.apply ? 'skipped or failed' : 'would be skipped'}`,
+      );
       if (!o.apply) {
         // A dry run imports nothing, so it does not fail: it says what --apply would do.
         say('dry run: nothing changed. Stop the Leaf servers (or pass --margin), then run again with --apply.');

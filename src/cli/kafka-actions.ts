@@ -25,7 +25,11 @@ async function reachable<T>(driver: KafkaDriver | undefined, fn: () => Promise<T
     if (err instanceof IdmintError) throw err;
     const cause = err as { message?: string };
     if (driver?.isClientError(err)) {
-      throw new IdmintError('NOT_READY', `cannot reach Kafka at ${process.env.KAFKA_BROKERS}: ${cause.message ?? String(err)}; check KAFKA_BROKERS (\`npm run infra:up\` starts a local one)`, { cause: err });
+      throw new IdmintError(
+        'NOT_READY',
+        `cannot reach Kafka at ${process.env.KAFKA_BROKERS}: ${cause.message ?? String(err)}; check KAFKA_BROKERS (\`npm run infra:up\` starts a local one)`,
+        { cause: err },
+      );
     }
     throw err;
   }
@@ -34,7 +38,8 @@ async function reachable<T>(driver: KafkaDriver | undefined, fn: () => Promise<T
 /** The config, refusing with what to do when KAFKA_BROKERS is not set. */
 function configWithBrokers(): Config {
   const config = loadConfig();
-  if (!config.KAFKA_BROKERS) throw new IdmintError('BAD_REQUEST', 'KAFKA_BROKERS is not set (host:port[,host:port]); `npm run infra:up` writes it to .infra/env');
+  if (!config.KAFKA_BROKERS)
+    throw new IdmintError('BAD_REQUEST', 'KAFKA_BROKERS is not set (host:port[,host:port]); `npm run infra:up` writes it to .infra/env');
   return config;
 }
 
@@ -44,15 +49,17 @@ export async function kafkaInit(o: { partitions?: number; poolTags?: string[]; p
   const admin = driver.admin();
   await reachable(driver, () => admin.connect());
   try {
-    const created = await reachable(driver, () => initTopics(admin, {
-      requestPartitions: o.partitions ?? config.IDMINT_KAFKA_PARTITIONS,
-      requestTopic: config.IDMINT_KAFKA_REQUEST_TOPIC,
-      requestRetentionMs: config.IDMINT_KAFKA_REQUEST_RETENTION_MS,
-      ...(o.poolTags ? { poolTags: o.poolTags } : {}),
-      poolPartitions: o.poolPartitions ?? config.IDMINT_KAFKA_POOL_PARTITIONS,
-      replicationFactor: config.IDMINT_KAFKA_REPLICATION_FACTOR,
-      namespace: config.IDMINT_KAFKA_NAMESPACE,
-    }));
+    const created = await reachable(driver, () =>
+      initTopics(admin, {
+        requestPartitions: o.partitions ?? config.IDMINT_KAFKA_PARTITIONS,
+        requestTopic: config.IDMINT_KAFKA_REQUEST_TOPIC,
+        requestRetentionMs: config.IDMINT_KAFKA_REQUEST_RETENTION_MS,
+        ...(o.poolTags ? { poolTags: o.poolTags } : {}),
+        poolPartitions: o.poolPartitions ?? config.IDMINT_KAFKA_POOL_PARTITIONS,
+        replicationFactor: config.IDMINT_KAFKA_REPLICATION_FACTOR,
+        namespace: config.IDMINT_KAFKA_NAMESPACE,
+      }),
+    );
     print(created.length === 0 ? 'all topics already exist' : `created ${created.join(', ')}`);
     const names = kafkaNames(config.IDMINT_KAFKA_NAMESPACE);
     const topics = [config.IDMINT_KAFKA_REQUEST_TOPIC, ...(o.poolTags ?? []).map((tag) => names.poolTopic(tag))];
@@ -88,7 +95,10 @@ export async function kafkaGet(bizTag: string, o: { count: number; timeout: numb
  */
 async function recordedVerifyKeys(config: Config): Promise<string[]> {
   if (!config.DATABASE_URL) {
-    throw new BadRequestError('replies are signed by the deployment: pass --verify-key (what `idmint keys public` prints), set IDMINT_VERIFY_KEY, or DATABASE_URL to read it from the deployment record', 'verifyKey');
+    throw new BadRequestError(
+      'replies are signed by the deployment: pass --verify-key (what `idmint keys public` prints), set IDMINT_VERIFY_KEY, or DATABASE_URL to read it from the deployment record',
+      'verifyKey',
+    );
   }
   const [{ createPgDatabase }, { PostgresDeploymentRecord, SIGNING_KEYS_SETTING }, { parseSigningKeys, publicKeys }] = await Promise.all([
     import('../store/pg.js'),

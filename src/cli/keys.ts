@@ -22,10 +22,14 @@ async function withKeys<T>(flags: Flags, fn: (io: Awaited<ReturnType<typeof keys
 }
 
 async function keysIo(db: Database) {
-  const [{ PostgresDeploymentRecord, SIGNING_KEYS_SETTING }, signing] = await Promise.all([import('../store/deployment-record.js'), import('../app/signing.js')]);
+  const [{ PostgresDeploymentRecord, SIGNING_KEYS_SETTING }, signing] = await Promise.all([
+    import('../store/deployment-record.js'),
+    import('../app/signing.js'),
+  ]);
   const record = new PostgresDeploymentRecord(db, 'idmint keys');
   const read = async () => signing.parseSigningKeys(await record.secret(SIGNING_KEYS_SETTING));
-  const write = async (keys: SigningKeys) => record.setSecretWith(SIGNING_KEYS_SETTING, JSON.stringify(keys), 'signing-key-id', signing.kidOfEntry(keys.current));
+  const write = async (keys: SigningKeys) =>
+    record.setSecretWith(SIGNING_KEYS_SETTING, JSON.stringify(keys), 'signing-key-id', signing.kidOfEntry(keys.current));
   return { read, write, signing };
 }
 
@@ -38,22 +42,35 @@ async function keysIo(db: Database) {
 export function registerKeysCommands(program: Command): void {
   const keys = program.command('keys').description("the deployment's signing keys: Kafka pool blocks and replies are signed, SDKs verify with the public key");
   const target = (command: Command): Command =>
-    command.option('--url <url>', "the deployment's Postgres (default $DATABASE_URL)").option('--schema <name>', "Postgres schema of idmint's tables (default $IDMINT_PG_SCHEMA)");
+    command
+      .option('--url <url>', "the deployment's Postgres (default $DATABASE_URL)")
+      .option('--schema <name>', "Postgres schema of idmint's tables (default $IDMINT_PG_SCHEMA)");
 
-  target(keys.command('public').description('print the public keys SDKs verify with (verifyKey, IDMINT_VERIFY_KEY): the current one first, then any next or previous')).action(async (flags: Flags) => {
+  target(
+    keys
+      .command('public')
+      .description('print the public keys SDKs verify with (verifyKey, IDMINT_VERIFY_KEY): the current one first, then any next or previous'),
+  ).action(async (flags: Flags) => {
     await withKeys(flags, async ({ read, signing }) => {
       const recorded = await read();
-      if (!recorded) throw new IdmintError('NOT_READY', 'this deployment has no signing key yet: the first process that signs (a refill with Kafka, or a responder) records one; or run `idmint keys rotate`');
+      if (!recorded)
+        throw new IdmintError(
+          'NOT_READY',
+          'this deployment has no signing key yet: the first process that signs (a refill with Kafka, or a responder) records one; or run `idmint keys rotate`',
+        );
       for (const key of signing.publicKeys(recorded)) say(key);
       tell('give these to the SDKs as verifyKey, or IDMINT_VERIFY_KEY="$(idmint keys public)"');
     });
   });
 
-  keys.command('generate').description('print a new secret key for IDMINT_SIGNING_KEY (and its public key on stderr); changes nothing').action(() => {
-    const key = generateSigningKey();
-    say(key.secretKey);
-    tell(`public key: ${key.publicKey}`);
-  });
+  keys
+    .command('generate')
+    .description('print a new secret key for IDMINT_SIGNING_KEY (and its public key on stderr); changes nothing')
+    .action(() => {
+      const key = generateSigningKey();
+      say(key.secretKey);
+      tell(`public key: ${key.publicKey}`);
+    });
 
   target(
     keys
@@ -70,7 +87,11 @@ export function registerKeysCommands(program: Command): void {
           await write({ current: next });
           return say(`recorded the deployment's first signing key: ${next.public}`);
         }
-        if (recorded.previous) throw new IdmintError('BAD_REQUEST', 'a previous key is still accepted: run `idmint keys retire` before publishing another (consumers accept three keys at most)');
+        if (recorded.previous)
+          throw new IdmintError(
+            'BAD_REQUEST',
+            'a previous key is still accepted: run `idmint keys retire` before publishing another (consumers accept three keys at most)',
+          );
         await write({ ...recorded, next });
         say(`published the next key: ${next.public}`);
         say('give every SDK the keys `idmint keys public` prints now (the next key is among them), then run `idmint keys rotate --promote`');
@@ -78,7 +99,9 @@ export function registerKeysCommands(program: Command): void {
       }
       if (!recorded?.next) throw new IdmintError('BAD_REQUEST', 'no next key is published: run `idmint keys rotate` first, and give its key to every SDK');
       await write({ current: recorded.next, previous: { public: recorded.current.public } });
-      say(`the key ${signing.kidOfEntry(recorded.next)} signs from now on (processes switch within IDMINT_DEPLOYMENT_CHECK_MS); ${signing.kidOfEntry(recorded.current)} stays accepted as the previous key`);
+      say(
+        `the key ${signing.kidOfEntry(recorded.next)} signs from now on (processes switch within IDMINT_DEPLOYMENT_CHECK_MS); ${signing.kidOfEntry(recorded.current)} stays accepted as the previous key`,
+      );
       say('when no block it signed is left unread (pool topics keep blocks a day), run `idmint keys retire`');
     });
   });

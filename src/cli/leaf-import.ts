@@ -34,7 +34,8 @@ export function planLeafImport(rows: LeafRow[], existing: Map<string, { mode: st
     const other = byTag.get(bizTag);
     byTag.set(bizTag, row.key);
     if (other !== undefined) return refuse(`Leaf keys "${other}" and "${row.key}" map to the same tag`);
-    if (!Number.isSafeInteger(startAfter) || startAfter < 0 || startAfter >= MAX_SEGMENT_ID) return refuse(`max_id ${row.maxId} + margin is outside idmint's segment range`);
+    if (!Number.isSafeInteger(startAfter) || startAfter < 0 || startAfter >= MAX_SEGMENT_ID)
+      return refuse(`max_id ${row.maxId} + margin is outside idmint's segment range`);
     const tag = existing.get(bizTag);
     if (tag && tag.mode !== 'segment') return refuse(`idmint's tag "${bizTag}" is a ${tag.mode} tag; only segment tags continue a Leaf counter`);
     return { row, bizTag, action: tag ? 'advance' : 'create', startAfter };
@@ -48,12 +49,20 @@ export function planLeafImport(rows: LeafRow[], existing: Map<string, { mode: st
 export async function applyLeafImportStep(target: ServerTarget, step: LeafImportStep): Promise<'created' | 'advanced' | 'unchanged'> {
   if (step.action === 'refuse') throw new IdmintError('BAD_REQUEST', step.reason ?? 'refused');
   if (step.action === 'advance') {
-    const { countersRaised } = await call<{ countersRaised?: boolean }>(target, 'PATCH', `/v1/biz/${encodeURIComponent(step.bizTag)}`, { startAfter: step.startAfter });
+    const { countersRaised } = await call<{ countersRaised?: boolean }>(target, 'PATCH', `/v1/biz/${encodeURIComponent(step.bizTag)}`, {
+      startAfter: step.startAfter,
+    });
     return countersRaised === false ? 'unchanged' : 'advanced';
   }
   const description = (step.row.description || `imported from Leaf key ${step.row.key}`).slice(0, 1024);
   // A Leaf tag has no Snowflake fallback: its users expect short numbers, so a short pool falls back to Postgres.
-  await call(target, 'POST', '/v1/biz', { bizTag: step.bizTag, step: Math.min(Math.max(step.row.step, 1), MAX_STEP), description, fallback: 'segment', startAfter: step.startAfter });
+  await call(target, 'POST', '/v1/biz', {
+    bizTag: step.bizTag,
+    step: Math.min(Math.max(step.row.step, 1), MAX_STEP),
+    description,
+    fallback: 'segment',
+    startAfter: step.startAfter,
+  });
   return 'created';
 }
 
@@ -66,7 +75,11 @@ export async function readLeafAlloc(mysqlUrl: string, table: string): Promise<Le
   try {
     connection = await mysql.createConnection({ uri: mysqlUrl, supportBigNumbers: true, bigNumberStrings: true });
   } catch (err) {
-    throw new IdmintError('NOT_READY', `cannot reach Leaf's database at ${redact(mysqlUrl)}: ${(err as Error).message}; check --mysql (mysql://user:password@host:3306/leaf)`, { cause: err });
+    throw new IdmintError(
+      'NOT_READY',
+      `cannot reach Leaf's database at ${redact(mysqlUrl)}: ${(err as Error).message}; check --mysql (mysql://user:password@host:3306/leaf)`,
+      { cause: err },
+    );
   }
   try {
     const [rows] = await connection.query(`SELECT biz_tag, max_id, step, description FROM \`${table}\` ORDER BY biz_tag`);

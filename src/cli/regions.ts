@@ -19,9 +19,13 @@ interface RegionsFlags {
 }
 
 function printPlan(plan: RegionsPlan): void {
-  say(`region 0 (--from): ${plan.source.record === 'record' ? 'becomes region 0' : 'is region 0 already'} of ${plan.regions}, stripes of ${plan.stripe} IDs; ${plan.source.tags} tag(s); floors ${plan.source.floors === 'taken' ? 'taken by an earlier run' : 'taken at apply (each tag\'s counter then)'}`);
+  say(
+    `region 0 (--from): ${plan.source.record === 'record' ? 'becomes region 0' : 'is region 0 already'} of ${plan.regions}, stripes of ${plan.stripe} IDs; ${plan.source.tags} tag(s); floors ${plan.source.floors === 'taken' ? 'taken by an earlier run' : "taken at apply (each tag's counter then)"}`,
+  );
   for (const step of plan.targets) {
-    say(`region ${step.region}: ${step.record === 'refuse' ? `REFUSED: ${step.reason}` : step.record === 'record' ? 'becomes region ' + step.region : 'is region ' + step.region + ' already'}`);
+    say(
+      `region ${step.region}: ${step.record === 'refuse' ? `REFUSED: ${step.reason}` : step.record === 'record' ? 'becomes region ' + step.region : 'is region ' + step.region + ' already'}`,
+    );
     for (const tag of step.tags) {
       const what = { create: 'create', raise: 'raise its counters', unchanged: 'unchanged', refuse: `REFUSED: ${tag.reason}` }[tag.action];
       say(`  ${tag.bizTag}: ${what}${tag.floor > 0 && tag.action !== 'refuse' ? `, next ID above ${tag.floor}` : ''}`);
@@ -30,8 +34,7 @@ function printPlan(plan: RegionsPlan): void {
 }
 
 /** Each region's database by its URL, in `--schema` or else IDMINT_PG_SCHEMA, through the CLI's one open helper. */
-const open = (url: string, schema: string | undefined): Promise<Database> =>
-  openDatabase({ url, schema }, "a region's tags and layout live");
+const open = (url: string, schema: string | undefined): Promise<Database> => openDatabase({ url, schema }, "a region's tags and layout live");
 
 /** `idmint biz sync`: this region's tags made the same as another region's (src/regions/sync.ts). */
 function registerBizSync(program: Command): void {
@@ -39,7 +42,9 @@ function registerBizSync(program: Command): void {
   if (!biz) throw new Error('registerRegionsCommands runs after the biz commands are registered');
   biz
     .command('sync')
-    .description("make this region's tags the same as another region's: create the missing ones (above region 0's floors), follow step, limits, fallback, pool, description; refuse a tag whose mode, format or shards differ")
+    .description(
+      "make this region's tags the same as another region's: create the missing ones (above region 0's floors), follow step, limits, fallback, pool, description; refuse a tag whose mode, format or shards differ",
+    )
     .requiredOption('--from <url>', 'an API server of the region to copy from')
     .option('--from-token <token>', 'its admin token (default --token)')
     .option('--url <url>', 'an API server of this region (default $IDMINT_URL or http://127.0.0.1:$IDMINT_PORT)')
@@ -47,7 +52,7 @@ function registerBizSync(program: Command): void {
     .option('--dry-run', 'say what would change, change nothing')
     .action(async (o: { from: string; fromToken?: string; url?: string; token?: string; dryRun?: boolean }) => {
       const here = targetFrom(o);
-      const there = targetFrom({ url: o.from, ...(o.fromToken ?? o.token ? { token: o.fromToken ?? o.token } : {}) });
+      const there = targetFrom({ url: o.from, ...((o.fromToken ?? o.token) ? { token: o.fromToken ?? o.token } : {}) });
       const [fromReport, hereReport] = await Promise.all([call<RegionsReport>(there, 'GET', '/v1/regions'), call<RegionsReport>(here, 'GET', '/v1/regions')]);
       checkRegionPair(fromReport, hereReport, { from: there.url, here: here.url });
       const [source, mine] = await Promise.all([call<{ tags: TagDef[] }>(there, 'GET', '/v1/biz'), call<{ tags: TagDef[] }>(here, 'GET', '/v1/biz')]);
@@ -65,11 +70,15 @@ function registerBizSync(program: Command): void {
           say(`${head}: created${step.body.startAfter ? `, next ID above ${String(step.body.startAfter)}` : ''}`);
         } else {
           const done = await call<{ countersRaised?: boolean }>(here, 'PATCH', `/v1/biz/${encodeURIComponent(step.bizTag)}`, step.patch);
-          const raised = done?.countersRaised ? ["counters raised to region 0's floor (IDs this region gave below it before may repeat region 0's: check the ledger)"] : [];
+          const raised = done?.countersRaised
+            ? ["counters raised to region 0's floor (IDs this region gave below it before may repeat region 0's: check the ledger)"]
+            : [];
           say(`${head}: ${step.changes.length + raised.length === 0 ? 'unchanged' : `updated: ${[...step.changes, ...raised].join(', ')}`}`);
         }
       }
-      say(`${steps.length} tag(s) of region ${String(fromReport.region)} checked against region ${String(hereReport.region)}: ${conflicts} conflict(s)${o.dryRun ? ' (dry run: nothing changed)' : ''}`);
+      say(
+        `${steps.length} tag(s) of region ${String(fromReport.region)} checked against region ${String(hereReport.region)}: ${conflicts} conflict(s)${o.dryRun ? ' (dry run: nothing changed)' : ''}`,
+      );
       if (conflicts > 0) throw new IdmintError('BAD_REQUEST', `${conflicts} tag(s) differ in what is fixed at creation; see the lines above`);
     });
 }
@@ -84,15 +93,16 @@ export function registerRegionsCommands(program: Command): void {
       .description(
         name === 'plan'
           ? 'say what apply would do: which tags each new region creates or raises, and above which ID; changes nothing'
-          : 'record region 0 in --from, take each tag\'s floor, and start every tag of each --to region above it (idempotent)',
+          : "record region 0 in --from, take each tag's floor, and start every tag of each --to region above it (idempotent)",
       )
       .requiredOption('--regions <n>', 'how many regions the ID space is split for (2 to 64), for the life of the data')
-      .option('--stripe <ids>', 'IDs per stripe of a segment tag\'s number line', String(DEFAULT_STRIPE))
-      .requiredOption('--from <url>', "the database of the deployment that served alone (it becomes region 0)")
+      .option('--stripe <ids>', "IDs per stripe of a segment tag's number line", String(DEFAULT_STRIPE))
+      .requiredOption('--from <url>', 'the database of the deployment that served alone (it becomes region 0)')
       .requiredOption('--to <url...>', 'the databases of regions 1, 2, … in order (fresh, or applied before)')
-      .option('--schema <name>', 'Postgres schema of idmint\'s tables in every database (default $IDMINT_PG_SCHEMA)')
+      .option('--schema <name>', "Postgres schema of idmint's tables in every database (default $IDMINT_PG_SCHEMA)")
       .action(async (o: RegionsFlags) => {
-        if (!/^\d{1,2}$/.test(o.regions) || !/^\d{1,15}$/.test(o.stripe)) throw new IdmintError('BAD_REQUEST', `--regions and --stripe take whole numbers, got "${o.regions}" and "${o.stripe}"`);
+        if (!/^\d{1,2}$/.test(o.regions) || !/^\d{1,15}$/.test(o.stripe))
+          throw new IdmintError('BAD_REQUEST', `--regions and --stripe take whole numbers, got "${o.regions}" and "${o.stripe}"`);
         const layout = regionLayout(Number(o.regions), 0, Number(o.stripe));
         const { applyRegions, planRegions } = await import('../regions/apply.js');
         const dbs: Database[] = [];
@@ -104,12 +114,18 @@ export function registerRegionsCommands(program: Command): void {
           if (name === 'plan') {
             const plan = await planRegions(source, targets, layout);
             printPlan(plan);
-            say(plan.ok ? 'plan: nothing changed. Run `idmint regions apply` with the same flags, then restart region 0\'s processes with IDMINT_REGIONS and IDMINT_REGION=0.' : 'plan: refusals above; apply would change nothing.');
+            say(
+              plan.ok
+                ? "plan: nothing changed. Run `idmint regions apply` with the same flags, then restart region 0's processes with IDMINT_REGIONS and IDMINT_REGION=0."
+                : 'plan: refusals above; apply would change nothing.',
+            );
             if (!plan.ok) throw new IdmintError('BAD_REQUEST', 'the plan has refusals; see the lines above');
             return;
           }
           const plan = await applyRegions(source, targets, layout, say);
-          say(`applied: ${plan.targets.length + 1} region(s) of ${plan.regions}. Restart region 0's processes with IDMINT_REGIONS=${plan.regions} IDMINT_REGION=0${plan.stripe === DEFAULT_STRIPE ? '' : ` IDMINT_REGION_STRIPE=${plan.stripe}`}, then start the others with their IDMINT_REGION.`);
+          say(
+            `applied: ${plan.targets.length + 1} region(s) of ${plan.regions}. Restart region 0's processes with IDMINT_REGIONS=${plan.regions} IDMINT_REGION=0${plan.stripe === DEFAULT_STRIPE ? '' : ` IDMINT_REGION_STRIPE=${plan.stripe}`}, then start the others with their IDMINT_REGION.`,
+          );
         } finally {
           for (const db of dbs) await db.close();
         }

@@ -245,7 +245,8 @@ export class IdmintClient {
         await this.wait(buffer.fill(n - ids.length), deadline, bizTag);
       } catch (err) {
         // Forget an unknown tag's empty buffer, so arbitrary names cannot grow the map.
-        if (err instanceof IdmintError && err.code === 'UNKNOWN_BIZ_TAG' && buffer.buffered === 0 && this.buffers.get(bizTag) === buffer) this.buffers.delete(bizTag);
+        if (err instanceof IdmintError && err.code === 'UNKNOWN_BIZ_TAG' && buffer.buffered === 0 && this.buffers.get(bizTag) === buffer)
+          this.buffers.delete(bizTag);
         throw err;
       }
     }
@@ -306,7 +307,8 @@ function settingsOf(options: IdmintClientOptions): Readonly<IdmintClientSettings
   const given = Object.fromEntries(keys.map((key) => [key, options[key]])) as Partial<IdmintClientSettings>;
   return resolveOptions<IdmintClientSettings>(CLIENT_DEFAULTS, given, (s) => {
     for (const key of ['batchSize', 'maxBatchSize', 'batchLifeMs', 'timeoutMs'] as const) checkInteger('idmint client', s, key, 1);
-    if (s.maxBatchSize < s.batchSize) throw new OptionsError('idmint client', 'maxBatchSize', `(${s.maxBatchSize}) must be at least batchSize (${s.batchSize})`);
+    if (s.maxBatchSize < s.batchSize)
+      throw new OptionsError('idmint client', 'maxBatchSize', `(${s.maxBatchSize}) must be at least batchSize (${s.batchSize})`);
     if (!(s.prefetchAt >= 0 && s.prefetchAt < 1)) throw new OptionsError('idmint client', 'prefetchAt', `must be in [0, 1), got ${s.prefetchAt}`);
   });
 }

@@ -42,7 +42,13 @@ export function failoverTransport(options: FailoverTransportOptions): IdTranspor
   const endpoints: Endpoint[] = options.urls.map((url) => ({
     url,
     downUntil: 0,
-    transport: httpTransport({ url, retries: 0, timeoutMs: options.timeoutMs ?? 3000, ...secretsOf(options), ...(options.logger ? { logger: options.logger } : {}) }),
+    transport: httpTransport({
+      url,
+      retries: 0,
+      timeoutMs: options.timeoutMs ?? 3000,
+      ...secretsOf(options),
+      ...(options.logger ? { logger: options.logger } : {}),
+    }),
   }));
   let turn = 0;
   const closer = new AbortController();

@@ -170,7 +170,11 @@ function validate(options: HttpTransportOptions): Readonly<HttpTransportSettings
 }
 
 /** The secrets an HTTP transport sends: the gate pass and tag tokens, where given. */
-export function secretsOf(options: { gatePass?: string | undefined; token?: string | undefined; tokens?: Readonly<Record<string, string>> | undefined }): Pick<HttpTransportOptions, 'gatePass' | 'token' | 'tokens'> {
+export function secretsOf(options: {
+  gatePass?: string | undefined;
+  token?: string | undefined;
+  tokens?: Readonly<Record<string, string>> | undefined;
+}): Pick<HttpTransportOptions, 'gatePass' | 'token' | 'tokens'> {
   return {
     ...(options.gatePass === undefined ? {} : { gatePass: options.gatePass }),
     ...(options.token === undefined ? {} : { token: options.token }),

@@ -296,7 +296,16 @@ export class TagBuffer {
         const batches: Batch[] = answer.blocks
           ? answer.blocks.map((b) => {
               const total = b.end - b.start + 1;
-              return { ids: undefined, texts: undefined, pos: 0, next: b.start, end: b.end, total, mark: b.end - Math.floor(this.settings.prefetchAt * total), startedAt: undefined };
+              return {
+                ids: undefined,
+                texts: undefined,
+                pos: 0,
+                next: b.start,
+                end: b.end,
+                total,
+                mark: b.end - Math.floor(this.settings.prefetchAt * total),
+                startedAt: undefined,
+              };
             })
           : [DECIMAL_FORMATS.has(answer.format) ? listBatch(parseIds(this.bizTag, answer.ids)) : textBatch(this.bizTag, answer.ids, answer.format!)];
         if (batches.length === 0) throw new IdmintError('POOL_EMPTY', `the dispenser returned no IDs for "${this.bizTag}"`);

@@ -74,10 +74,21 @@ export class CachedUidGenerator extends UidGeneratorBase {
       { boostPower, paddingFactor, scheduleIntervalMs, onRejectedPut, onRejectedTake },
       (s) => {
         checkInteger('CachedUidGenerator', s, 'boostPower', 0, 10);
-        if (!Number.isInteger(s.paddingFactor) || s.paddingFactor <= 0 || s.paddingFactor >= 100) throw new OptionsError('CachedUidGenerator', 'paddingFactor', `must be an integer from 1 to 99 (a % of the ring), got ${s.paddingFactor}`);
-        if (s.scheduleIntervalMs !== undefined && !(s.scheduleIntervalMs > 0)) throw new OptionsError('CachedUidGenerator', 'scheduleIntervalMs', `must be positive (or left out: no scheduled padding), got ${s.scheduleIntervalMs}`);
+        if (!Number.isInteger(s.paddingFactor) || s.paddingFactor <= 0 || s.paddingFactor >= 100)
+          throw new OptionsError('CachedUidGenerator', 'paddingFactor', `must be an integer from 1 to 99 (a % of the ring), got ${s.paddingFactor}`);
+        if (s.scheduleIntervalMs !== undefined && !(s.scheduleIntervalMs > 0))
+          throw new OptionsError(
+            'CachedUidGenerator',
+            'scheduleIntervalMs',
+            `must be positive (or left out: no scheduled padding), got ${s.scheduleIntervalMs}`,
+          );
         const size = this.perSecond * 2 ** s.boostPower;
-        if (size > 2 ** 24) throw new OptionsError('CachedUidGenerator', 'boostPower', `makes a ring of ${size} slots (${this.perSecond} IDs a second << ${s.boostPower}), more than 2^24; lower it`);
+        if (size > 2 ** 24)
+          throw new OptionsError(
+            'CachedUidGenerator',
+            'boostPower',
+            `makes a ring of ${size} slots (${this.perSecond} IDs a second << ${s.boostPower}), more than 2^24; lower it`,
+          );
       },
     );
     this.bufferSize = this.perSecond * 2 ** o.boostPower;

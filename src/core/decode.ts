@@ -20,7 +20,11 @@ export function makeDecoder(layouts: DecodeLayouts = { snowflake: LEAF_LAYOUT, u
     if (tag) return { ...byMode(id, tag.mode), layoutFrom: 'bizTag' };
     // Without a tag a uid or sharded ID cannot be told apart from the others: say that it was a guess.
     const fields = byMode(id, id >= MIN_TIME_BASED_ID ? 'snowflake' : 'segment');
-    return { ...fields, layoutFrom: 'value', note: `no bizTag given: decoded as ${fields.type} by its value (${id >= MIN_TIME_BASED_ID ? 'at or above' : 'below'} 2^53); pass bizTag to decode uid or sharded IDs by their tag's layout` };
+    return {
+      ...fields,
+      layoutFrom: 'value',
+      note: `no bizTag given: decoded as ${fields.type} by its value (${id >= MIN_TIME_BASED_ID ? 'at or above' : 'below'} 2^53); pass bizTag to decode uid or sharded IDs by their tag's layout`,
+    };
   };
 
   function byMode(id: bigint, mode: BizTag['mode']): Record<string, unknown> {

@@ -7,7 +7,15 @@
  */
 
 /** The settings, as named in the record (`idmint deployment show|set`). */
-export const DEPLOYMENT_SETTINGS = ['worker-id-registry', 'segment-fence', 'zookeeper-identity', 'snowflake-layout', 'region', 'obfuscation-key-fingerprint', 'signing-key-id'] as const;
+export const DEPLOYMENT_SETTINGS = [
+  'worker-id-registry',
+  'segment-fence',
+  'zookeeper-identity',
+  'snowflake-layout',
+  'region',
+  'obfuscation-key-fingerprint',
+  'signing-key-id',
+] as const;
 export type DeploymentSetting = (typeof DEPLOYMENT_SETTINGS)[number];
 
 /** What a process closes while its view differs: it hands out nothing a difference could repeat. */
@@ -34,7 +42,7 @@ interface Rule {
 const RULES: Readonly<Record<DeploymentSetting, Rule>> = Object.freeze<Record<DeploymentSetting, Rule>>({
   'worker-id-registry': {
     variables: 'ZK_CONNECT, IDMINT_WORKER_ID_PROVIDER, IDMINT_WORKER_ID',
-    what: "the registry of Snowflake worker ids",
+    what: 'the registry of Snowflake worker ids',
     // Two registries number workers independently: their ids (and so their IDs) can coincide.
     closes: () => ['snowflake'],
   },

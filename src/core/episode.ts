@@ -80,7 +80,10 @@ export class Episode {
         this.log.debug({ ...fields, reason, dependency }, `${this.what} (part of the ${dependency} outage logged already)`);
         return;
       }
-      this.log.warn({ ...fields, reason, ...(dependency ? { dependency } : {}) }, `${this.what} (repeats are logged at debug, with a reminder each minute, until it recovers)`);
+      this.log.warn(
+        { ...fields, reason, ...(dependency ? { dependency } : {}) },
+        `${this.what} (repeats are logged at debug, with a reminder each minute, until it recovers)`,
+      );
       return;
     }
     this.repeats++;
@@ -91,7 +94,10 @@ export class Episode {
       else this.lastWarn = now;
       const since = outage?.since ?? this.since;
       const affected = outage && outage.affected.size > 0 ? { affected: [...outage.affected] } : {};
-      this.log.warn({ ...fields, reason, outageMs: now - since, repeats: outage?.repeats ?? this.repeats, ...affected }, `${outage?.first ?? this.what}: still failing`);
+      this.log.warn(
+        { ...fields, reason, outageMs: now - since, repeats: outage?.repeats ?? this.repeats, ...affected },
+        `${outage?.first ?? this.what}: still failing`,
+      );
     } else {
       this.log.debug({ ...fields, reason }, this.what);
     }

@@ -9,7 +9,7 @@ export const ERROR_CODES = {
   UNKNOWN_BIZ_TAG: { status: 404, retriable: false, summary: 'No business tag of that name exists (or it was deleted).' },
   BIZ_TAG_EXISTS: { status: 409, retriable: false, summary: 'A business tag of that name already exists.' },
   BAD_REQUEST: { status: 400, retriable: false, summary: 'A parameter, field or message is malformed; the message names it.' },
-  POOL_EMPTY: { status: 503, retriable: true, summary: 'The pool ran dry and the tag\'s fallback policy is `error`.' },
+  POOL_EMPTY: { status: 503, retriable: true, summary: "The pool ran dry and the tag's fallback policy is `error`." },
   SEGMENT_EXHAUSTED: { status: 409, retriable: false, summary: 'The tag reached its `max_limit`; no further IDs will be issued.' },
   CLOCK_BACKWARDS: { status: 503, retriable: true, summary: 'The clock moved back beyond what can be waited out.' },
   WORKER_ID_UNAVAILABLE: { status: 503, retriable: false, summary: 'No worker id could be obtained that fits the layout.' },
@@ -18,7 +18,11 @@ export const ERROR_CODES = {
   RATE_LIMITED: { status: 429, retriable: true, summary: 'Too many requests from this client or for this tag; retry after the time the message gives.' },
   TIMEOUT: { status: 504, retriable: true, summary: 'No answer arrived before the deadline.' },
   // The operator's to fix, not a caller's: never in an answer (see forCaller), its status only what a caller gets instead.
-  CONFIG_INVALID: { status: 503, retriable: false, summary: 'A setting or option is invalid; the process refuses to start and the message says what to change. Never sent to a caller.' },
+  CONFIG_INVALID: {
+    status: 503,
+    retriable: false,
+    summary: 'A setting or option is invalid; the process refuses to start and the message says what to change. Never sent to a caller.',
+  },
 } as const satisfies Record<string, { status: number; retriable: boolean; summary: string }>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

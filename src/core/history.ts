@@ -24,7 +24,8 @@ export class IssueHistory {
     readonly buckets = 60,
     private readonly clock: Clock = systemClock,
   ) {
-    if (!Number.isInteger(bucketMs) || bucketMs < 1 || !Number.isInteger(buckets) || buckets < 1) throw new RangeError('bucketMs and buckets must be positive integers');
+    if (!Number.isInteger(bucketMs) || bucketMs < 1 || !Number.isInteger(buckets) || buckets < 1)
+      throw new RangeError('bucketMs and buckets must be positive integers');
     this.counts = new Float64Array(buckets * SOURCES.length);
     this.starts = new Float64Array(buckets).fill(-1);
   }

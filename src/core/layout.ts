@@ -119,7 +119,10 @@ export class Layout {
       if (epochMs >= clock.now()) throw invalid('epoch', `must lie in the past, got ${new Date(epochMs).toISOString()}`);
       // Every instant the time bits can hold must be a valid Date, so decode never loses precision.
       if (epochMs + 2 ** s.timeBits * (s.timeUnit === 'ms' ? 1 : 1000) > MAX_DATE_MS || epochMs < -MAX_DATE_MS) {
-        throw invalid('timeBits', `(${s.timeBits} bits of ${s.timeUnit} from ${new Date(epochMs).toISOString()}) ends past the last valid date; use fewer time bits`);
+        throw invalid(
+          'timeBits',
+          `(${s.timeBits} bits of ${s.timeUnit} from ${new Date(epochMs).toISOString()}) ends past the last valid date; use fewer time bits`,
+        );
       }
     });
     const { datacenterBits, timeUnit } = o;

@@ -29,8 +29,10 @@ export const DEFAULT_STRIPE = 1_000_000;
 
 /** Checks a layout's numbers; throws ConfigError (CONFIG_INVALID) naming the one at fault. */
 export function regionLayout(regions: number, region: number, stripe: number = DEFAULT_STRIPE): RegionLayout {
-  if (!Number.isSafeInteger(regions) || regions < 2 || regions > MAX_REGIONS) throw new ConfigError(`regions must be an integer from 2 to ${MAX_REGIONS}, got ${regions}`, 'regions');
-  if (!Number.isSafeInteger(region) || region < 0 || region >= regions) throw new ConfigError(`region must be an integer from 0 to ${regions - 1}, got ${region}`, 'region');
+  if (!Number.isSafeInteger(regions) || regions < 2 || regions > MAX_REGIONS)
+    throw new ConfigError(`regions must be an integer from 2 to ${MAX_REGIONS}, got ${regions}`, 'regions');
+  if (!Number.isSafeInteger(region) || region < 0 || region >= regions)
+    throw new ConfigError(`region must be an integer from 0 to ${regions - 1}, got ${region}`, 'region');
   if (!Number.isSafeInteger(stripe) || stripe < 1 || stripe > Math.floor(MAX_SEGMENT_ID / regions)) {
     throw new ConfigError(`stripe must be an integer from 1 to ${Math.floor(MAX_SEGMENT_ID / regions)}, got ${stripe}`, 'stripe');
   }
@@ -67,7 +69,10 @@ export function regionBits(regions: number): number {
  * 2 regions: 512 workers per region; with 8: 128). Returns the local range and how to place a
  * local id in it, or throws when the layout's worker field cannot hold the regions.
  */
-export function regionalWorkerIds(layout: Pick<RegionLayout, 'regions' | 'region'>, maxWorkerId: number): { maxLocal: number; workerId(local: number): number; regionOf(workerId: number): number } {
+export function regionalWorkerIds(
+  layout: Pick<RegionLayout, 'regions' | 'region'>,
+  maxWorkerId: number,
+): { maxLocal: number; workerId(local: number): number; regionOf(workerId: number): number } {
   const workerBits = Math.round(Math.log2(maxWorkerId + 1));
   const bits = regionBits(layout.regions);
   if (2 ** workerBits !== maxWorkerId + 1 || workerBits <= bits) {

@@ -56,10 +56,13 @@ export function sleep(ms: number, options: SleepOptions = {}): Promise<void> {
       clearTimeout(timer);
       reject(signal!.reason as Error);
     };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', abort);
-      resolve();
-    }, Math.max(0, ms));
+    const timer = setTimeout(
+      () => {
+        signal?.removeEventListener('abort', abort);
+        resolve();
+      },
+      Math.max(0, ms),
+    );
     if (unref) timer.unref();
     signal?.addEventListener('abort', abort, { once: true });
   });

@@ -331,7 +331,8 @@ export class SegmentBuffer {
         // Re-arm the background trigger, whoever started this load.
         if (!this.closed && this.end >= this.cur) this.loadMark = this.cur;
         // A server down (NOT_READY, TIMEOUT) is expected: one episode without a stack. Anything else is a bug's trace.
-        if (err instanceof IdmintError && err.retriable && !(err instanceof SegmentExhaustedError)) this.failing.fail({ step, code: err.code }, err.message, dependencyOf(err));
+        if (err instanceof IdmintError && err.retriable && !(err instanceof SegmentExhaustedError))
+          this.failing.fail({ step, code: err.code }, err.message, dependencyOf(err));
         else if (!(err instanceof SegmentExhaustedError)) this.log.warn({ err, step }, 'segment allocation failed');
         else if (!this.exhaustionLogged) {
           this.exhaustionLogged = true;
@@ -362,9 +363,13 @@ export class SegmentBuffer {
       throw new IdmintError('NOT_READY', `allocator returned an invalid segment [${start}, ${end}] for biz tag "${this.options.bizTag}"`, { retriable: false });
     }
     if (start <= this.highWater) {
-      throw new IdmintError('NOT_READY', `allocator returned segment [${start}, ${end}] for biz tag "${this.options.bizTag}" overlapping IDs up to ${this.highWater} already served; refusing to repeat IDs`, {
-        retriable: false,
-      });
+      throw new IdmintError(
+        'NOT_READY',
+        `allocator returned segment [${start}, ${end}] for biz tag "${this.options.bizTag}" overlapping IDs up to ${this.highWater} already served; refusing to repeat IDs`,
+        {
+          retriable: false,
+        },
+      );
     }
   }
 

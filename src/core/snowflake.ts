@@ -64,9 +64,13 @@ export function assertLayoutUsable(layout: Layout, now: number, log: Logger): vo
 
 /** A layout past its last tick: its epoch is the operator's to move, not a caller's mistake. */
 export function layoutExhausted(layout: Layout): ConfigError {
-  return new ConfigError(`layout "${layout.name}" ran out of time bits on ${layout.exhaustsAt.toISOString()}; configure a later epoch or more time bits`, 'epoch', {
-    details: { exhaustsAt: layout.exhaustsAt.toISOString() },
-  });
+  return new ConfigError(
+    `layout "${layout.name}" ran out of time bits on ${layout.exhaustsAt.toISOString()}; configure a later epoch or more time bits`,
+    'epoch',
+    {
+      details: { exhaustsAt: layout.exhaustsAt.toISOString() },
+    },
+  );
 }
 
 export function assertIdInRange(name: string, value: number, max: number): void {
@@ -97,11 +101,20 @@ export class SnowflakeGenerator {
   private base = 0n;
 
   constructor(options: SnowflakeOptions) {
-    const o = resolveOptions({ ...SNOWFLAKE_DEFAULTS, layout: LEAF_LAYOUT, clock: systemClock, random: Math.random, sleep: sleepSync, logger: silentLogger }, options, (s) => {
-      assertIdInRange('workerId', s.workerId, s.layout.maxWorkerId);
-      assertIdInRange('datacenterId', s.datacenterId, s.layout.maxDatacenterId);
-      if (!(s.maxBackwardsMs >= 0)) throw new OptionsError('SnowflakeGenerator', 'maxBackwardsMs', `must be ≥ 0 (the largest clock step back waited out, default 5), got ${s.maxBackwardsMs}`);
-    });
+    const o = resolveOptions(
+      { ...SNOWFLAKE_DEFAULTS, layout: LEAF_LAYOUT, clock: systemClock, random: Math.random, sleep: sleepSync, logger: silentLogger },
+      options,
+      (s) => {
+        assertIdInRange('workerId', s.workerId, s.layout.maxWorkerId);
+        assertIdInRange('datacenterId', s.datacenterId, s.layout.maxDatacenterId);
+        if (!(s.maxBackwardsMs >= 0))
+          throw new OptionsError(
+            'SnowflakeGenerator',
+            'maxBackwardsMs',
+            `must be ≥ 0 (the largest clock step back waited out, default 5), got ${s.maxBackwardsMs}`,
+          );
+      },
+    );
     const { layout, clock, datacenterId } = o;
     const log = o.logger.child({ component: 'snowflake' });
     assertLayoutUsable(layout, clock.now(), log);

@@ -100,7 +100,12 @@ function newestPools(tags: readonly TagInfo[], samples: readonly Sample[]): Map<
     for (const p of sample.pools) {
       if (!wanted.has(p.bizTag) || found.has(p.bizTag)) continue;
       const sum = here.get(p.bizTag) ?? { depth: 0, target: null, rate: 0, at: sample.at };
-      here.set(p.bizTag, { depth: sum.depth + p.depth, target: p.target === null ? sum.target : (sum.target ?? 0) + p.target, rate: sum.rate + p.rate, at: sample.at });
+      here.set(p.bizTag, {
+        depth: sum.depth + p.depth,
+        target: p.target === null ? sum.target : (sum.target ?? 0) + p.target,
+        rate: sum.rate + p.rate,
+        at: sample.at,
+      });
     }
     for (const [tag, sum] of here) found.set(tag, sum);
   }

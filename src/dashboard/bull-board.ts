@@ -30,7 +30,13 @@ export const BULL_BOARD_DEFAULTS = defaults({ basePath: '/ui', readOnly: false, 
  * the admin token as a Bearer header or as the basic-auth password (browsers prompt for it).
  */
 export async function registerBullBoard(app: FastifyInstance, options: BullBoardOptions): Promise<void> {
-  const { basePath, readOnly: readOnlyMode, title, queues, authorize } = resolveOptions(BULL_BOARD_DEFAULTS, options, (s) => {
+  const {
+    basePath,
+    readOnly: readOnlyMode,
+    title,
+    queues,
+    authorize,
+  } = resolveOptions(BULL_BOARD_DEFAULTS, options, (s) => {
     if (!/^\/[A-Za-z0-9/_-]*$/.test(s.basePath) || (s.basePath.length > 1 && s.basePath.endsWith('/'))) {
       throw new OptionsError('dashboard', 'basePath', `must look like /ui, got "${s.basePath}"`);
     }

@@ -120,7 +120,12 @@ export class MirroredDashboardStore implements DashboardStore {
   /** Everything after `since` for a page, from the shared store when it answers, else from memory (with why). */
   async read(since: number): Promise<HistoryRead> {
     const ok = await this.pull({ samples: since, refills: since });
-    return { samples: this.sampleLine.since(since), refills: this.refillLine.since(since), reports: [...this.reportMap.values()], ...(ok ? {} : { error: this.failure ?? 'unknown error' }) };
+    return {
+      samples: this.sampleLine.since(since),
+      refills: this.refillLine.since(since),
+      reports: [...this.reportMap.values()],
+      ...(ok ? {} : { error: this.failure ?? 'unknown error' }),
+    };
   }
 
   /** What memory holds after `since`, without asking the shared store. */
@@ -140,7 +145,11 @@ export class MirroredDashboardStore implements DashboardStore {
     if (!shared) return true;
     try {
       const [samples, refills, reports] = await withDeadline(
-        Promise.all([since.samples === undefined ? [] : shared.samples(since.samples), since.refills === undefined ? [] : shared.refills(since.refills), shared.reports()]),
+        Promise.all([
+          since.samples === undefined ? [] : shared.samples(since.samples),
+          since.refills === undefined ? [] : shared.refills(since.refills),
+          shared.reports(),
+        ]),
         this.timeoutMs,
         'reading the dashboard history from Redis',
       );

@@ -17,14 +17,18 @@ export function dashboardPageHtml(config: Record<string, unknown>, links: PageLi
     link('docs', 'API docs'),
     link('metrics', 'metrics'),
     links.grafana ? link(links.grafana, 'Grafana') : '',
-  ].filter(Boolean).join(' · ');
+  ]
+    .filter(Boolean)
+    .join(' · ');
   const sorts = [
     ['attention', 'needs attention first'],
     ['name', 'name'],
     ['depth', 'depth (lowest first)'],
     ['fill', 'fill ratio (lowest first)'],
     ['last-refill', 'last refill (oldest first)'],
-  ].map(([value, text]) => `<option value="${value}">${text}</option>`).join('');
+  ]
+    .map(([value, text]) => `<option value="${value}">${text}</option>`)
+    .join('');
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>idmint dashboard</title>
 <meta name="viewport" content="width=device-width, initial-scale=1"><link rel="icon" href="data:,">

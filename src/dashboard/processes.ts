@@ -97,12 +97,16 @@ export function processRows(input: ProcessRowsInput): ProcessRow[] {
   // A silent process whose address a newer process now holds was restarted: it is stopped, not silent.
   const replaced = rows.map((row) => {
     if (row.state !== 'silent') return row;
-    const successor = [rowOf(self, now, silentAfter), ...rows].find((o) => o.id !== row.id && o.name === row.name && o.startedAt > row.startedAt && (o.state === 'unheard' || !o.silent));
+    const successor = [rowOf(self, now, silentAfter), ...rows].find(
+      (o) => o.id !== row.id && o.name === row.name && o.startedAt > row.startedAt && (o.state === 'unheard' || !o.silent),
+    );
     return successor ? { ...row, state: 'stopped' as const, note: `replaced by the process started ${new Date(successor.startedAt).toISOString()}` } : row;
   });
   // While Redis cannot be read, Postgres still lists the processes that heartbeat.
   const fromPostgres = heard || !live ? [] : live.filter((l) => !matched.has(l.id) && !l.id.startsWith(`${self.id}:`)).map((l) => rowOfLive(l, now));
-  const sorted = [...replaced, ...fromPostgres].sort((a, b) => a.name.localeCompare(b.name) || a.roles.join().localeCompare(b.roles.join()) || a.startedAt - b.startedAt);
+  const sorted = [...replaced, ...fromPostgres].sort(
+    (a, b) => a.name.localeCompare(b.name) || a.roles.join().localeCompare(b.roles.join()) || a.startedAt - b.startedAt,
+  );
   return [{ ...rowOf(self, now, silentAfter), self: true }, ...sorted];
 }
 

@@ -73,17 +73,21 @@ export class DashboardReporter {
     await this.ticking;
     const now = Date.now();
     const last: ProcessReport = { ...this.identity(), at: now, status: 'not_ready', checks: {}, issued: this.options.issued(), stoppedAt: now };
-    await withDeadline(this.options.store.putReport(last), GOODBYE_TIMEOUT_MS, 'writing the last dashboard report').catch((err: unknown) => this.log.debug({ err: (err as Error).message }, 'the last dashboard report was not written; the process will show as silent'));
+    await withDeadline(this.options.store.putReport(last), GOODBYE_TIMEOUT_MS, 'writing the last dashboard report').catch((err: unknown) =>
+      this.log.debug({ err: (err as Error).message }, 'the last dashboard report was not written; the process will show as silent'),
+    );
   }
 
   /** This process now (health asked now, bounded): the page shows it even while the store cannot be read. */
   async report(now = Date.now()): Promise<ProcessReport> {
-    const health = await withDeadline(this.options.health(), HEALTH_TIMEOUT_MS, 'the readiness checks').catch(
-      (err: unknown): HealthReport => ({ status: 'not_ready', checks: { health: { ok: false, message: (err as Error).message } } }),
-    );
+    const health = await withDeadline(this.options.health(), HEALTH_TIMEOUT_MS, 'the readiness checks').catch((err: unknown): HealthReport => ({
+      status: 'not_ready',
+      checks: { health: { ok: false, message: (err as Error).message } },
+    }));
     const checks = { ...health.checks };
     // Kafka pool topics that cannot be read say Kafka is down, whatever the readiness checks say.
-    if (this.kafkaError !== undefined && checks.kafka?.ok !== false) checks.kafka = { ok: false, message: `the Kafka pool topics cannot be read: ${this.kafkaError}` };
+    if (this.kafkaError !== undefined && checks.kafka?.ok !== false)
+      checks.kafka = { ok: false, message: `the Kafka pool topics cannot be read: ${this.kafkaError}` };
     return { ...this.identity(), at: now, status: health.status, checks, issued: this.options.issued(), ...(this.kafka ? { kafka: this.kafka } : {}) };
   }
 

@@ -31,7 +31,8 @@ export interface DashboardPageOptions {
 }
 
 /** The dashboard's Content-Security-Policy: its own scripts, stylesheet and data, its favicon's data: URL. */
-export const DASHBOARD_CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+export const DASHBOARD_CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 /** The page's scripts (ES modules) and stylesheet, read once (shipped as files beside the sources, like the Lua scripts). */
 const ASSETS = {
@@ -83,8 +84,20 @@ export async function dashboardRoutes(app: FastifyInstance, options: DashboardPa
     const now = Date.now();
     // Each read is bounded and none is fatal: a server that is down is named, not a 503.
     const [self, tags, history] = await Promise.all([options.reporter.report(now), options.tags.read(), options.store.read(since)]);
-    const live = history.error !== undefined && options.storeKind === 'redis' && options.live ? await withDeadline(options.live(), LIVE_TIMEOUT_MS, 'listing the live processes in Postgres').catch(() => undefined) : undefined;
-    return dashboardView({ now, sampleMs: options.sampleMs, storeKind: options.storeKind, self, tags, history, held: options.store.held(now - options.historyMs), live });
+    const live =
+      history.error !== undefined && options.storeKind === 'redis' && options.live
+        ? await withDeadline(options.live(), LIVE_TIMEOUT_MS, 'listing the live processes in Postgres').catch(() => undefined)
+        : undefined;
+    return dashboardView({
+      now,
+      sampleMs: options.sampleMs,
+      storeKind: options.storeKind,
+      self,
+      tags,
+      history,
+      held: options.store.held(now - options.historyMs),
+      live,
+    });
   });
 }
 

@@ -46,7 +46,8 @@ export async function statusRoutes(app: FastifyInstance, options: StatusPageOpti
     const read = await known.read();
     const tags = read.value ?? [];
     if (read.error !== undefined) {
-      const shown = read.at !== undefined ? `the tags as read ${Math.round((Date.now() - read.at) / 1000)} s ago` : 'no tags (none was read since this process started)';
+      const shown =
+        read.at !== undefined ? `the tags as read ${Math.round((Date.now() - read.at) / 1000)} s ago` : 'no tags (none was read since this process started)';
       down.push({ id: 'postgres', name: 'Postgres', message: `the tags cannot be read (${read.error}); showing ${shown}` });
     }
     const held = new Map<string, number>();
@@ -58,14 +59,23 @@ export async function statusRoutes(app: FastifyInstance, options: StatusPageOpti
         })
       : undefined;
     const pooled = new Map<string, number>();
-    for (const p of ((stats?.pools as Array<{ bizTag: string; depth: number }> | undefined) ?? [])) pooled.set(p.bizTag, (pooled.get(p.bizTag) ?? 0) + p.depth);
+    for (const p of (stats?.pools as Array<{ bizTag: string; depth: number }> | undefined) ?? []) pooled.set(p.bizTag, (pooled.get(p.bizTag) ?? 0) + p.depth);
     return { tags, held, pooled, history: options.history(), redis: options.stats !== undefined, down };
   };
 
   app.get('/status.json', async () => {
     const { tags, held, pooled, history, down } = await collect();
     return {
-      tags: tags.map((t) => ({ bizTag: t.bizTag, mode: t.mode, step: t.step, maxLimit: t.maxLimit, fallback: t.fallback, pool: t.pool, buffered: held.get(t.bizTag) ?? 0, pooled: pooled.get(t.bizTag) ?? null })),
+      tags: tags.map((t) => ({
+        bizTag: t.bizTag,
+        mode: t.mode,
+        step: t.step,
+        maxLimit: t.maxLimit,
+        fallback: t.fallback,
+        pool: t.pool,
+        buffered: held.get(t.bizTag) ?? 0,
+        pooled: pooled.get(t.bizTag) ?? null,
+      })),
       history,
       down,
     };
@@ -84,10 +94,18 @@ export function statusPage(options: Omit<StatusPageOptions, 'authorize'>) {
   };
 }
 
-function renderPage(data: { tags: BizTag[]; held: Map<string, number>; pooled: Map<string, number>; history: HistoryBucket[]; redis: boolean; down: Down[] }): string {
+function renderPage(data: {
+  tags: BizTag[];
+  held: Map<string, number>;
+  pooled: Map<string, number>;
+  history: HistoryBucket[];
+  redis: boolean;
+  down: Down[];
+}): string {
   const rows = data.tags
     .map(
-      (t) => `<tr><td>${esc(t.bizTag)}</td><td>${t.mode}</td><td>${t.step}</td><td>${t.maxLimit ?? '—'}</td><td>${t.fallback}</td><td>${t.pool}</td>` +
+      (t) =>
+        `<tr><td>${esc(t.bizTag)}</td><td>${t.mode}</td><td>${t.step}</td><td>${t.maxLimit ?? '—'}</td><td>${t.fallback}</td><td>${t.pool}</td>` +
         `<td class="n">${data.held.get(t.bizTag) ?? 0}</td>${data.redis ? `<td class="n">${data.pooled.get(t.bizTag) ?? '—'}</td>` : ''}<td>${esc(t.description)}</td></tr>`,
     )
     .join('\n');
@@ -100,7 +118,9 @@ td.n{text-align:right;font-variant-numeric:tabular-nums}.legend span{display:inl
 <body><h1>idmint status</h1>
 <div id="down" role="alert">${data.down.map((d) => `<p data-server="${esc(d.id)}">${esc(d.name)} is down: ${esc(d.message)}</p>`).join('')}</div>
 <h2>IDs issued by this process, last ${Math.round((data.history.length * (data.history[1] && data.history[0] ? data.history[1].at - data.history[0].at : 10_000)) / 60_000)} minutes: ${total}</h2>
-<div class="legend">${Object.entries(SOURCE_COLOURS).map(([k, c]) => `<span><i style="background:${c}"></i>${k}</span>`).join('')}</div>
+<div class="legend">${Object.entries(SOURCE_COLOURS)
+    .map(([k, c]) => `<span><i style="background:${c}"></i>${k}</span>`)
+    .join('')}</div>
 ${renderChart(data.history)}
 <h2>Tags (${data.tags.length})</h2>
 <table id="tags"><thead><tr><th>tag</th><th>mode</th><th>step</th><th>maxLimit</th><th>fallback</th><th>pool</th><th>buffered here</th>${data.redis ? '<th>in Redis</th>' : ''}<th>description</th></tr></thead>
@@ -122,7 +142,9 @@ function renderChart(history: HistoryBucket[]): string {
         .map((source) => {
           const h = (b[source] / max) * (height - 10);
           y -= h;
-          return h > 0 ? `<rect x="${(i * w).toFixed(1)}" y="${y.toFixed(1)}" width="${Math.max(1, w - 1).toFixed(1)}" height="${h.toFixed(1)}" fill="${SOURCE_COLOURS[source]}"><title>${new Date(b.at).toISOString()} ${source}: ${b[source]}</title></rect>` : '';
+          return h > 0
+            ? `<rect x="${(i * w).toFixed(1)}" y="${y.toFixed(1)}" width="${Math.max(1, w - 1).toFixed(1)}" height="${h.toFixed(1)}" fill="${SOURCE_COLOURS[source]}"><title>${new Date(b.at).toISOString()} ${source}: ${b[source]}</title></rect>`
+            : '';
         })
         .join('');
     })

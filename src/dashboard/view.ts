@@ -50,16 +50,29 @@ export function dashboardView(input: DashboardViewInput): DashboardData {
   const { now, history, tags } = input;
   const storeError = input.storeKind === 'redis' ? history.error : undefined;
   const infos = tags.value ? tags.value.map(tagInfo) : tagsInHistory(input.held);
-  const processes = processRows({ reports: history.reports, self: input.self, now, sampleMs: input.sampleMs, heard: storeError === undefined, live: input.live });
+  const processes = processRows({
+    reports: history.reports,
+    self: input.self,
+    now,
+    sampleMs: input.sampleMs,
+    heard: storeError === undefined,
+    live: input.live,
+  });
   const reads: Array<{ id: string; name: string; message: string }> = [];
   if (tags.error !== undefined) {
     const shown = tags.value && tags.at !== undefined ? `the tags as read ${Math.round((now - tags.at) / 1000)} s ago` : 'only the tags named in the history';
     reads.push({ id: 'postgres', name: 'Postgres', message: `the tags cannot be read (${tags.error}); showing ${shown}` });
   }
-  if (storeError !== undefined) reads.push({ id: 'redis', name: 'Redis', message: `the shared history cannot be read (${storeError}); showing this server's copy of it` });
+  if (storeError !== undefined)
+    reads.push({ id: 'redis', name: 'Redis', message: `the shared history cannot be read (${storeError}); showing this server's copy of it` });
   const rows = tagRows(infos, input.held.samples, input.held.refills);
   const down = serversDown(processes, reads);
-  const tagsFrom: DashboardData['tagsFrom'] = tags.error === undefined ? { source: 'postgres' } : tags.value ? { source: 'memory', ...(tags.at !== undefined ? { at: tags.at } : {}) } : { source: 'history' };
+  const tagsFrom: DashboardData['tagsFrom'] =
+    tags.error === undefined
+      ? { source: 'postgres' }
+      : tags.value
+        ? { source: 'memory', ...(tags.at !== undefined ? { at: tags.at } : {}) }
+        : { source: 'history' };
   return {
     now,
     store: input.storeKind,

@@ -90,7 +90,9 @@ export class DeploymentWatch {
     const first = this.current[0];
     if (!first) return undefined;
     const parts = this.current.map((d) =>
-      d.vanished ? `${d.setting} vanished from the record (restore it with \`idmint deployment set ${d.setting}\`)` : `${d.setting} differs (check ${settingRule(d.setting).variables})`,
+      d.vanished
+        ? `${d.setting} vanished from the record (restore it with \`idmint deployment set ${d.setting}\`)`
+        : `${d.setting} differs (check ${settingRule(d.setting).variables})`,
     );
     const refused = [...new Set(this.current.flatMap((d) => d.closes))];
     return {

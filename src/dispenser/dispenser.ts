@@ -1,5 +1,18 @@
 import { BadRequestError, dependencyOf, forCaller, IdmintError, UnknownBizTagError } from '../core/errors.js';
-import { BIZ_TAG_PATTERN, systemClock, type BizStore, type BizTag, type BlocksResult, type Clock, type DispenseResult, type IdService, type IdSource, type IdSourceName, type PoolKind, type TakeContext } from '../core/ports.js';
+import {
+  BIZ_TAG_PATTERN,
+  systemClock,
+  type BizStore,
+  type BizTag,
+  type BlocksResult,
+  type Clock,
+  type DispenseResult,
+  type IdService,
+  type IdSource,
+  type IdSourceName,
+  type PoolKind,
+  type TakeContext,
+} from '../core/ports.js';
 import type { DispenserMetrics } from './metrics.js';
 import { silentLogger, type Logger } from '../core/logger.js';
 import { checkInteger, defaults, OptionsError, resolveOptions } from '../core/options.js';
@@ -128,7 +141,10 @@ export class Dispenser implements IdService {
       clock: this.clock,
       logger: options.logger ?? silentLogger,
       // Narrowed elsewhere (a startAfter or a lower maxLimit on another process): what is buffered here may lie outside.
-      onRangeNarrowed: (bizTag) => void this.dropBuffered(bizTag).catch((err: unknown) => this.logger.warn({ err, bizTag }, 'dropping IDs below a raised floor failed; they are still never handed out')),
+      onRangeNarrowed: (bizTag) =>
+        void this.dropBuffered(bizTag).catch((err: unknown) =>
+          this.logger.warn({ err, bizTag }, 'dropping IDs below a raised floor failed; they are still never handed out'),
+        ),
     });
     this.poolOutage = new Episode(this.logger, 'pool unavailable; serving by fallback', { clock: this.clock });
     this.segmentOutage = new Episode(this.logger, 'Postgres cannot serve segments either; serving Snowflake IDs', { clock: this.clock });
@@ -156,18 +172,31 @@ export class Dispenser implements IdService {
    * The one request path: validation, admission (IDs in flight), the tag, plugins, the error
    * metric and the rejection handler, around `serve`.
    */
-  private dispense<R extends DispenseResult | BlocksResult>(request: DispenseRequest, maxCount: number, weight: number, serve: (tag: BizTag) => Promise<R>): Promise<R> {
+  private dispense<R extends DispenseResult | BlocksResult>(
+    request: DispenseRequest,
+    maxCount: number,
+    weight: number,
+    serve: (tag: BizTag) => Promise<R>,
+  ): Promise<R> {
     // Tracing off: no span, no closure (the check is two property reads).
     if (!tracingOn()) return this.dispenseUntraced(request, maxCount, weight, serve);
     return traceDispense(request.bizTag, request.count, request.as, () => this.dispenseUntraced(request, maxCount, weight, serve));
   }
 
-  private async dispenseUntraced<R extends DispenseResult | BlocksResult>(request: DispenseRequest, maxCount: number, weight: number, serve: (tag: BizTag) => Promise<R>): Promise<R> {
+  private async dispenseUntraced<R extends DispenseResult | BlocksResult>(
+    request: DispenseRequest,
+    maxCount: number,
+    weight: number,
+    serve: (tag: BizTag) => Promise<R>,
+  ): Promise<R> {
     let admitted = 0;
     try {
       validate(request.bizTag, request.count, maxCount);
       if (this.inFlight > 0 && this.inFlight + weight > this.options.maxIdsInFlight) {
-        throw new IdmintError('NOT_READY', `busy: ${this.inFlight} IDs are being served (IDMINT_MAX_IDS_IN_FLIGHT ${this.options.maxIdsInFlight}); retry shortly or ask for fewer`);
+        throw new IdmintError(
+          'NOT_READY',
+          `busy: ${this.inFlight} IDs are being served (IDMINT_MAX_IDS_IN_FLIGHT ${this.options.maxIdsInFlight}); retry shortly or ask for fewer`,
+        );
       }
       admitted = weight;
       this.inFlight += weight;
@@ -333,7 +362,9 @@ export class Dispenser implements IdService {
     const { source, value: rest } = await this.fallBack(tag, poolError, async (fallback) => {
       const taken = await takeFrom(fallback, tag, missing, context);
       // The segment rung buffers too: the same range rule (Snowflake IDs lie above every limit's tag: no such fallback).
-      return fallback === this.options.segment && (ceiling !== null || floor > 0) ? taken.filter((id) => Number(id) > floor && (ceiling === null || Number(id) <= ceiling)) : taken;
+      return fallback === this.options.segment && (ceiling !== null || floor > 0)
+        ? taken.filter((id) => Number(id) > floor && (ceiling === null || Number(id) <= ceiling))
+        : taken;
     });
     if (rest.length < missing) throw new IdmintError('POOL_EMPTY', `fallback ${source} for "${tag.bizTag}" returned ${rest.length} of ${missing} IDs`);
     // Report the fallback whenever it served any part of the batch, so callers see degraded service.
@@ -355,7 +386,12 @@ export class Dispenser implements IdService {
    * ladder. A tag that may not fall back waits up to poolWaitMs for a pool that answers but is
    * short (the short take requested its refill), taking what arrives.
    */
-  private async fromPool<T>(tag: BizTag, count: number, take: (n: number) => Promise<T[]>, size: (items: T[]) => number): Promise<{ items: T[]; error?: IdmintError }> {
+  private async fromPool<T>(
+    tag: BizTag,
+    count: number,
+    take: (n: number) => Promise<T[]>,
+    size: (items: T[]) => number,
+  ): Promise<{ items: T[]; error?: IdmintError }> {
     let items: T[];
     try {
       items = await take(count);
@@ -377,7 +413,14 @@ export class Dispenser implements IdService {
           }
           if (got < count) throw short;
         },
-        { what: `waiting for the pool of "${tag.bizTag}"`, retriable: (err) => err === short, timeoutMs: this.options.poolWaitMs, initialMs: 10, maxMs: 200, clock: this.clock },
+        {
+          what: `waiting for the pool of "${tag.bizTag}"`,
+          retriable: (err) => err === short,
+          timeoutMs: this.options.poolWaitMs,
+          initialMs: 10,
+          maxMs: 200,
+          clock: this.clock,
+        },
       );
     } catch (raw) {
       if (raw !== short) return { items, error: this.poolFailed(tag, raw) };
@@ -470,7 +513,6 @@ function validate(bizTag: string, count: number, maxCount: number): void {
 function asIdmintError(err: unknown): IdmintError {
   return forCaller(err, 'internal fault while dispensing');
 }
-
 
 export type { IdSourceName };
 

@@ -35,10 +35,27 @@ export class DispenserMetrics {
     this.registry = registry;
     if (options.defaultMetrics) collectProcessMetrics(registry);
     const flush = (): void => this.flushIssued();
-    this.issued = new Counter({ name: 'idmint_ids_issued_total', help: 'IDs handed out, by tag and source', labelNames: ['biz_tag', 'source'], registers: [registry], collect: flush });
-    this.requests = new Counter({ name: 'idmint_requests_total', help: 'Successful ID requests, by tag and source', labelNames: ['biz_tag', 'source'], registers: [registry], collect: flush });
+    this.issued = new Counter({
+      name: 'idmint_ids_issued_total',
+      help: 'IDs handed out, by tag and source',
+      labelNames: ['biz_tag', 'source'],
+      registers: [registry],
+      collect: flush,
+    });
+    this.requests = new Counter({
+      name: 'idmint_requests_total',
+      help: 'Successful ID requests, by tag and source',
+      labelNames: ['biz_tag', 'source'],
+      registers: [registry],
+      collect: flush,
+    });
     this.errors = new Counter({ name: 'idmint_errors_total', help: 'Failed ID requests, by error code', labelNames: ['code'], registers: [registry] });
-    this.allocations = new Counter({ name: 'idmint_segment_allocations_total', help: 'Segments taken from the store', labelNames: ['biz_tag'], registers: [registry] });
+    this.allocations = new Counter({
+      name: 'idmint_segment_allocations_total',
+      help: 'Segments taken from the store',
+      labelNames: ['biz_tag'],
+      registers: [registry],
+    });
     this.rewinds = new Counter({
       name: 'idmint_segment_rewinds_total',
       help: 'Segments Postgres handed out at or below the fence (its counter was rewound, e.g. by a failover that lost commits): discarded, the counter raised past the fence',

@@ -91,10 +91,15 @@ export function fenceStore<S extends BizStore & CounterRaiser>(store: S, fence: 
         if (await traceFenceClaim(bizTag, shard, mark, () => fence.claim(bizTag, shard, segment.start, segment.end))) return segment;
         // Claimed above its start meanwhile: a concurrent allocation above it, or the segment a
         // lost commit had handed out. Either way this one must not leave; take another.
-        log.debug({ bizTag, shard, segment: [segment.start, segment.end], fence: mark }, 'segment discarded: the fence was raised past its start while it was allocated');
+        log.debug(
+          { bizTag, shard, segment: [segment.start, segment.end], fence: mark },
+          'segment discarded: the fence was raised past its start while it was allocated',
+        );
         hooks.onDiscard?.(bizTag, shard, segment);
         if (++discards > MAX_DISCARDS) {
-          throw new IdmintError('NOT_READY', `the segment fence of "${bizTag}" shard ${shard} refused ${discards} segments in a row; try again`, { details: { bizTag, shard, fence: mark } });
+          throw new IdmintError('NOT_READY', `the segment fence of "${bizTag}" shard ${shard} refused ${discards} segments in a row; try again`, {
+            details: { bizTag, shard, fence: mark },
+          });
         }
         continue;
       }
@@ -104,9 +109,13 @@ export function fenceStore<S extends BizStore & CounterRaiser>(store: S, fence: 
         'Postgres handed out a segment at or below the fence: its counter was rewound (a failover lost commits, or it was lowered by hand). The segment is discarded and the counter raised past the fence',
       );
       if (repairs >= MAX_REPAIRS) {
-        throw new IdmintError('NOT_READY', `the segment counter of "${bizTag}" shard ${shard} keeps falling below its fence ${mark}; refusing to hand out segments`, {
-          details: { bizTag, shard, fence: mark },
-        });
+        throw new IdmintError(
+          'NOT_READY',
+          `the segment counter of "${bizTag}" shard ${shard} keeps falling below its fence ${mark}; refusing to hand out segments`,
+          {
+            details: { bizTag, shard, fence: mark },
+          },
+        );
       }
       repairs++;
       await store.raiseShardCounter(bizTag, shard, mark);

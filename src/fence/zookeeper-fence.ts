@@ -38,7 +38,8 @@ export class ZookeeperFence implements SegmentFence {
 
   constructor(options: ZookeeperFenceOptions) {
     const { logger, probeEveryMs, ...rest } = resolveOptions({ ...ZOOKEEPER_FENCE_DEFAULTS, logger: silentLogger }, options, (s) => {
-      if (!/^(\/[^/\s]+)+\/*$/.test(s.root)) throw new OptionsError('ZookeeperFence', 'root', `must be an absolute ZooKeeper path below / (default /idmint/fence), got "${s.root}"`);
+      if (!/^(\/[^/\s]+)+\/*$/.test(s.root))
+        throw new OptionsError('ZookeeperFence', 'root', `must be an absolute ZooKeeper path below / (default /idmint/fence), got "${s.root}"`);
     });
     const { root, ...zk } = rest;
     this.root = root.replace(/\/+$/, '');
@@ -192,6 +193,7 @@ function parseMark(data: Buffer | undefined): number {
   const text = data?.toString() ?? '0';
   const n = Number(text);
   // A mark read as 0 would let a rewound counter through: refuse rather than guess.
-  if (!/^\d+$/.test(text) || !Number.isSafeInteger(n)) throw new IdmintError('NOT_READY', `a segment fence node holds "${text.slice(0, 40)}", not an ID; fix or remove it in ZooKeeper`);
+  if (!/^\d+$/.test(text) || !Number.isSafeInteger(n))
+    throw new IdmintError('NOT_READY', `a segment fence node holds "${text.slice(0, 40)}", not an ID; fix or remove it in ZooKeeper`);
   return n;
 }

@@ -38,7 +38,10 @@ export function makeTokenGuard(token: string | undefined, names: { variable: str
       const colon = decoded.indexOf(':');
       if (colon >= 0 && sameSecret(decoded.slice(colon + 1), token)) return;
     }
-    throw new IdmintError('UNAUTHORIZED', header === '' ? `missing Authorization header: send "Authorization: Bearer <${names.variable}>"` : `wrong ${names.what}`);
+    throw new IdmintError(
+      'UNAUTHORIZED',
+      header === '' ? `missing Authorization header: send "Authorization: Bearer <${names.variable}>"` : `wrong ${names.what}`,
+    );
   };
 }
 
@@ -59,6 +62,9 @@ export function browserAdminHook(authorize: (request: FastifyRequest) => void): 
 
 export function assertAdminExposureSafe(host: string, token: string | undefined): void {
   if (token === undefined && !isLoopback(host)) {
-    throw new IdmintError('BAD_REQUEST', `IDMINT_ADMIN_TOKEN is required when IDMINT_HOST (${host}) is not a loopback address: set a token of 8+ characters, or bind to 127.0.0.1`);
+    throw new IdmintError(
+      'BAD_REQUEST',
+      `IDMINT_ADMIN_TOKEN is required when IDMINT_HOST (${host}) is not a loopback address: set a token of 8+ characters, or bind to 127.0.0.1`,
+    );
   }
 }

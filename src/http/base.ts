@@ -69,7 +69,10 @@ export function createFastify(options: { logger?: Logger; component: string; bod
     routerOptions: { maxParamLength: 256 },
     // Router and parser errors in our envelope, not fastify's own shape.
     frameworkErrors: (error, _request, reply: FastifyReply) => {
-      const message = error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'a path segment is longer than 256 characters (a tag name has at most 64)' : 'the URL is malformed (a bad %-escape?)';
+      const message =
+        error.code === 'FST_ERR_MAX_PARAM_LENGTH'
+          ? 'a path segment is longer than 256 characters (a tag name has at most 64)'
+          : 'the URL is malformed (a bad %-escape?)';
       void reply
         .status(error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 414 : 400)
         .type('application/json; charset=utf-8')
@@ -97,7 +100,9 @@ function clientError(err: NodeJS.ErrnoException, socket: Duplex): void {
   // Like Node's own handler: answer only on a socket that has not sent a response already (a
   // keep-alive connection whose next bytes are garbage just closes).
   if (socket.writable && (socket as Socket).bytesWritten === 0) {
-    socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nConnection: close\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json; charset=utf-8\r\n\r\n${body}`);
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nConnection: close\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json; charset=utf-8\r\n\r\n${body}`,
+    );
   }
   socket.destroy();
 }
@@ -136,8 +141,10 @@ export function opsRoutes(app: FastifyInstance, options: OpsOptions): void {
       }),
     );
     const names = Object.keys(began);
-    if (names.length > 0) request.log.warn({ checks: names, reasons: began, status: report.status }, `readiness check${names.length > 1 ? 's' : ''} failing: ${names.join(', ')}`);
-    if (ended.length > 0) request.log.info({ checks: ended, status: report.status }, `readiness check${ended.length > 1 ? 's' : ''} passing again: ${ended.join(', ')}`);
+    if (names.length > 0)
+      request.log.warn({ checks: names, reasons: began, status: report.status }, `readiness check${names.length > 1 ? 's' : ''} failing: ${names.join(', ')}`);
+    if (ended.length > 0)
+      request.log.info({ checks: ended, status: report.status }, `readiness check${ended.length > 1 ? 's' : ''} passing again: ${ended.join(', ')}`);
     return reply.status(report.status === 'not_ready' ? 503 : 200).send({ status: report.status, checks });
   });
   const metricsGuard = makeTokenGuard(options.metricsToken, { variable: 'IDMINT_METRICS_TOKEN', what: 'metrics token' });

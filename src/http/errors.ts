@@ -43,7 +43,9 @@ export function installErrorHandling(app: FastifyInstance): void {
         .send({ error: { code: 'BAD_REQUEST', message: `method ${request.method} is not allowed on ${path}; use ${allow.join(' or ')}` } });
       return;
     }
-    void reply.status(404).send({ error: { code: 'BAD_REQUEST', message: `no route ${request.method} ${path}; see /docs for the routes (OpenAPI: /openapi.json)` } });
+    void reply
+      .status(404)
+      .send({ error: { code: 'BAD_REQUEST', message: `no route ${request.method} ${path}; see /docs for the routes (OpenAPI: /openapi.json)` } });
   });
 }
 

@@ -16,7 +16,11 @@ const fields = {
   pool: z.enum(['auto', 'memory', 'redis-list', 'redis-counter', 'kafka']),
   format: z.enum(ID_FORMATS),
   description: z.string().max(1024),
-  startAfter: z.number().int().min(0).max(MAX_SEGMENT_ID - 1),
+  startAfter: z
+    .number()
+    .int()
+    .min(0)
+    .max(MAX_SEGMENT_ID - 1),
 };
 
 const createBody = z.strictObject({ bizTag: z.string().regex(BIZ_TAG_PATTERN), ...partial(fields) });

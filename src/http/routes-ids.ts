@@ -43,14 +43,18 @@ export async function idRoutes(app: FastifyInstance, options: IdRoutesOptions): 
   // Big answers take turns (src/http/pacer.ts): one turn to take the IDs, one to serialise them
   // (fastify does as soon as the handler resolves), so a pool's I/O between them is not paced out.
   const pacer = options.pacer ?? new Pacer();
-  app.get<{ Params: { bizTag: string }; Querystring: Record<string, string | undefined> }>('/v1/ids/:bizTag', { ...issuing, schema: idsSchema }, async (request) => {
-    const bizTag = parseBizTag(request.params.bizTag);
-    const count = parseIntParam(request.query.count, 'count', 1, dispenser.maxCount, 1);
-    await pacer.turn(count);
-    const result = await dispenser.get(bizTag, count);
-    await pacer.turn(count, 'finish');
-    return result;
-  });
+  app.get<{ Params: { bizTag: string }; Querystring: Record<string, string | undefined> }>(
+    '/v1/ids/:bizTag',
+    { ...issuing, schema: idsSchema },
+    async (request) => {
+      const bizTag = parseBizTag(request.params.bizTag);
+      const count = parseIntParam(request.query.count, 'count', 1, dispenser.maxCount, 1);
+      await pacer.turn(count);
+      const result = await dispenser.get(bizTag, count);
+      await pacer.turn(count, 'finish');
+      return result;
+    },
+  );
 
   const blocksSchema = {
     response: {
@@ -67,12 +71,16 @@ export async function idRoutes(app: FastifyInstance, options: IdRoutesOptions): 
   };
 
   // Contiguous ranges of a segment tag's IDs: the answer's size does not grow with count.
-  app.get<{ Params: { bizTag: string }; Querystring: Record<string, string | undefined> }>('/v1/blocks/:bizTag', { ...issuing, schema: blocksSchema }, async (request) => {
-    const bizTag = parseBizTag(request.params.bizTag);
-    const count = parseIntParam(request.query.count, 'count', 1, dispenser.maxBlockCount, 1);
-    const result = await dispenser.getBlocks(bizTag, count);
-    return { bizTag: result.bizTag, blocks: result.blocks.map((b) => ({ start: String(b.start), end: String(b.end) })), source: result.source };
-  });
+  app.get<{ Params: { bizTag: string }; Querystring: Record<string, string | undefined> }>(
+    '/v1/blocks/:bizTag',
+    { ...issuing, schema: blocksSchema },
+    async (request) => {
+      const bizTag = parseBizTag(request.params.bizTag);
+      const count = parseIntParam(request.query.count, 'count', 1, dispenser.maxBlockCount, 1);
+      const result = await dispenser.getBlocks(bizTag, count);
+      return { bizTag: result.bizTag, blocks: result.blocks.map((b) => ({ start: String(b.start), end: String(b.end) })), source: result.source };
+    },
+  );
 
   app.get<{ Params: { id: string }; Querystring: { bizTag?: string } }>('/v1/decode/:id', async (request) => {
     let tag: BizTag | null = null;
@@ -93,7 +101,10 @@ export async function idRoutes(app: FastifyInstance, options: IdRoutesOptions): 
     }
     if (!tag && !/^\d+$/.test(request.params.id)) {
       // Not decimal: perhaps a formatted tag's ID (base62, sqids...), which only its tag can decode.
-      throw new BadRequestError(`id must be a decimal integer from 1 to ${(1n << 63n) - 1n}; a formatted tag's ID (base62, sqids) decodes with its tag: add ?bizTag=<tag>`, 'id');
+      throw new BadRequestError(
+        `id must be a decimal integer from 1 to ${(1n << 63n) - 1n}; a formatted tag's ID (base62, sqids) decodes with its tag: add ?bizTag=<tag>`,
+        'id',
+      );
     }
     const id = parseId(request.params.id);
     return { id: id.toString(), ...decode(id, tag) };

@@ -14,7 +14,6 @@ import { rateLimitHandlers, requestedTag, type RateLimits } from './rate-limits.
 import { presentedToken, tokenRoutes, TokenGate } from './tag-tokens.js';
 import type { DecodedId } from '../core/layout.js';
 
-
 /** How often a server lists every tag's token access into its gate. */
 const TAG_ACCESS_EVERY_MS = 60_000;
 
@@ -74,7 +73,11 @@ export function buildOpsServer(options: {
   limits?: ConnectionLimits;
   logger?: Logger;
 }): FastifyInstance {
-  const app = createFastify({ component: 'http', ...(options.logger ? { logger: options.logger } : {}), ...(options.limits ? { limits: options.limits } : {}) });
+  const app = createFastify({
+    component: 'http',
+    ...(options.logger ? { logger: options.logger } : {}),
+    ...(options.limits ? { limits: options.limits } : {}),
+  });
   opsRoutes(app, { registry: options.registry, readiness: options.readiness, ...(options.metricsToken ? { metricsToken: options.metricsToken } : {}) });
   return app;
 }
@@ -117,7 +120,8 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
   }
   if (gate) {
     // Every tag's access, at start and once a minute: known ahead of a Postgres outage.
-    const preload = (): void => void gate.preloadAll().catch((err: unknown) => app.log.debug({ err: (err as Error).message }, 'listing tag tokens failed; known tags stay cached'));
+    const preload = (): void =>
+      void gate.preloadAll().catch((err: unknown) => app.log.debug({ err: (err as Error).message }, 'listing tag tokens failed; known tags stay cached'));
     preload();
     const timer = setInterval(preload, TAG_ACCESS_EVERY_MS);
     timer.unref();

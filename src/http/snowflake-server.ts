@@ -30,7 +30,11 @@ export async function buildSnowflakeServer(options: SnowflakeServerOptions): Pro
   const registry = options.registry ?? new Registry();
   collectProcessMetrics(registry);
   const issued = new Counter({ name: 'idmint_snowflake_ids_total', help: 'Snowflake IDs issued by this server', registers: [registry] });
-  const app = createFastify({ component: 'snowflake-http', ...(options.logger ? { logger: options.logger } : {}), ...(options.limits ? { limits: options.limits } : {}) });
+  const app = createFastify({
+    component: 'snowflake-http',
+    ...(options.logger ? { logger: options.logger } : {}),
+    ...(options.limits ? { limits: options.limits } : {}),
+  });
   opsRoutes(app, {
     registry,
     ...(options.metricsToken ? { metricsToken: options.metricsToken } : {}),

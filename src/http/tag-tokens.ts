@@ -69,7 +69,9 @@ export class TokenGate {
   private verdict(bizTag: string, access: Access, presented: string | undefined): IdmintError | null {
     if (!access.closed) return null;
     if (presented === undefined) return new IdmintError('UNAUTHORIZED', `tag "${bizTag}" requires a tag token: add ?token=... or an X-Idmint-Token header`);
-    return access.hashes.has(createHash('sha256').update(presented).digest('hex')) ? null : new IdmintError('UNAUTHORIZED', `wrong tag token for tag "${bizTag}" (unknown or revoked)`);
+    return access.hashes.has(createHash('sha256').update(presented).digest('hex'))
+      ? null
+      : new IdmintError('UNAUTHORIZED', `wrong tag token for tag "${bizTag}" (unknown or revoked)`);
   }
 
   /**
@@ -107,10 +109,18 @@ function toAccess(found: TagAccess): Access {
  * Rotation is create, deploy, revoke. Revoking the last token leaves the tag closed to everyone
  * (what an operator does when that token leaks); `DELETE …/tokens` opens it on purpose.
  */
-export async function tokenRoutes(app: FastifyInstance, options: { tokens: TagTokenStore; gate: TokenGate; authorize: (request: FastifyRequest) => void }): Promise<void> {
+export async function tokenRoutes(
+  app: FastifyInstance,
+  options: { tokens: TagTokenStore; gate: TokenGate; authorize: (request: FastifyRequest) => void },
+): Promise<void> {
   const { tokens, gate } = options;
   app.addHook('onRequest', async (request) => options.authorize(request));
-  const json = (t: TagTokenInfo) => ({ id: t.id, prefix: t.prefix, createdAt: t.createdAt.toISOString(), ...(t.revokedAt ? { revokedAt: t.revokedAt.toISOString() } : {}) });
+  const json = (t: TagTokenInfo) => ({
+    id: t.id,
+    prefix: t.prefix,
+    createdAt: t.createdAt.toISOString(),
+    ...(t.revokedAt ? { revokedAt: t.revokedAt.toISOString() } : {}),
+  });
 
   app.post<{ Params: { bizTag: string } }>('/v1/biz/:bizTag/tokens', async (request, reply) => {
     const bizTag = parseBizTag(request.params.bizTag);
@@ -118,7 +128,9 @@ export async function tokenRoutes(app: FastifyInstance, options: { tokens: TagTo
     gate.invalidate(bizTag);
     return reply.status(201).send({ ...json(created), token: created.token });
   });
-  app.get<{ Params: { bizTag: string } }>('/v1/biz/:bizTag/tokens', async (request) => ({ tokens: (await tokens.list(parseBizTag(request.params.bizTag))).map(json) }));
+  app.get<{ Params: { bizTag: string } }>('/v1/biz/:bizTag/tokens', async (request) => ({
+    tokens: (await tokens.list(parseBizTag(request.params.bizTag))).map(json),
+  }));
   app.delete<{ Params: { bizTag: string; id: string } }>('/v1/biz/:bizTag/tokens/:id', async (request, reply) => {
     const bizTag = parseBizTag(request.params.bizTag);
     await tokens.revoke(bizTag, request.params.id);

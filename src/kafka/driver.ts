@@ -29,7 +29,8 @@ export function isKafkaDriver(value: unknown): value is KafkaDriver {
 /** Validates IDMINT_KAFKA_DRIVER or the SDK's `driver`. */
 export function checkKafkaDriver(name: string | undefined): KafkaDriverName {
   const driver = name ?? DEFAULT_KAFKA_DRIVER;
-  if (!(KAFKA_DRIVERS as readonly string[]).includes(driver)) throw new OptionsError('Kafka', 'driver', `must be one of ${KAFKA_DRIVERS.join(', ')}, got ${JSON.stringify(driver)}`);
+  if (!(KAFKA_DRIVERS as readonly string[]).includes(driver))
+    throw new OptionsError('Kafka', 'driver', `must be one of ${KAFKA_DRIVERS.join(', ')}, got ${JSON.stringify(driver)}`);
   return driver as KafkaDriverName;
 }
 
@@ -42,7 +43,11 @@ export async function openKafka(source: KafkaSource, logger?: Logger): Promise<K
     const { platformaticDriver } = await import('./platformatic/index.js').catch((err: unknown) => {
       // idmint-client (the SDK alone) leaves this driver's library to the application.
       if ((err as { code?: unknown }).code === 'ERR_MODULE_NOT_FOUND' && String(err).includes('@platformatic/kafka')) {
-        throw new OptionsError('Kafka', 'driver', '"platformatic" needs the package @platformatic/kafka beside idmint-client (npm install @platformatic/kafka@2.12.1)');
+        throw new OptionsError(
+          'Kafka',
+          'driver',
+          '"platformatic" needs the package @platformatic/kafka beside idmint-client (npm install @platformatic/kafka@2.12.1)',
+        );
       }
       throw err;
     });

@@ -17,7 +17,10 @@ function anyCause(err: unknown, test: (e: Error) => boolean): boolean {
 
 /** A topic or partition the broker asked does not know (deleted, or created a moment ago on another broker). */
 export function isUnknownTopic(err: unknown): boolean {
-  return anyCause(err, (e) => (e as { type?: unknown }).type === 'UNKNOWN_TOPIC_OR_PARTITION' || /does not host this topic-partition|unknown topic/i.test(e.message));
+  return anyCause(
+    err,
+    (e) => (e as { type?: unknown }).type === 'UNKNOWN_TOPIC_OR_PARTITION' || /does not host this topic-partition|unknown topic/i.test(e.message),
+  );
 }
 
 /** A partition without a leader (an election, or every replica's broker down). */
@@ -31,7 +34,9 @@ export function isLeaderNotAvailable(err: unknown): boolean {
  * a broker back from a pause. KafkaJS's admin gives up on it at once; asking again shortly works.
  */
 export function isNotLeader(err: unknown): boolean {
-  return anyCause(err, (e) => /NOT_LEADER_(FOR_PARTITION|OR_FOLLOWER)|not the leader for that topic-partition/i.test(`${(e as { type?: string }).type ?? ''} ${e.message}`));
+  return anyCause(err, (e) =>
+    /NOT_LEADER_(FOR_PARTITION|OR_FOLLOWER)|not the leader for that topic-partition/i.test(`${(e as { type?: string }).type ?? ''} ${e.message}`),
+  );
 }
 
 /** A partition whose leadership is changing: worth reading again shortly. */
@@ -52,4 +57,3 @@ export function isCoordinatorMoving(err: unknown): boolean {
     type === 'GROUP_COORDINATOR_NOT_AVAILABLE'
   );
 }
-

@@ -122,11 +122,22 @@ export function decodeRequest(value: Buffer | null, limits: DecodeLimits): Decod
     raw = JSON.parse(value.toString('utf8'));
   } catch {
     // Not JSON, but perhaps readable enough to tell the sender so.
-    return { ok: false, error: new BadRequestError('request is not valid JSON', 'value'), ...allowed(sniffReplyAddress(value.subarray(0, 1024).toString('utf8')), limits) };
+    return {
+      ok: false,
+      error: new BadRequestError('request is not valid JSON', 'value'),
+      ...allowed(sniffReplyAddress(value.subarray(0, 1024).toString('utf8')), limits),
+    };
   }
   const reachable = allowed(readReplyAddress(raw), limits);
-  if (typeof (raw as { replyTo?: unknown } | null)?.replyTo === 'string' && reachable.replyTo === undefined && TOPIC_NAME_PATTERN.test((raw as { replyTo: string }).replyTo)) {
-    return { ok: false, error: new BadRequestError(`replyTo must be a reply topic of this deployment (starting with ${limits.replyPrefix ?? 'idmint.replies.'})`, 'replyTo') };
+  if (
+    typeof (raw as { replyTo?: unknown } | null)?.replyTo === 'string' &&
+    reachable.replyTo === undefined &&
+    TOPIC_NAME_PATTERN.test((raw as { replyTo: string }).replyTo)
+  ) {
+    return {
+      ok: false,
+      error: new BadRequestError(`replyTo must be a reply topic of this deployment (starting with ${limits.replyPrefix ?? 'idmint.replies.'})`, 'replyTo'),
+    };
   }
   const parsed = requestSchema.safeParse(raw);
   if (!parsed.success) {
@@ -176,7 +187,9 @@ export function encodeIdsReply(id: string, ids: readonly string[], source: IdSou
 }
 
 export function encodeBlocksReply(id: string, blocks: readonly Block[], source: IdSourceName, signature?: Signature): Buffer {
-  return Buffer.from(JSON.stringify({ v: WIRE_VERSION, id, blocks: blocks.map((b) => ({ start: String(b.start), end: String(b.end) })), source, ...signature }));
+  return Buffer.from(
+    JSON.stringify({ v: WIRE_VERSION, id, blocks: blocks.map((b) => ({ start: String(b.start), end: String(b.end) })), source, ...signature }),
+  );
 }
 
 export function encodeErrorReply(id: string, code: ErrorCode, message: string, signature?: Signature): Buffer {

@@ -54,7 +54,7 @@ export const kafkaPoolMetrics = perRegistry((registry: Registry): KafkaPoolMetri
   return {
     depth: new Gauge({
       name: 'idmint_kafka_pool_depth_ids',
-      help: 'Unconsumed IDs in a tag\'s Kafka pool topic, as last measured',
+      help: "Unconsumed IDs in a tag's Kafka pool topic, as last measured",
       labelNames: ['biz_tag'] as const,
       registers,
     }),

@@ -34,8 +34,10 @@ const RESERVED_NAMESPACES = new Set(['ids', 'pool', 'replies', 'requests', 'resp
 
 /** Throws BAD_REQUEST for a namespace that is not one (see KAFKA_NAMESPACE_PATTERN). */
 export function checkNamespace(namespace: string): void {
-  if (!KAFKA_NAMESPACE_PATTERN.test(namespace)) throw new BadRequestError(`Kafka namespace "${namespace}": lower-case letters, digits and -, at most 48, starting with a letter or digit`, 'namespace');
-  if (RESERVED_NAMESPACES.has(namespace)) throw new BadRequestError(`Kafka namespace "${namespace}" is a name idmint's own topics use; choose another`, 'namespace');
+  if (!KAFKA_NAMESPACE_PATTERN.test(namespace))
+    throw new BadRequestError(`Kafka namespace "${namespace}": lower-case letters, digits and -, at most 48, starting with a letter or digit`, 'namespace');
+  if (RESERVED_NAMESPACES.has(namespace))
+    throw new BadRequestError(`Kafka namespace "${namespace}" is a name idmint's own topics use; choose another`, 'namespace');
 }
 
 /** The topics and groups of one namespace (none: the default `idmint.*` names). */
@@ -59,10 +61,12 @@ export function kafkaNames(namespace?: string): KafkaNames {
   const topicPrefix = `${base}ids.`;
   const groupPrefix = `${base}pool.`;
   // Tags are lower-case, so the upper-case `S` can never collide with another tag's topic.
-  const named = (prefix: string) => (bizTag: string, shard = 0): string => {
-    checkTag(bizTag);
-    return shard === 0 ? `${prefix}${bizTag}` : `${prefix}${bizTag}.S${shard}`;
-  };
+  const named =
+    (prefix: string) =>
+    (bizTag: string, shard = 0): string => {
+      checkTag(bizTag);
+      return shard === 0 ? `${prefix}${bizTag}` : `${prefix}${bizTag}.S${shard}`;
+    };
   return Object.freeze({
     requestTopic: `${base}requests`,
     responderGroup: `${base}responders`,

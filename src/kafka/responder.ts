@@ -99,7 +99,16 @@ function validate(options: ResponderOptions): Settings {
   const keys = Object.keys(RESPONDER_DEFAULTS) as (keyof ResponderSettings)[];
   const given = Object.fromEntries(keys.map((key) => [key, options[key]])) as Partial<ResponderSettings>;
   return resolveOptions<ResponderSettings>(RESPONDER_DEFAULTS, given, (s) => {
-    for (const key of ['maxCount', 'maxBlockCount', 'maxRequestBytes', 'concurrency', 'joinTimeoutMs', 'sessionTimeoutMs', 'partitionsConsumedConcurrently', 'commitIntervalMs'] as const) {
+    for (const key of [
+      'maxCount',
+      'maxBlockCount',
+      'maxRequestBytes',
+      'concurrency',
+      'joinTimeoutMs',
+      'sessionTimeoutMs',
+      'partitionsConsumedConcurrently',
+      'commitIntervalMs',
+    ] as const) {
       checkInteger('responder', s, key, 1);
     }
     if (!s.groupId) throw new OptionsError('responder', 'groupId', 'must be non-empty');
@@ -241,8 +250,16 @@ class KafkaResponder implements Responder {
       }
       const result = await this.options.dispenser.get(bizTag, count, { deadline });
       this.metrics.ids.inc(result.ids.length);
-      const signature = { kid: key.kid, sig: key.sign(replyBytes(replyTo, id, { kind: 'ids', source: result.source, format: result.format ?? '', ids: result.ids })) };
-      return { topic: replyTo, message: { key: id, value: encodeIdsReply(id, result.ids, result.source, result.format, signature) }, outcome: 'ok', receivedAt };
+      const signature = {
+        kid: key.kid,
+        sig: key.sign(replyBytes(replyTo, id, { kind: 'ids', source: result.source, format: result.format ?? '', ids: result.ids })),
+      };
+      return {
+        topic: replyTo,
+        message: { key: id, value: encodeIdsReply(id, result.ids, result.source, result.format, signature) },
+        outcome: 'ok',
+        receivedAt,
+      };
     } catch (err) {
       return this.errorReply(replyTo, id, err, receivedAt);
     }
@@ -305,7 +322,10 @@ class KafkaResponder implements Responder {
   }
 
   private async send(topic: string, group: Reply[]): Promise<void> {
-    await this.producer!.send(topic, group.map((r) => r.message));
+    await this.producer!.send(
+      topic,
+      group.map((r) => r.message),
+    );
     const now = performance.now();
     for (const r of group) {
       this.metrics.requests.inc({ outcome: r.outcome });

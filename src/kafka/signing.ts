@@ -85,7 +85,11 @@ export function parseVerifyKeys(given: string | readonly string[], field = 'veri
   const publicKeys: string[] = [];
   for (const text of texts) {
     const m = PUBLIC.exec(text);
-    if (!m) throw new BadRequestError(`${field}: "${text.slice(0, 24)}…" is not an idmint public key "ed25519:<kid>:<base64url>" (print the deployment's with \`idmint keys public\`)`, field);
+    if (!m)
+      throw new BadRequestError(
+        `${field}: "${text.slice(0, 24)}…" is not an idmint public key "ed25519:<kid>:<base64url>" (print the deployment's with \`idmint keys public\`)`,
+        field,
+      );
     const raw = Buffer.from(m[2]!, 'base64url');
     if (raw.length !== 32 || kidOf(raw) !== m[1]) throw new BadRequestError(`${field}: the key "${text.slice(0, 24)}…" does not match its key id`, field);
     keys.set(m[1]!, createPublicKey({ key: Buffer.concat([SPKI_PREFIX, raw]), format: 'der', type: 'spki' }));

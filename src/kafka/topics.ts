@@ -37,7 +37,10 @@ export function minInsyncFor(factor: number): number {
  * producer on acks=-1 an acknowledged message is on two brokers and survives losing either.
  */
 export async function ensureTopics(admin: TopicAdmin, specs: readonly TopicSpec[], replicationFactor?: number): Promise<string[]> {
-  const existing = await existingTopics(admin, specs.map((s) => s.topic));
+  const existing = await existingTopics(
+    admin,
+    specs.map((s) => s.topic),
+  );
   const missing = specs.filter((s) => !existing.has(s.topic));
   if (missing.length === 0) return [];
   const brokers = await admin.brokerCount();
@@ -63,7 +66,12 @@ export async function ensureTopics(admin: TopicAdmin, specs: readonly TopicSpec[
     failure = err;
   }
   try {
-    await untilServed(admin, missing.map((s) => s.topic), failure === undefined ? SERVED_TIMEOUT_MS : RACE_TIMEOUT_MS, new Map(missing.map((s) => [s.topic, s.numPartitions])));
+    await untilServed(
+      admin,
+      missing.map((s) => s.topic),
+      failure === undefined ? SERVED_TIMEOUT_MS : RACE_TIMEOUT_MS,
+      new Map(missing.map((s) => [s.topic, s.numPartitions])),
+    );
   } catch (err) {
     throw failure ?? err;
   }
@@ -86,7 +94,11 @@ const MISSING_RECHECK_MS = 2000;
 async function untilServed(admin: TopicAdmin, topics: readonly string[], timeoutMs: number, partitions?: ReadonlyMap<string, number>): Promise<void> {
   const waiting = new WeakSet<Error>();
   const notServed = (cause?: unknown): IdmintError => {
-    const err = new IdmintError('NOT_READY', `Kafka ${namedTopics(topics)} not served by the brokers within ${timeoutMs} ms of being created`, cause === undefined ? {} : { cause });
+    const err = new IdmintError(
+      'NOT_READY',
+      `Kafka ${namedTopics(topics)} not served by the brokers within ${timeoutMs} ms of being created`,
+      cause === undefined ? {} : { cause },
+    );
     waiting.add(err);
     return err;
   };
@@ -104,7 +116,13 @@ async function untilServed(admin: TopicAdmin, topics: readonly string[], timeout
         t.partitions.length >= (partitions?.get(t.name) ?? 1) && t.partitions.every((p) => p.leader >= 0);
       if (meta.length !== topics.length || !meta.every(whole)) throw notServed();
     },
-    { what: `waiting for ${namedTopics(topics)} to be served`, retriable: (err) => err instanceof Error && waiting.has(err), timeoutMs, initialMs: 100, maxMs: 1000 },
+    {
+      what: `waiting for ${namedTopics(topics)} to be served`,
+      retriable: (err) => err instanceof Error && waiting.has(err),
+      timeoutMs,
+      initialMs: 100,
+      maxMs: 1000,
+    },
   );
 }
 
@@ -169,7 +187,12 @@ export async function assertTopicsExist(admin: TopicAdmin, topics: readonly stri
   const existing = await existingTopics(admin, topics);
   const missing = topics.filter((t) => !existing.has(t));
   // The broker asked may not know yet of a topic created a moment ago on another: ask again briefly.
-  const stillMissing = missing.length > 0 && (await untilServed(admin, missing, MISSING_RECHECK_MS).then(() => false, () => true));
+  const stillMissing =
+    missing.length > 0 &&
+    (await untilServed(admin, missing, MISSING_RECHECK_MS).then(
+      () => false,
+      () => true,
+    ));
   if (stillMissing) {
     throw new IdmintError(
       'NOT_READY',
@@ -206,6 +229,7 @@ export async function initTopics(admin: TopicAdmin, options: InitTopicsOptions):
     },
   ];
   const names = kafkaNames(options.namespace);
-  for (const tag of options.poolTags ?? []) specs.push({ topic: names.poolTopic(tag), numPartitions: options.poolPartitions ?? DEFAULT_POOL_PARTITIONS, configs: { ...POOL_TOPIC_CONFIGS } });
+  for (const tag of options.poolTags ?? [])
+    specs.push({ topic: names.poolTopic(tag), numPartitions: options.poolPartitions ?? DEFAULT_POOL_PARTITIONS, configs: { ...POOL_TOPIC_CONFIGS } });
   return ensureTopics(admin, specs, options.replicationFactor);
 }

@@ -19,6 +19,10 @@ export function redisHandle(connection: string | Redis, options: RedisOptions = 
   return {
     client,
     owned: true,
-    close: () => (closing ??= client.quit().then(() => undefined, () => client.disconnect())),
+    close: () =>
+      (closing ??= client.quit().then(
+        () => undefined,
+        () => client.disconnect(),
+      )),
   };
 }

@@ -13,7 +13,12 @@ export interface RefillMetrics {
 const onRegistry = perRegistry((registry: Registry): RefillMetrics => {
   const registers = [registry];
   return {
-    refills: new Counter({ name: 'idmint_refill_total', help: 'Refill attempts by outcome (pushed, skipped, failed)', labelNames: ['biz_tag', 'reason', 'outcome'], registers }),
+    refills: new Counter({
+      name: 'idmint_refill_total',
+      help: 'Refill attempts by outcome (pushed, skipped, failed)',
+      labelNames: ['biz_tag', 'reason', 'outcome'],
+      registers,
+    }),
     duration: new Histogram({
       name: 'idmint_refill_duration_seconds',
       help: 'Time from a refill job starting to its last segment pushed',
@@ -22,7 +27,12 @@ const onRegistry = perRegistry((registry: Registry): RefillMetrics => {
       registers,
     }),
     ids: new Counter({ name: 'idmint_refill_ids_total', help: 'IDs pushed into pools by refills', labelNames: ['biz_tag', 'kind'], registers }),
-    segments: new Counter({ name: 'idmint_refill_segments_total', help: 'Segments taken from the store by refills', labelNames: ['biz_tag', 'kind'], registers }),
+    segments: new Counter({
+      name: 'idmint_refill_segments_total',
+      help: 'Segments taken from the store by refills',
+      labelNames: ['biz_tag', 'kind'],
+      registers,
+    }),
     sweeps: new Counter({ name: 'idmint_refill_sweeps_total', help: 'Cron sweeps by outcome', labelNames: ['outcome'], registers }),
   };
 });

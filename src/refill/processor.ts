@@ -104,7 +104,8 @@ function validate(s: Settings): void {
   const bad = (option: string, what: string) => new OptionsError('RefillProcessor', option, what);
   const posInt = (v: number) => Number.isInteger(v) && v >= 1;
   if (!(s.poolSeconds > 0)) throw bad('poolSeconds', 'must be > 0');
-  if (!posInt(s.minDepth) || !posInt(s.maxDepth) || s.minDepth > s.maxDepth) throw bad('minDepth', 'and maxDepth must be integers with 1 <= minDepth <= maxDepth');
+  if (!posInt(s.minDepth) || !posInt(s.maxDepth) || s.minDepth > s.maxDepth)
+    throw bad('minDepth', 'and maxDepth must be integers with 1 <= minDepth <= maxDepth');
   if (s.maxRangeDepth !== undefined && (!posInt(s.maxRangeDepth) || s.minDepth > s.maxRangeDepth)) throw bad('maxRangeDepth', 'must be an integer >= minDepth');
   if (!(s.thresholdRatio > 0 && s.thresholdRatio <= 1)) throw bad('thresholdRatio', 'must be in (0, 1]');
   if (!posInt(s.maxSegment)) throw bad('maxSegment', 'must be an integer >= 1');

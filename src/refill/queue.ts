@@ -89,16 +89,24 @@ export class RefillQueue implements RefillTrigger {
 
   /** Creates or updates the cron sweep (idempotent across processes: one scheduler id). */
   async scheduleSweeps(everyMs: number = this.settings.sweepEveryMs): Promise<void> {
-    await this.queue.upsertJobScheduler(SWEEP_SCHEDULER_ID, { every: everyMs }, {
-      name: 'sweep',
-      data: {},
-      opts: { attempts: 1, removeOnComplete: this.settings.keepCompleted, removeOnFail: this.settings.keepFailed },
-    });
+    await this.queue.upsertJobScheduler(
+      SWEEP_SCHEDULER_ID,
+      { every: everyMs },
+      {
+        name: 'sweep',
+        data: {},
+        opts: { attempts: 1, removeOnComplete: this.settings.keepCompleted, removeOnFail: this.settings.keepFailed },
+      },
+    );
   }
 
   /** One sweep now (a server came back: the pools fill without waiting for the next scheduled sweep). */
   async sweepNow(): Promise<void> {
-    await this.queue.add('sweep', {}, { attempts: 1, removeOnComplete: this.settings.keepCompleted, removeOnFail: this.settings.keepFailed, deduplication: { id: 'sweep-now' } });
+    await this.queue.add(
+      'sweep',
+      {},
+      { attempts: 1, removeOnComplete: this.settings.keepCompleted, removeOnFail: this.settings.keepFailed, deduplication: { id: 'sweep-now' } },
+    );
   }
 
   async unscheduleSweeps(): Promise<void> {

@@ -43,11 +43,7 @@ export async function collectRefillStats(options: RefillStatsOptions): Promise<R
     const sink = sinks[kind];
     if (!sink) continue;
     for (let shard = 0; shard < tag.shards; shard++) {
-      const [depth, target, ratePerSecond] = await Promise.all([
-        sink.depth(tag.bizTag, shard),
-        meta.target(tag.bizTag, shard),
-        meta.rate(tag.bizTag, shard),
-      ]);
+      const [depth, target, ratePerSecond] = await Promise.all([sink.depth(tag.bizTag, shard), meta.target(tag.bizTag, shard), meta.rate(tag.bizTag, shard)]);
       pools.push({ bizTag: tag.bizTag, shard, kind, depth, target, ratePerSecond });
     }
   }

@@ -189,7 +189,8 @@ export class RefillWorker {
     if (status !== 'ready') return { ok: false, message: `the refill worker cannot reach Redis (${status})` };
     const last = this.lastFailure;
     if (!this.failing.active || !last) return { ok: true };
-    if (last.dependency !== undefined && isBack(last.dependency)) return { ok: true, message: `the last refill failed while ${last.dependency} was down; it answers again` };
+    if (last.dependency !== undefined && isBack(last.dependency))
+      return { ok: true, message: `the last refill failed while ${last.dependency} was down; it answers again` };
     return { ok: false, message: `refills have been failing for ${Math.round(this.failing.lengthMs / 1000)} s: ${last.reason}` };
   }
 

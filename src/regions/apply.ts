@@ -48,7 +48,8 @@ export interface RegionsPlan {
 }
 
 type Layout = Pick<RegionLayout, 'regions' | 'stripe'>;
-const same = (a: RegionLayout | undefined, b: RegionLayout): boolean => a !== undefined && a.regions === b.regions && a.region === b.region && a.stripe === b.stripe;
+const same = (a: RegionLayout | undefined, b: RegionLayout): boolean =>
+  a !== undefined && a.regions === b.regions && a.region === b.region && a.stripe === b.stripe;
 
 /** What `apply` would do; changes nothing. `targets[i]` is the database of region i + 1. */
 export async function planRegions(source: Database, targets: readonly Database[], layout: Layout): Promise<RegionsPlan> {
@@ -58,11 +59,20 @@ export async function planRegions(source: Database, targets: readonly Database[]
   const zero = { ...layout, region: 0 };
   const recorded = await readRegionRecord(source);
   if (recorded && !same(recorded, zero)) {
-    throw new IdmintError('BAD_REQUEST', `the source database is already region ${recorded.region} of ${recorded.regions} (stripe ${recorded.stripe}), not region 0 of ${layout.regions} (stripe ${layout.stripe})`);
+    throw new IdmintError(
+      'BAD_REQUEST',
+      `the source database is already region ${recorded.region} of ${recorded.regions} (stripe ${recorded.stripe}), not region 0 of ${layout.regions} (stripe ${layout.stripe})`,
+    );
   }
   const { floors, taken } = await regionFloors(source);
   const sourceTags = await new PostgresBizStore(source).listBiz();
-  const plan: RegionsPlan = { regions: layout.regions, stripe: layout.stripe, source: { record: recorded ? 'recorded' : 'record', floors: taken ? 'taken' : 'to take', tags: sourceTags.length }, targets: [], ok: true };
+  const plan: RegionsPlan = {
+    regions: layout.regions,
+    stripe: layout.stripe,
+    source: { record: recorded ? 'recorded' : 'record', floors: taken ? 'taken' : 'to take', tags: sourceTags.length },
+    targets: [],
+    ok: true,
+  };
   for (const [i, target] of targets.entries()) {
     const want = { ...layout, region: i + 1 };
     const step: RegionStep = { region: want.region, record: 'record', tags: [] };
@@ -70,10 +80,11 @@ export async function planRegions(source: Database, targets: readonly Database[]
     const counters = await tagCounters(target);
     if (theirs) {
       step.record = same(theirs, want) ? 'recorded' : 'refuse';
-      if (step.record === 'refuse') step.reason = `it is region ${theirs.region} of ${theirs.regions} (stripe ${theirs.stripe}), not region ${want.region} of ${want.regions} (stripe ${want.stripe})`;
+      if (step.record === 'refuse')
+        step.reason = `it is region ${theirs.region} of ${theirs.regions} (stripe ${theirs.stripe}), not region ${want.region} of ${want.regions} (stripe ${want.stripe})`;
     } else if ([...counters.values()].some((c) => c.max > 0)) {
       step.record = 'refuse';
-      step.reason = 'it has handed out IDs without being a region: they may be region 0\'s (start the other regions on fresh databases)';
+      step.reason = "it has handed out IDs without being a region: they may be region 0's (start the other regions on fresh databases)";
     }
     const targetTags = new Map((await new PostgresBizStore(target).listBiz()).map((t) => [t.bizTag, t]));
     for (const tag of sourceTags) {
@@ -82,10 +93,20 @@ export async function planRegions(source: Database, targets: readonly Database[]
       const counter = counters.get(tag.bizTag);
       if (!mine) step.tags.push({ bizTag: tag.bizTag, action: 'create', floor });
       else if (mine.mode !== tag.mode || mine.format !== tag.format || mine.shards !== tag.shards) {
-        step.tags.push({ bizTag: tag.bizTag, action: 'refuse', floor, reason: `its definition differs from region 0's (mode ${mine.mode}/${tag.mode}, format ${mine.format}/${tag.format}, shards ${mine.shards}/${tag.shards})` });
+        step.tags.push({
+          bizTag: tag.bizTag,
+          action: 'refuse',
+          floor,
+          reason: `its definition differs from region 0's (mode ${mine.mode}/${tag.mode}, format ${mine.format}/${tag.format}, shards ${mine.shards}/${tag.shards})`,
+        });
       } else if (!counter || counter.floor >= floor || floor === 0) step.tags.push({ bizTag: tag.bizTag, action: 'unchanged', floor });
       else if (counter.max > counter.floor) {
-        step.tags.push({ bizTag: tag.bizTag, action: 'refuse', floor, reason: `this region already handed out its IDs up to ${counter.max} without a floor at ${floor}: they may be region 0's` });
+        step.tags.push({
+          bizTag: tag.bizTag,
+          action: 'refuse',
+          floor,
+          reason: `this region already handed out its IDs up to ${counter.max} without a floor at ${floor}: they may be region 0's`,
+        });
       } else step.tags.push({ bizTag: tag.bizTag, action: 'raise', floor });
     }
     if (step.record === 'refuse' || step.tags.some((t) => t.action === 'refuse')) plan.ok = false;
@@ -95,7 +116,13 @@ export async function planRegions(source: Database, targets: readonly Database[]
 }
 
 /** Applies the plan (see the header); throws, having changed nothing, when the plan has a refusal. */
-export async function applyRegions(source: Database, targets: readonly Database[], layout: Layout, say: (line: string) => void = () => undefined, by = 'idmint regions apply'): Promise<RegionsPlan> {
+export async function applyRegions(
+  source: Database,
+  targets: readonly Database[],
+  layout: Layout,
+  say: (line: string) => void = () => undefined,
+  by = 'idmint regions apply',
+): Promise<RegionsPlan> {
   const first = await planRegions(source, targets, layout);
   if (!first.ok) throw new IdmintError('BAD_REQUEST', 'the plan has refusals (run `idmint regions plan` to see them); nothing was changed');
   // 1 and 2 at once: with every allocation waited out and new ones held, region 0's layout goes on
@@ -106,12 +133,15 @@ export async function applyRegions(source: Database, targets: readonly Database[
     await recordRegion(tx, { ...layout, region: 0 }, by);
     await takeRegionFloors(tx);
   });
-  say(`region 0: ${first.source.record === 'record' ? 'recorded' : 'already recorded'}, floors ${first.source.floors === 'to take' ? 'taken' : 'kept from the first run'}`);
+  say(
+    `region 0: ${first.source.record === 'record' ? 'recorded' : 'already recorded'}, floors ${first.source.floors === 'to take' ? 'taken' : 'kept from the first run'}`,
+  );
   // 3. The other regions, on the floors as taken.
   const plan = await planRegions(source, targets, layout);
   const defs = new Map((await new PostgresBizStore(source).listBiz()).map((t) => [t.bizTag, t]));
   for (const [i, step] of plan.targets.entries()) {
-    if (step.record === 'refuse' || step.tags.some((t) => t.action === 'refuse')) throw new IdmintError('BAD_REQUEST', `region ${step.region}: ${step.reason ?? step.tags.find((t) => t.reason)?.reason}`);
+    if (step.record === 'refuse' || step.tags.some((t) => t.action === 'refuse'))
+      throw new IdmintError('BAD_REQUEST', `region ${step.region}: ${step.reason ?? step.tags.find((t) => t.reason)?.reason}`);
     const target = targets[i]!;
     await target.transaction(async (tx) => {
       await lockCounters(tx);
@@ -122,9 +152,22 @@ export async function applyRegions(source: Database, targets: readonly Database[
       const def = defs.get(tag.bizTag)!;
       const counted = hasCounter(def.mode) && tag.floor > 0 ? { startAfter: tag.floor } : {};
       if (tag.action === 'create') {
-        await store.createBiz({ bizTag: def.bizTag, mode: def.mode, step: def.step, maxLimit: def.maxLimit, shards: def.shards, fallback: def.fallback, pool: def.pool, format: def.format, description: def.description, ...counted });
+        await store.createBiz({
+          bizTag: def.bizTag,
+          mode: def.mode,
+          step: def.step,
+          maxLimit: def.maxLimit,
+          shards: def.shards,
+          fallback: def.fallback,
+          pool: def.pool,
+          format: def.format,
+          description: def.description,
+          ...counted,
+        });
       } else if (tag.action === 'raise') await store.updateBiz(def.bizTag, counted);
-      say(`region ${step.region} [${j + 1}/${step.tags.length}] ${tag.bizTag}: ${tag.action === 'unchanged' ? 'unchanged' : tag.action === 'create' ? 'created' : 'raised'}${tag.floor > 0 ? `, next ID above ${tag.floor}` : ''}`);
+      say(
+        `region ${step.region} [${j + 1}/${step.tags.length}] ${tag.bizTag}: ${tag.action === 'unchanged' ? 'unchanged' : tag.action === 'create' ? 'created' : 'raised'}${tag.floor > 0 ? `, next ID above ${tag.floor}` : ''}`,
+      );
     }
   }
   return plan;

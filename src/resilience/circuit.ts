@@ -52,7 +52,9 @@ export class Circuit {
   constructor(options: CircuitOptions) {
     const { logger = silentLogger, ...rest } = options;
     this.o = resolveOptions(CIRCUIT_DEFAULTS, rest, (o) => checkInteger('circuit', o, 'probeEveryMs', 1));
-    this.episode = new Episode(logger, `${options.name} is unreachable; requests that need it fall back at once while a probe looks for it`, { dependency: options.dependency });
+    this.episode = new Episode(logger, `${options.name} is unreachable; requests that need it fall back at once while a probe looks for it`, {
+      dependency: options.dependency,
+    });
     this.breaker = new CircuitBreaker((fn: () => Promise<unknown>) => fn(), {
       name: options.name,
       // Each client has its own per-call deadline; the circuit adds none.
@@ -92,7 +94,10 @@ export class Circuit {
   /** For /readyz. */
   health(): { ok: boolean; message?: string } {
     if (!this.isOpen) return { ok: true };
-    return { ok: false, message: `${this.o.name} is unreachable (for ${Math.round((Date.now() - this.openedAt) / 1000)} s); requests that need it fall back at once` };
+    return {
+      ok: false,
+      message: `${this.o.name} is unreachable (for ${Math.round((Date.now() - this.openedAt) / 1000)} s); requests that need it fall back at once`,
+    };
   }
 
   /** Runs `fn` unless the server is known to be unreachable, then fails at once with NOT_READY. */

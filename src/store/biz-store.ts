@@ -128,13 +128,22 @@ export class PostgresBizStore implements BizStore, SegmentUsage {
           [v.bizTag],
         );
         if (old[0]?.deleted && old[0].mode === v.mode && old[0].format === v.format) {
-          throw new BadRequestError(`biz tag "${v.bizTag}" was deleted while its IDs were obfuscated with another IDMINT_OBFUSCATION_KEY; re-created with this key its IDs would repeat: choose a new name`, 'format');
+          throw new BadRequestError(
+            `biz tag "${v.bizTag}" was deleted while its IDs were obfuscated with another IDMINT_OBFUSCATION_KEY; re-created with this key its IDs would repeat: choose a new name`,
+            'format',
+          );
         }
         if (old[0]?.deleted && old[0].mode === v.mode) {
-          throw new BadRequestError(`biz tag "${v.bizTag}" was deleted with format "${old[0].format}"; re-create it with that format (its IDs must stay decodable) or choose a new name`, 'format');
+          throw new BadRequestError(
+            `biz tag "${v.bizTag}" was deleted with format "${old[0].format}"; re-create it with that format (its IDs must stay decodable) or choose a new name`,
+            'format',
+          );
         }
         if (old[0]?.deleted) {
-          throw new BadRequestError(`biz tag "${v.bizTag}" was deleted as a ${old[0].mode} tag; re-create it with mode "${old[0].mode}" (its counters carry on) or choose a new name`, 'mode');
+          throw new BadRequestError(
+            `biz tag "${v.bizTag}" was deleted as a ${old[0].mode} tag; re-create it with mode "${old[0].mode}" (its counters carry on) or choose a new name`,
+            'mode',
+          );
         }
         throw new IdmintError('BIZ_TAG_EXISTS', `biz tag "${v.bizTag}" already exists`, { details: { bizTag: v.bizTag } });
       }
@@ -185,10 +194,19 @@ export class PostgresBizStore implements BizStore, SegmentUsage {
       if (!row) throw new UnknownBizTagError(bizTag);
       // An obfuscated segment tag permutes 1..maxLimit: a new limit would re-map the IDs handed out.
       if (p.maxLimit !== undefined && row.mode === 'segment' && row.format.startsWith('obfuscated')) {
-        throw new BadRequestError(`maxLimit of "${bizTag}" is fixed: its ${row.format} IDs are a permutation of 1..maxLimit, and a new limit would change every ID's form`, 'maxLimit');
+        throw new BadRequestError(
+          `maxLimit of "${bizTag}" is fixed: its ${row.format} IDs are a permutation of 1..maxLimit, and a new limit would change every ID's form`,
+          'maxLimit',
+        );
       }
       // Checked on the updated row, inside the transaction: an incoherent change rolls back.
-      assertCoherent({ mode: row.mode, shards: row.shards, maxLimit: row.max_limit === null ? null : Number(row.max_limit), fallback: row.fallback, startAfter: p.startAfter });
+      assertCoherent({
+        mode: row.mode,
+        shards: row.shards,
+        maxLimit: row.max_limit === null ? null : Number(row.max_limit),
+        fallback: row.fallback,
+        startAfter: p.startAfter,
+      });
       if (p.maxLimit !== undefined) await assertRegionRoom(tx, { bizTag, mode: row.mode, maxLimit: row.max_limit === null ? null : Number(row.max_limit) });
       await ensureSegments(tx, bizTag, row.shards);
       const countersRaised = p.startAfter ? await raiseCounters(tx, bizTag, p.startAfter) : false;
@@ -330,4 +348,3 @@ function toBizTag(row: BizRow): BizTag {
     keyFingerprint: row.key_fingerprint,
   });
 }
-

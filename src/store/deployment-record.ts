@@ -44,7 +44,10 @@ export class PostgresDeploymentRecord {
 
   /** The record as it is now, the region split included (`single` without one). */
   async read(client: SqlClient = this.db): Promise<RecordState & { id: string | undefined; recordedAt: Map<string, Date> }> {
-    const { rows } = await client.query<{ name: string; value: string; recorded_at: Date }>('SELECT name, value, recorded_at FROM idmint_setting WHERE name = ANY($1)', [[MARKER, ...RECORDED_SETTINGS]]);
+    const { rows } = await client.query<{ name: string; value: string; recorded_at: Date }>(
+      'SELECT name, value, recorded_at FROM idmint_setting WHERE name = ANY($1)',
+      [[MARKER, ...RECORDED_SETTINGS]],
+    );
     const values: DeploymentView = {};
     const recordedAt = new Map<string, Date>();
     let marker: Marker | undefined;
@@ -71,7 +74,7 @@ export class PostgresDeploymentRecord {
       const { rows } = await tx.query<{ name: string }>('SELECT name FROM idmint_setting WHERE name = ANY($1)', [RECORDED_SETTINGS]);
       const present = new Set(rows.map((r) => r.name));
       // Rows recorded before the marker existed (an upgrade) count as ever recorded.
-      const ever = new Set<DeploymentSetting>([...marker.recorded, ...(RECORDED_SETTINGS.filter((s) => present.has(s)))]);
+      const ever = new Set<DeploymentSetting>([...marker.recorded, ...RECORDED_SETTINGS.filter((s) => present.has(s))]);
       for (const setting of RECORDED_SETTINGS) {
         const value = view[setting];
         if (value === undefined || value === NOT_SET || ever.has(setting)) continue;
@@ -119,7 +122,11 @@ export class PostgresDeploymentRecord {
 
   /** The deployment's generated ZooKeeper credential: the one recorded, or `generated` when none is (and none was). */
   async claimCredential(generated: string): Promise<string> {
-    await this.db.query('INSERT INTO idmint_setting (name, value, recorded_by) VALUES ($1, $2, $3) ON CONFLICT (name) DO NOTHING', [ZK_CREDENTIAL_SETTING, generated, this.by]);
+    await this.db.query('INSERT INTO idmint_setting (name, value, recorded_by) VALUES ($1, $2, $3) ON CONFLICT (name) DO NOTHING', [
+      ZK_CREDENTIAL_SETTING,
+      generated,
+      this.by,
+    ]);
     const { rows } = await this.db.query<{ value: string }>('SELECT value FROM idmint_setting WHERE name = $1', [ZK_CREDENTIAL_SETTING]);
     return rows[0]?.value ?? generated;
   }
@@ -186,7 +193,10 @@ export function regionValue(layout: { regions: number; region: number; stripe: n
 }
 
 async function lockMarker(tx: SqlClient): Promise<Marker> {
-  await tx.query('INSERT INTO idmint_setting (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING', [MARKER, JSON.stringify({ id: randomUUID(), recorded: [] })]);
+  await tx.query('INSERT INTO idmint_setting (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING', [
+    MARKER,
+    JSON.stringify({ id: randomUUID(), recorded: [] }),
+  ]);
   const { rows } = await tx.query<{ value: string }>('SELECT value FROM idmint_setting WHERE name = $1 FOR UPDATE', [MARKER]);
   return parseMarker(rows[0]!.value);
 }
@@ -198,7 +208,9 @@ async function writeMarker(tx: SqlClient, marker: Marker): Promise<void> {
 function parseMarker(text: string): Marker {
   try {
     const m = JSON.parse(text) as Partial<Marker>;
-    const recorded = Array.isArray(m.recorded) ? m.recorded.filter((s): s is DeploymentSetting => (RECORDED_SETTINGS as readonly string[]).includes(s as string)) : [];
+    const recorded = Array.isArray(m.recorded)
+      ? m.recorded.filter((s): s is DeploymentSetting => (RECORDED_SETTINGS as readonly string[]).includes(s as string))
+      : [];
     return { id: typeof m.id === 'string' ? m.id : 'unknown', recorded };
   } catch {
     return { id: 'unknown', recorded: [] };

@@ -143,10 +143,12 @@ export function createPgDatabase(options: PgDatabaseOptions): PgDatabase {
     if (closing) return Promise.reject(new IdmintError('NOT_READY', 'the database is closed'));
     if (opts.schema === undefined) return Promise.resolve();
     const schema = opts.schema;
-    ready ??= Promise.resolve(currentPool()).then((pool) => createSchema(pool, schema)).catch((err: unknown) => {
-      ready = undefined; // retry on the next query: the server may come back
-      throw mapDriverError('postgres', err);
-    });
+    ready ??= Promise.resolve(currentPool())
+      .then((pool) => createSchema(pool, schema))
+      .catch((err: unknown) => {
+        ready = undefined; // retry on the next query: the server may come back
+        throw mapDriverError('postgres', err);
+      });
     return ready;
   };
 
@@ -215,7 +217,14 @@ export function createPgDatabase(options: PgDatabaseOptions): PgDatabase {
 
   // Once Postgres is known to be gone, no caller waits for a connection timeout to learn it again:
   // queries fail at once (NOT_READY, Retry-After) while one probe at a time looks for it.
-  const circuit = new Circuit({ name: `Postgres (${hosts.names.join(', ')})`, isOutage: isPgOutage, probe: () => rawQuery('SELECT 1'), logger: log, probeEveryMs: opts.probeEveryMs, dependency: 'postgres' });
+  const circuit = new Circuit({
+    name: `Postgres (${hosts.names.join(', ')})`,
+    isOutage: isPgOutage,
+    probe: () => rawQuery('SELECT 1'),
+    logger: log,
+    probeEveryMs: opts.probeEveryMs,
+    dependency: 'postgres',
+  });
   const query = <R>(sql: string, params?: readonly unknown[]): Promise<{ rows: R[] }> => circuit.run(() => rawQuery<R>(sql, params));
   const transaction = <T>(fn: (tx: SqlClient) => Promise<T>): Promise<T> => circuit.run(() => rawTransaction(fn));
 
@@ -279,7 +288,10 @@ class ServerIdentity {
       const { rows } = await pool.query<{ timeline: number }>(TIMELINE_SQL);
       const timeline = rows[0]?.timeline;
       if (timeline === undefined) return;
-      const system = await pool.query<{ system: string }>(SYSTEM_SQL).then((r) => r.rows[0]?.system, () => undefined);
+      const system = await pool.query<{ system: string }>(SYSTEM_SQL).then(
+        (r) => r.rows[0]?.system,
+        () => undefined,
+      );
       this.seen(system === undefined ? { timeline } : { timeline, system });
     })();
   }
@@ -292,7 +304,10 @@ class ServerIdentity {
     this.known = { ...next, ...(next.system === undefined && before?.system ? { system: before.system } : {}) };
     if (!before) return;
     this.failovers++;
-    this.log.warn({ from: before, to: this.known }, 'Postgres failover: the server is on a new timeline; checking every tag against its fence before handing out segments');
+    this.log.warn(
+      { from: before, to: this.known },
+      'Postgres failover: the server is on a new timeline; checking every tag against its fence before handing out segments',
+    );
     this.onFailover?.(before, this.known);
   }
 }

@@ -5,7 +5,9 @@ import type { Database, SqlClient } from './db.js';
 
 /** What the database recorded, or undefined: one region. */
 export async function readRegionRecord(db: SqlClient): Promise<(RegionLayout & { recordedAt: Date }) | undefined> {
-  const { rows } = await db.query<{ regions: number; region: number; stripe: string; recorded_at: Date }>('SELECT regions, region, stripe::text AS stripe, recorded_at FROM idmint_region');
+  const { rows } = await db.query<{ regions: number; region: number; stripe: string; recorded_at: Date }>(
+    'SELECT regions, region, stripe::text AS stripe, recorded_at FROM idmint_region',
+  );
   const row = rows[0];
   return row ? { regions: row.regions, region: row.region, stripe: Number(row.stripe), recordedAt: row.recorded_at } : undefined;
 }
@@ -23,7 +25,12 @@ export async function lockCounters(tx: SqlClient): Promise<void> {
  * inside a transaction that holds `lockCounters`. New counters copy it as they are made.
  */
 export async function recordRegion(tx: SqlClient, layout: RegionLayout, by: string): Promise<void> {
-  await tx.query('INSERT INTO idmint_region (regions, region, stripe, recorded_by) VALUES ($1, $2, $3, $4) ON CONFLICT (one) DO NOTHING', [layout.regions, layout.region, layout.stripe, by]);
+  await tx.query('INSERT INTO idmint_region (regions, region, stripe, recorded_by) VALUES ($1, $2, $3, $4) ON CONFLICT (one) DO NOTHING', [
+    layout.regions,
+    layout.region,
+    layout.stripe,
+    by,
+  ]);
   await tx.query('UPDATE idmint_segment s SET regions = r.regions, region = r.region, stripe = r.stripe FROM idmint_region r WHERE s.regions IS NULL');
 }
 
@@ -52,7 +59,9 @@ export async function regionFloors(db: SqlClient): Promise<{ floors: Map<string,
  */
 export async function takeRegionFloors(tx: SqlClient): Promise<void> {
   if (await floorsTaken(tx)) return;
-  await tx.query('INSERT INTO idmint_region_floor (biz_tag, floor) SELECT biz_tag, max(max_id) FROM idmint_segment GROUP BY biz_tag HAVING max(max_id) > 0 ON CONFLICT (biz_tag) DO NOTHING');
+  await tx.query(
+    'INSERT INTO idmint_region_floor (biz_tag, floor) SELECT biz_tag, max(max_id) FROM idmint_segment GROUP BY biz_tag HAVING max(max_id) > 0 ON CONFLICT (biz_tag) DO NOTHING',
+  );
   await tx.query('UPDATE idmint_region SET floors_at = now()');
 }
 
@@ -90,7 +99,9 @@ export async function holdRegionRecord(db: Database, wanted: RegionLayout | unde
   if (!recorded) return undefined;
   const layout = { regions: recorded.regions, region: recorded.region, stripe: recorded.stripe };
   if (!wanted) {
-    throw new ConfigError(`invalid configuration: this database is one of several regions (${describe(layout)}, recorded ${recorded.recordedAt.toISOString()}); start with those settings`);
+    throw new ConfigError(
+      `invalid configuration: this database is one of several regions (${describe(layout)}, recorded ${recorded.recordedAt.toISOString()}); start with those settings`,
+    );
   }
   if (wanted.regions !== layout.regions || wanted.region !== layout.region || wanted.stripe !== layout.stripe) {
     throw new ConfigError(

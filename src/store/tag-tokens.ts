@@ -41,7 +41,10 @@ export class PostgresTagTokenStore implements TagTokenStore {
   async revoke(bizTag: string, id: string): Promise<void> {
     validateBizTag(bizTag);
     if (!/^\d{1,18}$/.test(id)) throw new BadRequestError(`token id must be a number, got "${id}"`, 'id');
-    const { rows } = await this.db.query('UPDATE idmint_tag_token SET revoked_at = now() WHERE biz_tag = $1 AND id = $2 AND revoked_at IS NULL RETURNING id', [bizTag, id]);
+    const { rows } = await this.db.query('UPDATE idmint_tag_token SET revoked_at = now() WHERE biz_tag = $1 AND id = $2 AND revoked_at IS NULL RETURNING id', [
+      bizTag,
+      id,
+    ]);
     if (rows.length === 0) throw new BadRequestError(`tag "${bizTag}" has no live token ${id} (list them with \`idmint biz token list ${bizTag}\`)`, 'id');
   }
 
@@ -68,7 +71,10 @@ export class PostgresTagTokenStore implements TagTokenStore {
   }
 
   async access(bizTag: string): Promise<TagAccess> {
-    const { rows } = await this.db.query<{ token_hash: string; live: boolean }>('SELECT token_hash, revoked_at IS NULL AS live FROM idmint_tag_token WHERE biz_tag = $1', [bizTag]);
+    const { rows } = await this.db.query<{ token_hash: string; live: boolean }>(
+      'SELECT token_hash, revoked_at IS NULL AS live FROM idmint_tag_token WHERE biz_tag = $1',
+      [bizTag],
+    );
     return { closed: rows.length > 0, hashes: rows.filter((r) => r.live).map((r) => r.token_hash) };
   }
 }

@@ -1,6 +1,17 @@
 import { BadRequestError } from '../core/errors.js';
 import { ID_FORMATS, type IdFormat } from '../core/format/format.js';
-import { BIZ_TAG_PATTERN, type BizMode, type BizTagInput, type BizTagPatch, type FallbackPolicy, hasCounter, MAX_SEGMENT_ID, MAX_SHARDS, MAX_STEP, type PoolKind } from '../core/ports.js';
+import {
+  BIZ_TAG_PATTERN,
+  type BizMode,
+  type BizTagInput,
+  type BizTagPatch,
+  type FallbackPolicy,
+  hasCounter,
+  MAX_SEGMENT_ID,
+  MAX_SHARDS,
+  MAX_STEP,
+  type PoolKind,
+} from '../core/ports.js';
 import { defaults } from '../core/options.js';
 
 export const BIZ_MODES = Object.freeze(['segment', 'snowflake', 'uid', 'sharded'] as const satisfies readonly BizMode[]);
@@ -93,7 +104,8 @@ export function validateBizPatch(patch: BizTagPatch, allowExtra: readonly string
   }
   if (patch.format !== undefined) {
     // IDs already handed out in one format must keep decoding: the format is chosen once.
-    if (!options.allowMode) throw new BadRequestError('format cannot change once a tag exists (IDs already handed out must stay decodable); create a new tag instead', 'format');
+    if (!options.allowMode)
+      throw new BadRequestError('format cannot change once a tag exists (IDs already handed out must stay decodable); create a new tag instead', 'format');
     out.format = oneOf(patch.format, 'format', ID_FORMATS);
   }
   if (patch.step !== undefined) out.step = validateStep(patch.step);

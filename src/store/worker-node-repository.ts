@@ -45,6 +45,8 @@ export class WorkerNodeRepository {
       [id],
     );
     const r = rows[0];
-    return r ? Object.freeze({ id: Number(r.id), hostName: r.host_name, port: r.port, type: r.type, launchDate: r.launch_date, createdAt: r.created_at }) : null;
+    return r
+      ? Object.freeze({ id: Number(r.id), hostName: r.host_name, port: r.port, type: r.type, launchDate: r.launch_date, createdAt: r.created_at })
+      : null;
   }
 }

@@ -23,9 +23,13 @@ const clientTracer: Tracer = trace.getTracer('idmint/client');
 export function tracedTransport<B extends Batch, T extends Transport<B>>(transport: T): Transport<B> {
   const fetchBlocks = transport.fetchBlocks?.bind(transport);
   return {
-    fetch: (bizTag, count) => (tracingOn() ? traceFetch('idmint.client.fetch', bizTag, count, () => transport.fetch(bizTag, count)) : transport.fetch(bizTag, count)),
+    fetch: (bizTag, count) =>
+      tracingOn() ? traceFetch('idmint.client.fetch', bizTag, count, () => transport.fetch(bizTag, count)) : transport.fetch(bizTag, count),
     ...(fetchBlocks
-      ? { fetchBlocks: (bizTag: string, count: number) => (tracingOn() ? traceFetch('idmint.client.fetch_blocks', bizTag, count, () => fetchBlocks(bizTag, count)) : fetchBlocks(bizTag, count)) }
+      ? {
+          fetchBlocks: (bizTag: string, count: number) =>
+            tracingOn() ? traceFetch('idmint.client.fetch_blocks', bizTag, count, () => fetchBlocks(bizTag, count)) : fetchBlocks(bizTag, count),
+        }
       : {}),
     close: () => transport.close(),
   };

@@ -38,7 +38,13 @@ export function takeSpanName(source: string): string {
 }
 
 /** A span around one source's take; `poolKind` names the pool (memory, redis-list...) on the pool rung. */
-export function traceTake<T extends { length: number }>(source: string, bizTag: string, count: number, poolKind: string | undefined, run: () => Promise<T>): Promise<T> {
+export function traceTake<T extends { length: number }>(
+  source: string,
+  bizTag: string,
+  count: number,
+  poolKind: string | undefined,
+  run: () => Promise<T>,
+): Promise<T> {
   const attributes = { [ATTR.bizTag]: bizTag, [ATTR.count]: count, [ATTR.source]: source, ...(poolKind ? { [ATTR.poolKind]: poolKind } : {}) };
   return inSpan(takeSpanName(source), { attributes }, async (span: Span | undefined) => {
     const taken = await run();

@@ -14,7 +14,13 @@ interface MessageLike {
 }
 
 function kafkaAttributes(topic: string, operation: 'send' | 'process' | 'receive', extra: Attributes = {}): Attributes {
-  return { 'messaging.system': 'kafka', 'messaging.operation.type': operation, 'messaging.operation.name': operation, 'messaging.destination.name': topic, ...extra };
+  return {
+    'messaging.system': 'kafka',
+    'messaging.operation.type': operation,
+    'messaging.operation.name': operation,
+    'messaging.destination.name': topic,
+    ...extra,
+  };
 }
 
 /**
@@ -23,7 +29,12 @@ function kafkaAttributes(topic: string, operation: 'send' | 'process' | 'receive
  */
 export function traceKafkaRequest<T>(topic: string, bizTag: string, count: number, run: () => Promise<T>): Promise<T> {
   if (!tracingOn()) return run();
-  return inSpan(`send ${topic}`, { kind: SpanKind.PRODUCER, attributes: kafkaAttributes(topic, 'send', { 'idmint.biz_tag': bizTag, 'idmint.count': count }) }, () => run(), idmintTracer());
+  return inSpan(
+    `send ${topic}`,
+    { kind: SpanKind.PRODUCER, attributes: kafkaAttributes(topic, 'send', { 'idmint.biz_tag': bizTag, 'idmint.count': count }) },
+    () => run(),
+    idmintTracer(),
+  );
 }
 
 /** The message with the active context's `traceparent` in its headers (untouched when tracing is off). */

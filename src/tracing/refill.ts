@@ -23,7 +23,11 @@ const NO_TRACING = Object.freeze({ data: Object.freeze({}), opts: Object.freeze(
 export function traceRefill<T>(bizTag: string, shard: number, reason: string, carrier: unknown, run: () => Promise<T>): Promise<T> {
   if (!tracingOn()) return run();
   const link = isCarrier(carrier) ? linkFromHeaders(carrier) : undefined;
-  return inSpan('idmint.refill', { attributes: { [ATTR.bizTag]: bizTag, [ATTR.shard]: shard, [ATTR.refillReason]: reason }, ...(link ? { links: [link] } : {}) }, () => run());
+  return inSpan(
+    'idmint.refill',
+    { attributes: { [ATTR.bizTag]: bizTag, [ATTR.shard]: shard, [ATTR.refillReason]: reason }, ...(link ? { links: [link] } : {}) },
+    () => run(),
+  );
 }
 
 /** The cron sweep: its own span (its job has no asker), parent of the refills it requests. */

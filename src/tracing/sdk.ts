@@ -22,7 +22,10 @@ export const TRACE_EXPORTERS = ['otlp', 'console', 'none'] as const;
  */
 export async function startTracing(env: Record<string, string | undefined>, logger: Logger, version: string): Promise<TracingRuntime | undefined> {
   if (env.IDMINT_OTEL !== '1') return undefined;
-  const names = (env.OTEL_TRACES_EXPORTER ?? 'otlp').split(',').map((s) => s.trim()).filter((s) => s !== '');
+  const names = (env.OTEL_TRACES_EXPORTER ?? 'otlp')
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
   const unknown = names.filter((n) => !(TRACE_EXPORTERS as readonly string[]).includes(n));
   if (unknown.length > 0) throw new Error(`OTEL_TRACES_EXPORTER names ${unknown.join(', ')}; idmint knows ${TRACE_EXPORTERS.join(', ')}`);
   let node: typeof TraceNode;
@@ -30,7 +33,9 @@ export async function startTracing(env: Record<string, string | undefined>, logg
   try {
     [node, resources] = await Promise.all([import('@opentelemetry/sdk-trace-node'), import('@opentelemetry/resources')]);
   } catch (err) {
-    throw new Error(`IDMINT_OTEL=1 needs the optional dependencies @opentelemetry/sdk-trace-node and @opentelemetry/resources (installed unless --omit=optional): ${(err as Error).message}`);
+    throw new Error(
+      `IDMINT_OTEL=1 needs the optional dependencies @opentelemetry/sdk-trace-node and @opentelemetry/resources (installed unless --omit=optional): ${(err as Error).message}`,
+    );
   }
   const processors: SpanProcessor[] = [];
   for (const name of new Set(names)) {
@@ -47,7 +52,10 @@ export async function startTracing(env: Record<string, string | undefined>, logg
   // Registers the AsyncLocalStorage context manager and the W3C trace-context and baggage propagators.
   provider.register();
   await loadBullTelemetry();
-  logger.info({ exporters: names, endpoint: env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? env.OTEL_EXPORTER_OTLP_ENDPOINT }, 'OpenTelemetry tracing on (IDMINT_OTEL=1)');
+  logger.info(
+    { exporters: names, endpoint: env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? env.OTEL_EXPORTER_OTLP_ENDPOINT },
+    'OpenTelemetry tracing on (IDMINT_OTEL=1)',
+  );
   let closing: Promise<void> | undefined;
   return {
     close: () => (closing ??= provider.shutdown().catch((err: unknown) => logger.warn({ err }, 'flushing the last spans failed'))),

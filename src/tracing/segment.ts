@@ -23,7 +23,13 @@ export function traceSegmentAllocation<S extends SegmentLike>(bizTag: string, sh
 /** The Postgres UPDATE that takes a segment: a CLIENT span named by the database conventions. */
 export function traceSegmentUpdate<S extends SegmentLike>(bizTag: string, shard: number, run: () => Promise<S>): Promise<S> {
   if (!tracingOn()) return run();
-  const attributes = { 'db.system.name': 'postgresql', 'db.operation.name': 'UPDATE', 'db.collection.name': 'idmint_segment', [ATTR.bizTag]: bizTag, [ATTR.shard]: shard };
+  const attributes = {
+    'db.system.name': 'postgresql',
+    'db.operation.name': 'UPDATE',
+    'db.collection.name': 'idmint_segment',
+    [ATTR.bizTag]: bizTag,
+    [ATTR.shard]: shard,
+  };
   return inSpan('UPDATE idmint_segment', { kind: SpanKind.CLIENT, attributes }, async (span) => {
     const segment = await run();
     span?.setAttributes({ [ATTR.segmentStart]: segment.start, [ATTR.segmentEnd]: segment.end });

@@ -1,4 +1,16 @@
-import { ProxyTracerProvider, SpanKind, SpanStatusCode, context, trace, type Attributes, type AttributeValue, type Context, type Link, type Span, type Tracer } from '@opentelemetry/api';
+import {
+  ProxyTracerProvider,
+  SpanKind,
+  SpanStatusCode,
+  context,
+  trace,
+  type Attributes,
+  type AttributeValue,
+  type Context,
+  type Link,
+  type Span,
+  type Tracer,
+} from '@opentelemetry/api';
 import { isIdmintError } from '../core/errors.js';
 
 /** The instrumentation scope every idmint span carries (the SDK's spans name `idmint/client`). */
@@ -42,7 +54,11 @@ export interface SpanSpec {
  */
 export function inSpan<T>(name: string, spec: SpanSpec, fn: (span: Span | undefined) => Promise<T>, tracer: Tracer = serverTracer): Promise<T> {
   if (!tracingOn()) return fn(undefined);
-  const options = { kind: spec.kind ?? SpanKind.INTERNAL, ...(spec.attributes ? { attributes: spec.attributes } : {}), ...(spec.links ? { links: spec.links } : {}) };
+  const options = {
+    kind: spec.kind ?? SpanKind.INTERNAL,
+    ...(spec.attributes ? { attributes: spec.attributes } : {}),
+    ...(spec.links ? { links: spec.links } : {}),
+  };
   return tracer.startActiveSpan(name, options, spec.parent ?? context.active(), async (span) => {
     try {
       return await fn(span);

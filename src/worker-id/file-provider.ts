@@ -26,7 +26,8 @@ export class FileWorkerIdProvider implements WorkerIdProvider {
 
   constructor(options: FileWorkerIdProviderOptions) {
     this.options = resolveOptions<typeof FILE_WORKER_ID_DEFAULTS, FileWorkerIdProviderOptions>(FILE_WORKER_ID_DEFAULTS, options, (s) => {
-      if (typeof s.dataDir !== 'string' || s.dataDir === '') throw new OptionsError('FileWorkerIdProvider', 'dataDir', 'is required: the directory that keeps the worker id and its clock mark (IDMINT_DATA_DIR)');
+      if (typeof s.dataDir !== 'string' || s.dataDir === '')
+        throw new OptionsError('FileWorkerIdProvider', 'dataDir', 'is required: the directory that keeps the worker id and its clock mark (IDMINT_DATA_DIR)');
       checkInteger('FileWorkerIdProvider', s, 'workerId', 0);
     });
   }

@@ -11,7 +11,12 @@ export {
 export { SimpleLease, checkWorkerIdRange } from './lease.js';
 export { FileWorkerIdProvider, FILE_WORKER_ID_DEFAULTS, type FileWorkerIdProviderOptions } from './file-provider.js';
 export { StaticWorkerIdProvider, type StaticWorkerIdProviderOptions } from './static-provider.js';
-export { ZooKeeperWorkerIdProvider, ZOOKEEPER_WORKER_ID_DEFAULTS, type ZooKeeperWorkerIdProviderOptions, type ZooKeeperWorkerIdLease } from './zookeeper-provider.js';
+export {
+  ZooKeeperWorkerIdProvider,
+  ZOOKEEPER_WORKER_ID_DEFAULTS,
+  type ZooKeeperWorkerIdProviderOptions,
+  type ZooKeeperWorkerIdLease,
+} from './zookeeper-provider.js';
 export { ZooKeeperRegistry, LEGACY_REPORT_GRACE_MS, type ZkWorkerRecord, type ZooKeeperRegistryOptions } from './zookeeper-registry.js';
 export { PostgresWorkerIdProvider, POSTGRES_WORKER_ID_DEFAULTS, type PostgresWorkerIdProviderOptions } from './postgres-provider.js';
 export { PostgresLeaseWorkerIdProvider, POSTGRES_LEASE_WORKER_ID_DEFAULTS, type PostgresLeaseWorkerIdProviderOptions } from './postgres-lease-provider.js';

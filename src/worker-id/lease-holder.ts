@@ -79,7 +79,11 @@ export class LeaseHolder implements LeasedWorkerIdLease {
     this.floor = o.floorMs;
     this.pendingReason = o.pendingReason;
     if (o.takenAt !== undefined) this.deadline = o.takenAt + o.registry.leaseMs() - o.stopMarginMs;
-    this.unreachable = new Episode(o.logger, `worker-id registry (${o.registry.where}) unreachable; worker ${o.workerId} issues until its lease could expire, then waits`, { dependency: dependencyNamed(o.registry.kind) });
+    this.unreachable = new Episode(
+      o.logger,
+      `worker-id registry (${o.registry.where}) unreachable; worker ${o.workerId} issues until its lease could expire, then waits`,
+      { dependency: dependencyNamed(o.registry.kind) },
+    );
     this.timer = setInterval(() => this.kick(), o.renewEveryMs);
     this.timer.unref();
     o.registry.onLeaseLost?.(() => this.lost('the registry session that held the lease expired'));
@@ -120,7 +124,8 @@ export class LeaseHolder implements LeasedWorkerIdLease {
     const { registry, workerId } = this.o;
     if (this.revoked) return { ok: false, message: this.revoked.message };
     if (this.pendingReason !== undefined) return { ok: false, message: `worker id ${workerId} is not leased yet: ${this.pendingReason}` };
-    if (this.o.monotonic() >= this.deadline) return { ok: false, message: `the lease of worker id ${workerId} in ${registry.where} was not renewed in time; no Snowflake IDs until it is` };
+    if (this.o.monotonic() >= this.deadline)
+      return { ok: false, message: `the lease of worker id ${workerId} in ${registry.where} was not renewed in time; no Snowflake IDs until it is` };
     if (this.unreachable.active) return { ok: false, message: `${registry.where} is unreachable; worker ${workerId} issues until its lease could expire` };
     return { ok: true };
   }
@@ -133,17 +138,28 @@ export class LeaseHolder implements LeasedWorkerIdLease {
       throw new IdmintError('NOT_READY', `worker id ${this.workerId} is not leased yet: ${this.pendingReason}`);
     }
     if (timestampMs <= this.floor) {
-      throw new ClockBackwardsError(this.floor, timestampMs, `worker id ${this.workerId}: ${iso(timestampMs)} is not past the id's mark ${iso(this.floor)} (its previous holder may have issued up to it); waiting for the clock to pass it`);
+      throw new ClockBackwardsError(
+        this.floor,
+        timestampMs,
+        `worker id ${this.workerId}: ${iso(timestampMs)} is not past the id's mark ${iso(this.floor)} (its previous holder may have issued up to it); waiting for the clock to pass it`,
+      );
     }
     if (this.o.monotonic() >= this.deadline) {
       this.kick();
-      throw new IdmintError('NOT_READY', `the lease of worker id ${this.workerId} in ${this.o.registry.where} was not renewed in time: it could expire and the id be taken, so no Snowflake IDs until a renewal lands`, {
-        details: { dependency: dependencyNamed(this.o.registry.kind) },
-      });
+      throw new IdmintError(
+        'NOT_READY',
+        `the lease of worker id ${this.workerId} in ${this.o.registry.where} was not renewed in time: it could expire and the id be taken, so no Snowflake IDs until a renewal lands`,
+        {
+          details: { dependency: dependencyNamed(this.o.registry.kind) },
+        },
+      );
     }
     if (timestampMs > this.confirmed) {
       this.kick();
-      throw new IdmintError('NOT_READY', `worker id ${this.workerId}: ${iso(timestampMs)} is past the mark ${this.o.registry.where} has confirmed (${iso(this.confirmed)}); waiting for a renewal`);
+      throw new IdmintError(
+        'NOT_READY',
+        `worker id ${this.workerId}: ${iso(timestampMs)} is past the mark ${this.o.registry.where} has confirmed (${iso(this.confirmed)}); waiting for a renewal`,
+      );
     }
     this.o.mark.assertIssuable(timestampMs);
     if (timestampMs > this.maxIssued) this.maxIssued = timestampMs;
@@ -166,7 +182,8 @@ export class LeaseHolder implements LeasedWorkerIdLease {
           (err: unknown) => (logger.warn({ err, workerId }, 'could not release the worker-id lease; it expires by itself'), true),
         );
         const timer = sleep(this.o.closeTimeoutMs ?? 2000, { unref: true }).then(() => false);
-        if (!(await Promise.race([released, timer]))) logger.warn({ workerId }, 'the worker-id registry did not answer the release in time; the lease expires by itself');
+        if (!(await Promise.race([released, timer])))
+          logger.warn({ workerId }, 'the worker-id registry did not answer the release in time; the lease expires by itself');
       }
       await registry.close().catch(() => undefined);
     })();
@@ -228,9 +245,13 @@ export class LeaseHolder implements LeasedWorkerIdLease {
     this.unreachable.recover({ workerId });
     if (!outcome.taken) {
       if (outcome.heldBy && outcome.heldBy.identity !== identity) {
-        this.revoked = new IdmintError('WORKER_ID_UNAVAILABLE', `worker id ${workerId} is held by ${outcome.heldBy.identity} in ${registry.where}; this process issues no more Snowflake IDs (restart it to take another id)`, {
-          details: { workerId, holder: outcome.heldBy.identity },
-        });
+        this.revoked = new IdmintError(
+          'WORKER_ID_UNAVAILABLE',
+          `worker id ${workerId} is held by ${outcome.heldBy.identity} in ${registry.where}; this process issues no more Snowflake IDs (restart it to take another id)`,
+          {
+            details: { workerId, holder: outcome.heldBy.identity },
+          },
+        );
         logger.error({ workerId, holder: outcome.heldBy.identity }, 'worker id taken by another holder; no more IDs from this lease');
       }
       return; // held under this identity (a predecessor still alive): wait for its lease to expire

@@ -2,16 +2,19 @@ import { ConfigError, IdmintError } from '../core/errors.js';
 import type { WorkerIdLease } from '../core/ports.js';
 import type { LocalTimeMark } from './local-time-mark.js';
 
-
 /** Checks an id against the layout's range; the message says where it came from. */
 export function checkWorkerIdRange(workerId: number, maxWorkerId: number, where: string): void {
   if (!Number.isSafeInteger(maxWorkerId) || maxWorkerId < 0) {
     throw new ConfigError(`the layout's maxWorkerId must be a non-negative integer, got ${maxWorkerId}`, 'maxWorkerId');
   }
   if (!Number.isSafeInteger(workerId) || workerId < 0 || workerId > maxWorkerId) {
-    throw new IdmintError('WORKER_ID_UNAVAILABLE', `worker id ${workerId} from ${where} does not fit the layout (0..${maxWorkerId}); the worker-id space is exhausted or misconfigured`, {
-      details: { workerId, maxWorkerId, where },
-    });
+    throw new IdmintError(
+      'WORKER_ID_UNAVAILABLE',
+      `worker id ${workerId} from ${where} does not fit the layout (0..${maxWorkerId}); the worker-id space is exhausted or misconfigured`,
+      {
+        details: { workerId, maxWorkerId, where },
+      },
+    );
   }
 }
 

@@ -99,9 +99,11 @@ export class LeasedWorkerIdProvider implements WorkerIdProvider {
     options: LeasedWorkerIdOptions,
   ) {
     this.options = resolveOptions({ ...LEASED_WORKER_ID_DEFAULTS, clock: systemClock, logger: silentLogger, monotonic: monotonicNow }, options, (s) => {
-      if (typeof s.identity !== 'string' || !/^\S{1,200}$/.test(s.identity)) throw new OptionsError('LeasedWorkerIdProvider', 'identity', `must be a name without spaces, got "${String(s.identity)}"`);
+      if (typeof s.identity !== 'string' || !/^\S{1,200}$/.test(s.identity))
+        throw new OptionsError('LeasedWorkerIdProvider', 'identity', `must be a name without spaces, got "${String(s.identity)}"`);
       if (s.preferredWorkerId !== undefined) checkInteger('LeasedWorkerIdProvider', s, 'preferredWorkerId', 0);
-      for (const k of ['preferredWaitMs', 'stopMarginMs', 'retryEveryMs', 'maxGuardWaitMs', 'maxStartWaitMs'] as const) checkInteger('LeasedWorkerIdProvider', s, k, 0);
+      for (const k of ['preferredWaitMs', 'stopMarginMs', 'retryEveryMs', 'maxGuardWaitMs', 'maxStartWaitMs'] as const)
+        checkInteger('LeasedWorkerIdProvider', s, k, 0);
       checkInteger('LeasedWorkerIdProvider', s, 'markAheadMs', 1);
       if (s.renewEveryMs !== undefined) checkInteger('LeasedWorkerIdProvider', s, 'renewEveryMs', 10);
     });
@@ -157,16 +159,30 @@ export class LeasedWorkerIdProvider implements WorkerIdProvider {
    * issue nothing until it is leased again (its lease may have expired and the id be taken
    * meanwhile); without one, refuse.
    */
-  private async startPending(registry: WorkerIdRegistry, err: unknown, previousMark: LocalMarkState | null, token: string, predecessors: string[], maxWorkerId: number): Promise<LeasedWorkerIdLease> {
+  private async startPending(
+    registry: WorkerIdRegistry,
+    err: unknown,
+    previousMark: LocalMarkState | null,
+    token: string,
+    predecessors: string[],
+    maxWorkerId: number,
+  ): Promise<LeasedWorkerIdLease> {
     const o = this.options;
     const cached = previousMark?.workerId;
     if (cached === undefined || cached > maxWorkerId) {
-      throw new IdmintError('WORKER_ID_UNAVAILABLE', `${registry.where} is unreachable and there is no cached worker id in ${this.markPath}: ${(err as Error).message}`, {
-        cause: err,
-        details: { where: registry.where, path: this.markPath },
-      });
+      throw new IdmintError(
+        'WORKER_ID_UNAVAILABLE',
+        `${registry.where} is unreachable and there is no cached worker id in ${this.markPath}: ${(err as Error).message}`,
+        {
+          cause: err,
+          details: { where: registry.where, path: this.markPath },
+        },
+      );
     }
-    o.logger.warn({ err, workerId: cached, where: registry.where }, 'worker-id registry unreachable at start; using the cached worker id once it is leased again (no Snowflake IDs until then)');
+    o.logger.warn(
+      { err, workerId: cached, where: registry.where },
+      'worker-id registry unreachable at start; using the cached worker id once it is leased again (no Snowflake IDs until then)',
+    );
     const mark = await LocalTimeMark.start({ ...o, key: this.key, workerId: cached, source: registry.kind, previous: previousMark });
     return LeaseHolder.pending({
       ...this.holderOptions(registry, maxWorkerId, token, predecessors, mark),
@@ -194,7 +210,13 @@ export class LeasedWorkerIdProvider implements WorkerIdProvider {
     };
   }
 
-  private async take(registry: WorkerIdRegistry, maxWorkerId: number, token: string, predecessors: string[], previousMark: LocalMarkState | null): Promise<LeasedWorkerIdLease> {
+  private async take(
+    registry: WorkerIdRegistry,
+    maxWorkerId: number,
+    token: string,
+    predecessors: string[],
+    previousMark: LocalMarkState | null,
+  ): Promise<LeasedWorkerIdLease> {
     const o = this.options;
     const request = (workerId: number) => ({ workerId, token, identity: o.identity, successorOf: predecessors });
     let behind: { workerId: number; floorMs: number } | undefined;
@@ -206,7 +228,7 @@ export class LeasedWorkerIdProvider implements WorkerIdProvider {
         let sentAt = o.monotonic();
         let outcome: TakeOutcome = await registry.take(request(workerId));
         // The preferred id held under this identity: a replaced pod that may still issue. Wait for its lease.
-        for (const giveUpAt = sentAt + o.preferredWaitMs; preferred && !outcome.taken && this.ownHolder(outcome) && o.monotonic() < giveUpAt; ) {
+        for (const giveUpAt = sentAt + o.preferredWaitMs; preferred && !outcome.taken && this.ownHolder(outcome) && o.monotonic() < giveUpAt;) {
           if (preferredHeldBy === undefined) {
             o.logger.warn(
               { workerId, identity: o.identity, where: registry.where, waitMs: o.preferredWaitMs },
@@ -219,11 +241,16 @@ export class LeasedWorkerIdProvider implements WorkerIdProvider {
           outcome = await registry.take(request(workerId));
         }
         if (!outcome.taken) {
-          if (preferred && !this.ownHolder(outcome)) o.logger.warn({ workerId, holder: outcome.heldBy?.identity }, `worker id ${workerId} (preferred) is held by another process; taking another id`);
+          if (preferred && !this.ownHolder(outcome))
+            o.logger.warn({ workerId, holder: outcome.heldBy?.identity }, `worker id ${workerId} (preferred) is held by another process; taking another id`);
           if (preferred && this.ownHolder(outcome)) {
-            throw new IdmintError('WORKER_ID_UNAVAILABLE', `worker id ${workerId} (this pod's ordinal) is still leased under ${o.identity} in ${registry.where} after waiting ${o.preferredWaitMs} ms: another process with this identity is still alive; stop it (or raise IDMINT_WORKER_ID_WAIT_MS)`, {
-              details: { workerId, identity: o.identity },
-            });
+            throw new IdmintError(
+              'WORKER_ID_UNAVAILABLE',
+              `worker id ${workerId} (this pod's ordinal) is still leased under ${o.identity} in ${registry.where} after waiting ${o.preferredWaitMs} ms: another process with this identity is still alive; stop it (or raise IDMINT_WORKER_ID_WAIT_MS)`,
+              {
+                details: { workerId, identity: o.identity },
+              },
+            );
           }
           continue;
         }
@@ -237,11 +264,19 @@ export class LeasedWorkerIdProvider implements WorkerIdProvider {
     }
     if (behind) {
       const now = o.clock.now();
-      throw new ClockBackwardsError(behind.floorMs, now, `every free worker id's mark is ahead of this clock (worker ${behind.workerId}: mark ${new Date(behind.floorMs).toISOString()}, now ${new Date(now).toISOString()}); refusing to start: its previous holder may have issued up to the mark`);
+      throw new ClockBackwardsError(
+        behind.floorMs,
+        now,
+        `every free worker id's mark is ahead of this clock (worker ${behind.workerId}: mark ${new Date(behind.floorMs).toISOString()}, now ${new Date(now).toISOString()}); refusing to start: its previous holder may have issued up to the mark`,
+      );
     }
-    throw new IdmintError('WORKER_ID_UNAVAILABLE', `no worker id free in ${registry.where}: every id of 0..${maxWorkerId} is leased or reserved; the worker-id space is exhausted (more live processes than ids)`, {
-      details: { where: registry.where, maxWorkerId },
-    });
+    throw new IdmintError(
+      'WORKER_ID_UNAVAILABLE',
+      `no worker id free in ${registry.where}: every id of 0..${maxWorkerId} is leased or reserved; the worker-id space is exhausted (more live processes than ids)`,
+      {
+        details: { where: registry.where, maxWorkerId },
+      },
+    );
   }
 
   private ownHolder(outcome: TakeOutcome): boolean {
@@ -256,12 +291,16 @@ export class LeasedWorkerIdProvider implements WorkerIdProvider {
    */
   private *candidates(listing: RegistryListing, maxWorkerId: number, first: Array<number | null | undefined>): Generator<number> {
     const seen = new Set<number>();
-    const usable = (id: number | undefined | null): id is number => typeof id === 'number' && id >= 0 && id <= maxWorkerId && !seen.has(id) && !listing.reserved.has(id);
+    const usable = (id: number | undefined | null): id is number =>
+      typeof id === 'number' && id >= 0 && id <= maxWorkerId && !seen.has(id) && !listing.reserved.has(id);
     const soon = this.options.clock.now() + this.options.maxStartWaitMs;
     const mine = [...listing.known].filter(([id, r]) => r.identity === this.options.identity && !listing.held.has(id)).map(([id]) => id);
     const free = [...listing.known].filter(([id]) => !listing.held.has(id));
     const passed = free.filter(([, r]) => (r.markMs ?? 0) <= soon).map(([id]) => id);
-    const ahead = free.filter(([, r]) => (r.markMs ?? 0) > soon).sort(([, a], [, b]) => (a.markMs ?? 0) - (b.markMs ?? 0)).map(([id]) => id);
+    const ahead = free
+      .filter(([, r]) => (r.markMs ?? 0) > soon)
+      .sort(([, a], [, b]) => (a.markMs ?? 0) - (b.markMs ?? 0))
+      .map(([id]) => id);
     const ordered = function* (): Generator<number | null | undefined> {
       yield* first;
       yield* mine.sort((a, b) => a - b);
@@ -292,16 +331,27 @@ export class LeasedWorkerIdProvider implements WorkerIdProvider {
     if (behindMs > o.maxStartWaitMs && !predecessor) {
       await giveBack();
       if (c.preferred) {
-        throw new ClockBackwardsError(idFloor, o.clock.now(), `clock is ${behindMs} ms behind the mark of worker id ${workerId} (this pod's ordinal) in ${registry.where} (${new Date(idFloor).toISOString()}); refusing to start: its previous holder may have issued up to it`);
+        throw new ClockBackwardsError(
+          idFloor,
+          o.clock.now(),
+          `clock is ${behindMs} ms behind the mark of worker id ${workerId} (this pod's ordinal) in ${registry.where} (${new Date(idFloor).toISOString()}); refusing to start: its previous holder may have issued up to it`,
+        );
       }
       return { behindMs, floorMs: idFloor };
     }
     const guardWait = outcome.guardMs - o.clock.now();
     if (guardWait > o.maxGuardWaitMs) {
       await giveBack();
-      throw new IdmintError('NOT_READY', `${registry.where} may have lost writes (a restart or failover); no worker id is used below ${new Date(outcome.guardMs).toISOString()}, ${guardWait} ms away, more than maxGuardWaitMs`);
+      throw new IdmintError(
+        'NOT_READY',
+        `${registry.where} may have lost writes (a restart or failover); no worker id is used below ${new Date(outcome.guardMs).toISOString()}, ${guardWait} ms away, more than maxGuardWaitMs`,
+      );
     }
-    if (guardWait > 0) o.logger.warn({ workerId, waitMs: guardWait, where: registry.where }, 'the worker-id registry may have lost writes (restart or failover); waiting out the guard before issuing');
+    if (guardWait > 0)
+      o.logger.warn(
+        { workerId, waitMs: guardWait, where: registry.where },
+        'the worker-id registry may have lost writes (restart or failover); waiting out the guard before issuing',
+      );
     let mark: LocalTimeMark;
     const floorMs = Math.max(idFloor, outcome.guardMs);
     try {

@@ -222,7 +222,9 @@ export class LocalTimeMark {
       this.mark = Math.max(this.mark, next);
     };
     write()
-      .catch((err: unknown) => this.logger.warn({ err, path: this.path }, 'background write of the clock mark failed; the next ID past the mark writes it synchronously'))
+      .catch((err: unknown) =>
+        this.logger.warn({ err, path: this.path }, 'background write of the clock mark failed; the next ID past the mark writes it synchronously'),
+      )
       .finally(() => (this.renewing = false));
   }
 }

@@ -25,10 +25,10 @@ export const POSTGRES_LEASE_WORKER_ID_DEFAULTS = defaults({ leaseMs: 10_000 });
 export class PostgresLeaseWorkerIdProvider extends LeasedWorkerIdProvider {
   constructor(options: PostgresLeaseWorkerIdProviderOptions) {
     const { db, leaseMs, ...rest } = options;
-    if (!db || typeof db.query !== 'function') throw new OptionsError('PostgresLeaseWorkerIdProvider', 'db', 'is required: the Postgres database (DATABASE_URL) that holds the leases');
+    if (!db || typeof db.query !== 'function')
+      throw new OptionsError('PostgresLeaseWorkerIdProvider', 'db', 'is required: the Postgres database (DATABASE_URL) that holds the leases');
     const settings = resolveOptions(POSTGRES_LEASE_WORKER_ID_DEFAULTS, { leaseMs }, (s) => checkInteger('PostgresLeaseWorkerIdProvider', s, 'leaseMs', 100));
     const clock = rest.clock ?? systemClock;
     super(() => new PostgresRegistry({ db, leaseMs: settings.leaseMs, clock }), `pg-${rest.identity}`, { ...rest, clock, logger: rest.logger ?? silentLogger });
   }
-
 }

@@ -32,7 +32,8 @@ export class PostgresWorkerIdProvider implements WorkerIdProvider {
 
   constructor(options: PostgresWorkerIdProviderOptions) {
     const { db, logger, ...rest } = options;
-    if (!db || typeof db.query !== 'function') throw new OptionsError('PostgresWorkerIdProvider', 'db', 'is required: the Postgres database (DATABASE_URL) whose WORKER_NODE table gives the ids');
+    if (!db || typeof db.query !== 'function')
+      throw new OptionsError('PostgresWorkerIdProvider', 'db', 'is required: the Postgres database (DATABASE_URL) whose WORKER_NODE table gives the ids');
     this.options = resolveOptions(POSTGRES_WORKER_ID_DEFAULTS, rest);
     this.repo = new WorkerNodeRepository(db);
     this.logger = (logger ?? silentLogger).child({ component: 'worker-id-postgres' });

@@ -104,7 +104,9 @@ export class PostgresRegistry implements WorkerIdRegistry {
     );
     const row = rows[0];
     if (!row) {
-      const held = await this.o.db.query<{ identity: string; holder: string }>('SELECT identity, holder FROM idmint_worker_lease WHERE worker_id = $1', [request.workerId]);
+      const held = await this.o.db.query<{ identity: string; holder: string }>('SELECT identity, holder FROM idmint_worker_lease WHERE worker_id = $1', [
+        request.workerId,
+      ]);
       const h = held.rows[0];
       return { taken: false, heldBy: h ? { identity: h.identity, token: h.holder } : undefined };
     }
@@ -122,7 +124,11 @@ export class PostgresRegistry implements WorkerIdRegistry {
   }
 
   async release(workerId: number, token: string, finalMs: number): Promise<void> {
-    await this.o.db.query('UPDATE idmint_worker_lease SET mark_ms = $3::bigint, lease_until = now(), updated_at = now() WHERE worker_id = $1 AND holder = $2', [workerId, token, Math.ceil(finalMs)]);
+    await this.o.db.query('UPDATE idmint_worker_lease SET mark_ms = $3::bigint, lease_until = now(), updated_at = now() WHERE worker_id = $1 AND holder = $2', [
+      workerId,
+      token,
+      Math.ceil(finalMs),
+    ]);
   }
 
   /** The database belongs to the caller. */

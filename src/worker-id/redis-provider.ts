@@ -31,8 +31,10 @@ export class RedisWorkerIdProvider extends LeasedWorkerIdProvider {
   constructor(options: RedisWorkerIdProviderOptions) {
     const { redis, ...rest } = options;
     const merged = resolveOptions(REDIS_WORKER_ID_DEFAULTS, rest, (s) => {
-      if (!/^[^\s:|]+$/.test(s.app ?? '')) throw new OptionsError('RedisWorkerIdProvider', 'app', `must be a non-empty name without ':', '|' or spaces, got "${s.app}"`);
-      if (!/^[^\s/:#|]+:\d{1,5}(#\d{1,3})?$/.test(s.address ?? '')) throw new OptionsError('RedisWorkerIdProvider', 'address', `must be ip:port (or ip:port#process), got "${s.address}"`);
+      if (!/^[^\s:|]+$/.test(s.app ?? ''))
+        throw new OptionsError('RedisWorkerIdProvider', 'app', `must be a non-empty name without ':', '|' or spaces, got "${s.app}"`);
+      if (!/^[^\s/:#|]+:\d{1,5}(#\d{1,3})?$/.test(s.address ?? ''))
+        throw new OptionsError('RedisWorkerIdProvider', 'address', `must be ip:port (or ip:port#process), got "${s.address}"`);
       checkInteger('RedisWorkerIdProvider', s, 'leaseMs', 100);
     });
     const clock = merged.clock ?? systemClock;
@@ -47,5 +49,4 @@ export class RedisWorkerIdProvider extends LeasedWorkerIdProvider {
   get identity(): string {
     return `${this.redis.app}:${this.redis.address}`;
   }
-
 }

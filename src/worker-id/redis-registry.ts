@@ -85,14 +85,27 @@ export class RedisRegistry implements WorkerIdRegistry {
     const held = new Set(ids.filter((_, i) => leases[i] !== null));
     // Ids the earlier version assigned have no lease to prove their holders gone: never reused.
     const legacy = await this.o.redis.hgetall(this.legacyKey);
-    const reserved = new Set(Object.entries(legacy).filter(([field]) => !field.startsWith('#')).map(([, id]) => Number(id)));
+    const reserved = new Set(
+      Object.entries(legacy)
+        .filter(([field]) => !field.startsWith('#'))
+        .map(([, id]) => Number(id)),
+    );
     return { held, known, reserved };
   }
 
   async take(request: TakeRequest): Promise<TakeOutcome> {
     if (request.identity.includes('|') || request.token.includes('|')) throw new Error('a worker-id identity must not contain "|"');
     const guard = this.o.clock.now() + 2 * this.o.leaseMs;
-    const reply = (await this.command('idmintLeaseTake')(this.registryKey, this.leaseKey(request.workerId), request.workerId, request.token, request.identity, this.o.leaseMs, guard, ...request.successorOf)) as Array<string | number>;
+    const reply = (await this.command('idmintLeaseTake')(
+      this.registryKey,
+      this.leaseKey(request.workerId),
+      request.workerId,
+      request.token,
+      request.identity,
+      this.o.leaseMs,
+      guard,
+      ...request.successorOf,
+    )) as Array<string | number>;
     if (Number(reply[0]) !== 1) return { taken: false, heldBy: { identity: String(reply[1]), token: String(reply[2]) } };
     return { taken: true, floorMs: Number(reply[1]), guardMs: Number(reply[2]), previousHolder: reply[3] ? String(reply[3]) : null };
   }

@@ -27,7 +27,8 @@ export class StaticWorkerIdProvider implements WorkerIdProvider {
   async acquire({ maxWorkerId }: { maxWorkerId: number }): Promise<WorkerIdLease> {
     checkWorkerIdRange(this.workerId, maxWorkerId, 'static configuration (IDMINT_WORKER_ID)');
     const { dataDir } = this.options;
-    const mark = dataDir === undefined ? null : await LocalTimeMark.start({ ...this.options, dataDir, key: 'static', workerId: this.workerId, source: 'static' });
+    const mark =
+      dataDir === undefined ? null : await LocalTimeMark.start({ ...this.options, dataDir, key: 'static', workerId: this.workerId, source: 'static' });
     return new SimpleLease(this.workerId, 'static', mark);
   }
 }

@@ -70,7 +70,8 @@ export class ZooKeeperWorkerIdProvider extends LeasedWorkerIdProvider {
 
   constructor(options: ZooKeeperWorkerIdProviderOptions) {
     const merged = resolveOptions({ ...ZOOKEEPER_WORKER_ID_DEFAULTS }, options, (s) => {
-      if (!/^[^\s/:#]+:\d{1,5}(#\d{1,3})?$/.test(s.address)) throw new OptionsError('ZooKeeperWorkerIdProvider', 'address', `must be ip:port (or ip:port#process), got "${s.address}"`);
+      if (!/^[^\s/:#]+:\d{1,5}(#\d{1,3})?$/.test(s.address))
+        throw new OptionsError('ZooKeeperWorkerIdProvider', 'address', `must be ip:port (or ip:port#process), got "${s.address}"`);
       if (!/^(\/[^/\s]+)+$/.test(s.root)) throw new OptionsError('ZooKeeperWorkerIdProvider', 'root', `must be an absolute ZooKeeper path, got "${s.root}"`);
     });
     const logger = merged.logger ?? silentLogger;
@@ -120,5 +121,4 @@ export class ZooKeeperWorkerIdProvider extends LeasedWorkerIdProvider {
   get leasesPath(): string {
     return `${this.zookeeper.root}/leases`;
   }
-
 }

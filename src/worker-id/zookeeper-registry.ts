@@ -176,7 +176,8 @@ export class ZooKeeperRegistry implements WorkerIdRegistry {
       const current = await zk.getData(leasePath).catch(noNode(null));
       if (current === null) continue; // expired meanwhile
       const holder = parse<{ token?: string; identity?: string }>(current.data) ?? {};
-      if (!holder.token || !request.successorOf.includes(holder.token)) return { taken: false, heldBy: { identity: holder.identity ?? '', token: holder.token ?? '' } };
+      if (!holder.token || !request.successorOf.includes(holder.token))
+        return { taken: false, heldBy: { identity: holder.identity ?? '', token: holder.token ?? '' } };
       // This data directory's earlier process, now dead: its lease goes now rather than at its session's end.
       await zk.remove(leasePath, current.stat.version).catch(noNode(undefined));
     }
@@ -235,7 +236,9 @@ export class ZooKeeperRegistry implements WorkerIdRegistry {
     const known = this.versions.get(workerId);
     this.versions.delete(workerId);
     if (known) {
-      await zk.setData(`${this.workersPath}/${workerId}`, this.data({ markMs: finalMs, holder: token, identity: known.identity }), known.version).catch(() => undefined);
+      await zk
+        .setData(`${this.workersPath}/${workerId}`, this.data({ markMs: finalMs, holder: token, identity: known.identity }), known.version)
+        .catch(() => undefined);
     }
     const leasePath = `${this.leasesPath}/${workerId}`;
     const current = await zk.getData(leasePath).catch(noNode(null));
@@ -288,7 +291,8 @@ export class ZooKeeperRegistry implements WorkerIdRegistry {
     const { data, stat } = await zk.getData(`${this.workersPath}/${workerId}`);
     const record = parse<Partial<ZkWorkerRecord>>(data) ?? {};
     // A record that cannot be read refuses the id rather than guess its mark.
-    if (typeof record.markMs !== 'number' || !Number.isFinite(record.markMs)) throw new UnreadableRecord(`worker record ${this.workersPath}/${workerId} has no mark`);
+    if (typeof record.markMs !== 'number' || !Number.isFinite(record.markMs))
+      throw new UnreadableRecord(`worker record ${this.workersPath}/${workerId} has no mark`);
     return { record: { ip: '', port: '', timestamp: 0, holder: null, identity: '', ...record } as ZkWorkerRecord, version: stat.version };
   }
 
@@ -318,14 +322,20 @@ export class ZooKeeperRegistry implements WorkerIdRegistry {
     };
     let seq = await step();
     if (seq <= maxWorkerId && maxWorkerId < MAX_SEAL) {
-      this.o.logger.info({ root: this.o.root, from: seq, to: maxWorkerId + 1 }, "advancing Leaf's worker sequence past the layout, so no earlier version can register an id a lease holds");
+      this.o.logger.info(
+        { root: this.o.root, from: seq, to: maxWorkerId + 1 },
+        "advancing Leaf's worker sequence past the layout, so no earlier version can register an id a lease holds",
+      );
       while (seq <= maxWorkerId) {
         const batch = Math.min(128, Math.ceil((maxWorkerId + 1 - seq) / 2));
         const seqs = await Promise.all(Array.from({ length: batch }, step));
         seq = Math.max(...seqs);
       }
     } else if (seq <= maxWorkerId) {
-      this.o.logger.warn({ root: this.o.root, maxWorkerId }, "Leaf's worker sequence is not sealed for layouts this wide: do not run earlier versions or Leaf on this root");
+      this.o.logger.warn(
+        { root: this.o.root, maxWorkerId },
+        "Leaf's worker sequence is not sealed for layouts this wide: do not run earlier versions or Leaf on this root",
+      );
     }
     this.sealedTo = maxWorkerId;
   }

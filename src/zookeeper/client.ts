@@ -46,7 +46,9 @@ export function isNoAuth(err: unknown): boolean {
 
 /** True when `err` is a ZooKeeper exception with the given code (e.g. `ZkException.NO_NODE`). */
 export function isZkError(err: unknown, code: number): boolean {
-  return typeof err === 'object' && err !== null && typeof (err as { getCode?: unknown }).getCode === 'function' && (err as { getCode(): number }).getCode() === code;
+  return (
+    typeof err === 'object' && err !== null && typeof (err as { getCode?: unknown }).getCode === 'function' && (err as { getCode(): number }).getCode() === code
+  );
 }
 
 /**
@@ -180,7 +182,12 @@ export class ZkClient extends EventEmitter {
    * plain read, which a lagging server may answer, it orders after every write that completed.
    */
   checkVersion(path: string, version: number): Promise<void> {
-    return this.call(`check ${path}`, (cb) => this.client.transaction().check(path, version).commit((err) => cb(err, undefined)));
+    return this.call(`check ${path}`, (cb) =>
+      this.client
+        .transaction()
+        .check(path, version)
+        .commit((err) => cb(err, undefined)),
+    );
   }
 
   /**
@@ -210,7 +217,10 @@ export class ZkClient extends EventEmitter {
         if (isZkError(err, ZkException.BAD_VERSION)) continue;
         throw err;
       }
-      this.logger.info({ path }, 'a world-writable idmint node in ZooKeeper now belongs to the deployment identity (IDMINT_ZK_AUTH or the generated credential)');
+      this.logger.info(
+        { path },
+        'a world-writable idmint node in ZooKeeper now belongs to the deployment identity (IDMINT_ZK_AUTH or the generated credential)',
+      );
       return true;
     }
   }
@@ -262,7 +272,6 @@ export class ZkClient extends EventEmitter {
     });
   }
 }
-
 
 interface ConnectionManagerInternals {
   onSocketData?: (this: ConnectionManagerInternals, buffer: Buffer) => void;

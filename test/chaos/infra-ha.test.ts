@@ -70,7 +70,7 @@ describe('the replicated infra profile (IDMINT_INFRA_HA=1)', () => {
     rmSync(dataDir, { recursive: true, force: true });
   }, 120_000);
 
-  it('writes three Kafka brokers, three ZooKeeper servers, three Sentinels and a Redis Cluster\'s nodes to its env file', () => {
+  it("writes three Kafka brokers, three ZooKeeper servers, three Sentinels and a Redis Cluster's nodes to its env file", () => {
     expect(vars.KAFKA_BROKERS!.split(',')).toHaveLength(3);
     expect(vars.ZK_CONNECT!.split(',')).toHaveLength(3);
     expect(vars.REDIS_SENTINELS!.split(',')).toHaveLength(3);
@@ -84,15 +84,23 @@ describe('the replicated infra profile (IDMINT_INFRA_HA=1)', () => {
     const ready = await untilReady(server.url, { status: 'ready', timeoutMs: 120_000, output: server.output });
     expect(ready.status).toBe('ready');
     const post = (body: object): Promise<Response> =>
-      fetch(`${server!.url}/v1/biz`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      fetch(`${server!.url}/v1/biz`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
     expect((await post({ bizTag: 'hapool', step: 1000 })).status).toBe(201);
     expect((await post({ bizTag: 'hasnow', mode: 'snowflake' })).status).toBe(201);
     const ids: string[] = [];
-    await until('IDs from the Redis pool behind Sentinel', async () => {
-      const body = (await (await fetch(`${server!.url}/v1/ids/hapool?count=100`)).json()) as { ids: string[]; source: string };
-      ids.push(...body.ids);
-      return body.source === 'pool';
-    }, { timeoutMs: 60_000, detail: () => server!.output().slice(-2000) });
+    await until(
+      'IDs from the Redis pool behind Sentinel',
+      async () => {
+        const body = (await (await fetch(`${server!.url}/v1/ids/hapool?count=100`)).json()) as { ids: string[]; source: string };
+        ids.push(...body.ids);
+        return body.source === 'pool';
+      },
+      { timeoutMs: 60_000, detail: () => server!.output().slice(-2000) },
+    );
     const snow = (await (await fetch(`${server.url}/v1/ids/hasnow?count=100`)).json()) as { ids: string[] };
     expect(snow.ids).toHaveLength(100);
     expect(server.output()).toMatch(/"where":"ZooKeeper[^\n]*"msg":"worker id leased"/);
@@ -122,19 +130,36 @@ describe('the replicated infra profile (IDMINT_INFRA_HA=1)', () => {
     server = undefined;
     expect(vars.IDMINT_INFRA_REDIS_CLUSTER_NODES!.split(',')).toHaveLength(6);
     const { REDIS_SENTINELS: _s, REDIS_SENTINEL_NAME: _n, ...rest } = vars;
-    server = await spawnServer({ ...rest, REDIS_CLUSTER_NODES: vars.IDMINT_INFRA_REDIS_CLUSTER_NODES!, IDMINT_DATA_DIR: dataDir, IDMINT_ADMIN_TOKEN: TOKEN, IDMINT_REFILL_EVERY_MS: '1000' }, { timeoutMs: 120_000 });
+    server = await spawnServer(
+      {
+        ...rest,
+        REDIS_CLUSTER_NODES: vars.IDMINT_INFRA_REDIS_CLUSTER_NODES!,
+        IDMINT_DATA_DIR: dataDir,
+        IDMINT_ADMIN_TOKEN: TOKEN,
+        IDMINT_REFILL_EVERY_MS: '1000',
+      },
+      { timeoutMs: 120_000 },
+    );
     const ready = await untilReady(server.url, { status: 'ready', timeoutMs: 120_000, output: server.output });
     expect(ready.status).toBe('ready');
     const post = (body: object): Promise<Response> =>
-      fetch(`${server!.url}/v1/biz`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      fetch(`${server!.url}/v1/biz`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
     expect((await post({ bizTag: 'hacluster', step: 1000, pool: 'redis-list' })).status).toBe(201);
     const ids: string[] = [];
     for (const bizTag of ['hapool', 'hacluster']) {
-      await until(`IDs of ${bizTag} from a Redis pool on the Cluster`, async () => {
-        const body = (await (await fetch(`${server!.url}/v1/ids/${bizTag}?count=100`)).json()) as { ids: string[]; source: string };
-        ids.push(...body.ids);
-        return body.source === 'pool';
-      }, { timeoutMs: 60_000, detail: () => server!.output().slice(-2000) });
+      await until(
+        `IDs of ${bizTag} from a Redis pool on the Cluster`,
+        async () => {
+          const body = (await (await fetch(`${server!.url}/v1/ids/${bizTag}?count=100`)).json()) as { ids: string[]; source: string };
+          ids.push(...body.ids);
+          return body.source === 'pool';
+        },
+        { timeoutMs: 60_000, detail: () => server!.output().slice(-2000) },
+      );
     }
     expectNoDuplicates(ids);
     expect(server.output()).not.toMatch(/CROSSSLOT/);

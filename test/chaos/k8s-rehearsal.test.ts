@@ -62,7 +62,8 @@ async function manifests(logLevel: string): Promise<K8sObject[]> {
 
 const apiWorkload = (objects: K8sObject[]) => workloads(objects).find((w) => w.kind === 'StatefulSet')!;
 const readyApi = () => [...cluster.pods.values()].filter((p) => p.ready && p.env.IDMINT_ROLES === 'api');
-const pdbMaxUnavailable = (objects: K8sObject[], name: string) => Number((objects.find((o) => o.kind === 'PodDisruptionBudget' && o.metadata.name === name)!.spec as { maxUnavailable: number }).maxUnavailable);
+const pdbMaxUnavailable = (objects: K8sObject[], name: string) =>
+  Number((objects.find((o) => o.kind === 'PodDisruptionBudget' && o.metadata.name === name)!.spec as { maxUnavailable: number }).maxUnavailable);
 
 function podsOf(objects: K8sObject[]): LocalPod[] {
   const out: LocalPod[] = [];
@@ -121,11 +122,22 @@ beforeAll(async () => {
   await Promise.all(pods.map((p) => startPod(p)));
   await Promise.all(pods.map((p) => p.untilReady(120_000)));
   const api = readyApi()[0]!;
-  for (const [bizTag, mode] of [[`rsnow-${id}`, 'snowflake'], [`rseg-${id}`, 'segment']] as const) {
-    const r = await fetch(`${api.url}/v1/biz`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify({ bizTag, mode, step: 500 }) });
+  for (const [bizTag, mode] of [
+    [`rsnow-${id}`, 'snowflake'],
+    [`rseg-${id}`, 'segment'],
+  ] as const) {
+    const r = await fetch(`${api.url}/v1/biz`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ bizTag, mode, step: 500 }),
+    });
     expect(r.status, await r.text()).toBe(201);
   }
-  await until('every API pod to know the tags', async () => (await Promise.all(readyApi().map((p) => fetch(`${p.url}/v1/ids/rsnow-${id}`).then((r) => r.ok)))).every(Boolean), { timeoutMs: 30_000 });
+  await until(
+    'every API pod to know the tags',
+    async () => (await Promise.all(readyApi().map((p) => fetch(`${p.url}/v1/ids/rsnow-${id}`).then((r) => r.ok)))).every(Boolean),
+    { timeoutMs: 30_000 },
+  );
   load = runLoad();
 }, 300_000);
 
@@ -140,7 +152,7 @@ afterAll(async () => {
 }, 180_000);
 
 describe('a rehearsal driven by the rendered manifests', () => {
-  it('every pod starts with the manifest\'s env (three stand-ins: its IP, its bind address, its emptyDir); the API pods hold their ordinals, the responder another free id', async () => {
+  it("every pod starts with the manifest's env (three stand-ins: its IP, its bind address, its emptyDir); the API pods hold their ordinals, the responder another free id", async () => {
     const api = [0, 1, 2].map((i) => cluster.pods.get(`idmint-api-${i}`)!);
     for (const [i, pod] of api.entries()) {
       expect(pod.env.IDMINT_WORKER_ID_ORDINAL).toBe(String(i));
@@ -186,7 +198,7 @@ describe('a rehearsal driven by the rendered manifests', () => {
     phases.push(`rolling update: ${ids.length - before} IDs, never fewer than ${minReadyApi} of ${replicas} API pods Ready`);
   });
 
-  it('a SIGKILLed pod: the controller recreates it (a new emptyDir); it waits for its ordinal\'s lease to expire, says why, and takes it back', async () => {
+  it("a SIGKILLed pod: the controller recreates it (a new emptyDir); it waits for its ordinal's lease to expire, says why, and takes it back", async () => {
     const before = ids.length;
     const name = 'idmint-api-1';
     const victim = cluster.pods.get(name)!;
@@ -222,14 +234,18 @@ describe('a rehearsal driven by the rendered manifests', () => {
     await replacement.untilReady(120_000);
     expect(await workerOf(replacement)).toBe(0);
     await until('IDs to flow', () => ids.length > before + 5000);
-    phases.push(`two live pods with ordinal 0: the replacement waited, took over ${((Date.now() - goneAt) / 1000).toFixed(1)} s after the old one died, ${ids.length - before} IDs`);
+    phases.push(
+      `two live pods with ordinal 0: the replacement waited, took over ${((Date.now() - goneAt) / 1000).toFixed(1)} s after the old one died, ${ids.length - before} IDs`,
+    );
   });
 
   it('every ID handed out through all of it is unique', async () => {
     loading = false;
     await load;
     const snow = ids.filter((x) => BigInt(x) >= 2n ** 53n).length;
-    console.info(`rehearsal: ${ids.length} IDs (${snow} Snowflake, ${ids.length - snow} segment), errors ${JSON.stringify([...errors])}, liveness failures ${all.reduce((n, p) => n + p.livenessFailures, 0)}; ${phases.join('; ')}`);
+    console.info(
+      `rehearsal: ${ids.length} IDs (${snow} Snowflake, ${ids.length - snow} segment), errors ${JSON.stringify([...errors])}, liveness failures ${all.reduce((n, p) => n + p.livenessFailures, 0)}; ${phases.join('; ')}`,
+    );
     expect(ids.length).toBeGreaterThan(20_000);
     expect(snow).toBeGreaterThan(10_000);
     expectNoDuplicates(ids, 'IDs of the rehearsal');

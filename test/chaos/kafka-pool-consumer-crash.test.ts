@@ -23,7 +23,12 @@ import { TEST_VERIFY_KEY, testSigner } from '../support/signing.js';
  * counted by code and taken as nothing).
  */
 function poolOf(brokers: string, bizTag: string, transport: ReturnType<typeof kafkaPoolTransport>) {
-  const sink = new KafkaPoolSink({ signer: testSigner, kafka: createKafka({ brokers, clientId: `${bizTag}-refill`, logger: silentLogger }), partitions: 2, blockSize: 100 });
+  const sink = new KafkaPoolSink({
+    signer: testSigner,
+    kafka: createKafka({ brokers, clientId: `${bizTag}-refill`, logger: silentLogger }),
+    partitions: 2,
+    blockSize: 100,
+  });
   let next = 1;
   const got: Range[] = [];
   const codes = new Map<string, number>();
@@ -67,7 +72,11 @@ describe('Kafka pool consumer: a crash KafkaJS does not restart from', () => {
       logger: silentLogger,
       config: { retry: { retries: 1, initialRetryTime: 100, maxRetryTime: 500, restartOnFailure: async () => false } },
     });
-    const { got, push, take, close } = poolOf(cluster.brokers, uniqueName('kcrash'), kafkaPoolTransport({ verifyKey: TEST_VERIFY_KEY, kafka, takeTimeoutMs: 500, sessionTimeoutMs: 6000 }));
+    const { got, push, take, close } = poolOf(
+      cluster.brokers,
+      uniqueName('kcrash'),
+      kafkaPoolTransport({ verifyKey: TEST_VERIFY_KEY, kafka, takeTimeoutMs: 500, sessionTimeoutMs: 6000 }),
+    );
     await push(5);
     try {
       await until('the first blocks', async () => (await take()) > 0, { timeoutMs: 60_000 });
@@ -90,7 +99,14 @@ describe('Kafka pool consumer: a crash KafkaJS does not restart from', () => {
 
   it('a consumer that completes no fetch for stallTimeoutMs is replaced, and serving resumes after the hang', async () => {
     const kafka = createKafka({ brokers: cluster.brokers, clientId: 'kstall-sdk', logger: silentLogger });
-    const transport = kafkaPoolTransport({ verifyKey: TEST_VERIFY_KEY, kafka, takeTimeoutMs: 500, sessionTimeoutMs: 6000, stallTimeoutMs: 6000, joinTimeoutMs: 10_000 });
+    const transport = kafkaPoolTransport({
+      verifyKey: TEST_VERIFY_KEY,
+      kafka,
+      takeTimeoutMs: 500,
+      sessionTimeoutMs: 6000,
+      stallTimeoutMs: 6000,
+      joinTimeoutMs: 10_000,
+    });
     const { got, codes, push, take, close } = poolOf(cluster.brokers, uniqueName('kstall'), transport);
     await push(5);
     try {

@@ -19,7 +19,6 @@ import { storeWithDispenser, type DispensingStore } from '../support/store.js';
 import { expectNoDuplicates } from '../support/unique.js';
 import { TEST_VERIFY_KEY, testSigner } from '../support/signing.js';
 
-
 /** The __consumer_offsets partition that holds a group's offsets (Kafka: abs(groupId.hashCode()) % partitions; the test cluster has 4). */
 function offsetsPartition(groupId: string, partitions = 4): number {
   let h = 0;
@@ -47,12 +46,25 @@ describe('Kafka pool topics on three brokers, a broker lost under load', () => {
   beforeAll(async () => {
     cluster = await startKafkaCluster(3);
     ts = await storeWithDispenser();
-    sink = new KafkaPoolSink({ signer: testSigner, kafka: createKafka({ brokers: cluster.brokers, clientId: 'prepl-refill', logger: silentLogger }), partitions: 6 });
+    sink = new KafkaPoolSink({
+      signer: testSigner,
+      kafka: createKafka({ brokers: cluster.brokers, clientId: 'prepl-refill', logger: silentLogger }),
+      partitions: 6,
+    });
     redis = new Redis(env('REDIS_URL'));
     const meta = new RedisPoolMeta({ redis, keyPrefix: `${uniqueName('kpr')}:` });
     processor = createRefillProcessor({ store: ts.store, sinks: { kafka: sink }, meta, minDepth: 20_000, maxRangeDepth: 5_000_000 });
     inline = inlineRefillTrigger((bizTag, shard, reason) => processor.refill(bizTag, shard, reason));
-    watch = new KafkaPoolWatch({ sink, store: ts.store, meta, trigger: inline.trigger, autoKind: 'redis-counter', everyMs: 250, tagsEveryMs: 250, minDepth: 20_000 });
+    watch = new KafkaPoolWatch({
+      sink,
+      store: ts.store,
+      meta,
+      trigger: inline.trigger,
+      autoKind: 'redis-counter',
+      everyMs: 250,
+      tagsEveryMs: 250,
+      minDepth: 20_000,
+    });
     watch.start();
   }, 300_000);
 
@@ -74,7 +86,11 @@ describe('Kafka pool topics on three brokers, a broker lost under load', () => {
     const errors = new Map<string, number>();
     const clients = got.map((_, i) => {
       const kafka = createKafka({ brokers: cluster.brokers, clientId: `prepl-${i}`, logger: silentLogger });
-      return new IdmintClient({ transport: kafkaPoolTransport({ verifyKey: TEST_VERIFY_KEY, kafka, takeTimeoutMs: 500, sessionTimeoutMs: 6000 }), maxBatchSize: 50_000, timeoutMs: 20_000 });
+      return new IdmintClient({
+        transport: kafkaPoolTransport({ verifyKey: TEST_VERIFY_KEY, kafka, takeTimeoutMs: 500, sessionTimeoutMs: 6000 }),
+        maxBatchSize: 50_000,
+        timeoutMs: 20_000,
+      });
     });
     let running = true;
     const loads = clients.map(async (client, i) => {
@@ -95,12 +111,16 @@ describe('Kafka pool topics on three brokers, a broker lost under load', () => {
     const readState = async (): Promise<void> => {
       while (running) {
         const state = await sink.state(bizTag, 0).catch((err: unknown) => `unreadable: ${(err as Error).message}`);
-        topicState = typeof state === 'string' || state === null ? String(state) : `unconsumed blocks per partition ${state.unconsumed.join('/')}, committed ${state.committed}`;
+        topicState =
+          typeof state === 'string' || state === null
+            ? String(state)
+            : `unconsumed blocks per partition ${state.unconsumed.join('/')}, committed ${state.committed}`;
         await sleep(2000);
       }
     };
     const total = (): number => got.reduce((n, g) => n + g.length, 0);
-    const detail = (): string => `${total()} IDs (${got.map((g) => g.length).join(', ')}); retried errors ${JSON.stringify(Object.fromEntries(errors))}; topic at ${new Date().toISOString()}: ${topicState}`;
+    const detail = (): string =>
+      `${total()} IDs (${got.map((g) => g.length).join(', ')}); retried errors ${JSON.stringify(Object.fromEntries(errors))}; topic at ${new Date().toISOString()}: ${topicState}`;
     /** The longest stretch without any instance taking IDs, from `from` until serving has gone on 5 s. */
     const longestGap = (from: number, to: number): number => {
       const times = [from, ...taken.filter((t) => t > from && t < to), to];
@@ -141,7 +161,9 @@ describe('Kafka pool topics on three brokers, a broker lost under load', () => {
       await sleep(15_000);
       const during = total() - before;
       cluster.resume(hung);
-      report.push(`broker ${hung} hung 15 s: ${during} IDs meanwhile; longest stretch without IDs ${await servingAgain('after the hung broker resumed', at)} ms`);
+      report.push(
+        `broker ${hung} hung 15 s: ${during} IDs meanwhile; longest stretch without IDs ${await servingAgain('after the hung broker resumed', at)} ms`,
+      );
     } finally {
       running = false;
       await Promise.all([...loads, reading]);

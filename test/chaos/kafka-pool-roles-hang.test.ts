@@ -65,7 +65,11 @@ describe('Kafka pool topics refilled by refill processes, each broker hung in tu
       );
     }
     const kafka = createKafka({ brokers: cluster.brokers, clientId: 'kproles-sdk', logger: silentLogger });
-    const client = new IdmintClient({ transport: kafkaPoolTransport({ verifyKey: TEST_VERIFY_KEY, kafka, takeTimeoutMs: 2000 }), timeoutMs: 5000, batchSize: 100 });
+    const client = new IdmintClient({
+      transport: kafkaPoolTransport({ verifyKey: TEST_VERIFY_KEY, kafka, takeTimeoutMs: 2000 }),
+      timeoutMs: 5000,
+      batchSize: 100,
+    });
     const sink = new KafkaPoolSink({ signer: testSigner, kafka: createKafka({ brokers: cluster.brokers, clientId: 'kproles-look', logger: silentLogger }) });
     const ids: number[] = [];
     const errors = new Map<string, number>();

@@ -58,7 +58,12 @@ describe('Kafka pool sink: concurrent pushes through a hung broker', () => {
   it('never appends a block twice while a follower, then the leader, hangs for 10 s', async () => {
     const bizTag = uniqueName('sinkhang');
     const topic = poolTopic(bizTag, 0);
-    const sink = new KafkaPoolSink({ signer: testSigner, kafka: createKafka({ brokers: cluster.brokers, clientId: 'sinkhang', logger: silentLogger }), partitions: 2, blockSize: 10 });
+    const sink = new KafkaPoolSink({
+      signer: testSigner,
+      kafka: createKafka({ brokers: cluster.brokers, clientId: 'sinkhang', logger: silentLogger }),
+      partitions: 2,
+      blockSize: 10,
+    });
     let next = 1;
     let running = true;
     let pushed = 0;
@@ -101,7 +106,9 @@ describe('Kafka pool sink: concurrent pushes through a hung broker', () => {
     const blocks = await readTopic(cluster.brokers, topic);
     await sink.close();
     const overlaps = overlapsOf(blocks);
-    console.info(`pool sink through hung brokers: ${pushed} pushes acknowledged, ${failed} failed, ${blocks.length} blocks in the topic, ${overlaps.length} overlapping`);
+    console.info(
+      `pool sink through hung brokers: ${pushed} pushes acknowledged, ${failed} failed, ${blocks.length} blocks in the topic, ${overlaps.length} overlapping`,
+    );
     expect(overlaps.map(([a, b]) => `[${a.start}, ${a.end}] / [${b.start}, ${b.end}]`).slice(0, 10)).toEqual([]);
     expect(pushed).toBeGreaterThan(0);
   }, 600_000);

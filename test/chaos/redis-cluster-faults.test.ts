@@ -107,7 +107,11 @@ describe('Redis Cluster faults under load: a hung primary, a killed primary', ()
       const pausedAt = Date.now();
       const paused = await cluster.pauseOwner(`idmint:{${tags.counter}}:counter`);
       const promotedAt = Date.now();
-      const lastBefore = fromPool.get(tags.counter)!.filter((s) => s < promotedAt).at(-1) ?? 0;
+      const lastBefore =
+        fromPool
+          .get(tags.counter)!
+          .filter((s) => s < promotedAt)
+          .at(-1) ?? 0;
       let back1: number;
       try {
         back1 = await poolBackAfter(tags.counter, promotedAt, 'while the old primary still hangs', 30_000);
@@ -131,7 +135,10 @@ describe('Redis Cluster faults under load: a hung primary, a killed primary', ()
         `killed primary ${killed.from} -> ${killed.to}, promoted ${killPromotedAt - killedAt} ms after the SIGKILL: ${tags.list}'s longest stretch without a pool reply ${longestPoolGap(tags.list, killedAt, killPromotedAt + back2)} ms, pool replies again ${back2} ms after the promotion`,
       );
       const mark2 = total();
-      await until('IDs after the second promotion', () => total() > mark2 + 20_000 && fromPool.get(tags.counter)!.some((s) => s > killPromotedAt), { timeoutMs: 60_000, detail });
+      await until('IDs after the second promotion', () => total() > mark2 + 20_000 && fromPool.get(tags.counter)!.some((s) => s > killPromotedAt), {
+        timeoutMs: 60_000,
+        detail,
+      });
     } finally {
       running = false;
       await clients;

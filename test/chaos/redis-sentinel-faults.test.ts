@@ -68,7 +68,8 @@ describe('Redis Sentinel faults under load: a stale master, a lost replica, a ki
       }
     };
     const clients = Promise.all(Array.from({ length: 8 }, () => client()));
-    const detail = (): string => `${ids.length} IDs, ${fromPool.length} pool replies; errors ${errors.length}: ${errors.slice(-3).join(' | ')}; the server's last output:\n${server.output().slice(-3000)}`;
+    const detail = (): string =>
+      `${ids.length} IDs, ${fromPool.length} pool replies; errors ${errors.length}: ${errors.slice(-3).join(' | ')}; the server's last output:\n${server.output().slice(-3000)}`;
     const poolBackAfter = async (t: number, what: string, timeoutMs = 120_000): Promise<number> => {
       await until(`the pool serving again ${what}`, () => fromPool.filter((s) => s > t).length > 200, { timeoutMs, detail });
       return fromPool.find((s) => s > t)! - t;
@@ -99,7 +100,10 @@ describe('Redis Sentinel faults under load: a stale master, a lost replica, a ki
       const lostReplica = await set.killReplica();
       const mark2 = ids.length;
       const replicaKilledAt = Date.now();
-      await until('IDs from the pool with a replica lost', () => ids.length > mark2 + 20_000 && fromPool.filter((s) => s > replicaKilledAt).length > 200, { timeoutMs: 60_000, detail });
+      await until('IDs from the pool with a replica lost', () => ids.length > mark2 + 20_000 && fromPool.filter((s) => s > replicaKilledAt).length > 200, {
+        timeoutMs: 60_000,
+        detail,
+      });
       report.push(`replica ${lostReplica} killed`);
 
       // 3. The master SIGKILLed: the last replica is promoted.

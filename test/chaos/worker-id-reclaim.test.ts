@@ -81,7 +81,22 @@ async function zookeeper(): Promise<Registries> {
     provider: (i, wrap) => {
       if (!wrap) return new ZooKeeperWorkerIdProvider(o(i));
       const { connect, root: r, sessionTimeoutMs } = o(i);
-      return new LeasedWorkerIdProvider(() => wrap(new ZooKeeperRegistry({ connect, root: r, address: address(i), connectTimeoutMs: 5000, sessionTimeoutMs, clock: systemClock, logger: silentLogger })), `zk-${address(i)}`, { identity: address(i), dataDir, renewEveryMs: 1000, ...fast });
+      return new LeasedWorkerIdProvider(
+        () =>
+          wrap(
+            new ZooKeeperRegistry({
+              connect,
+              root: r,
+              address: address(i),
+              connectTimeoutMs: 5000,
+              sessionTimeoutMs,
+              clock: systemClock,
+              logger: silentLogger,
+            }),
+          ),
+        `zk-${address(i)}`,
+        { identity: address(i), dataDir, renewEveryMs: 1000, ...fast },
+      );
     },
     close: async () => {
       const zk = await ZkClient.connect({ connect: env('ZK_CONNECT') });
@@ -115,13 +130,29 @@ async function redis(): Promise<Registries> {
   const client = new Redis(env('REDIS_URL'), { maxRetriesPerRequest: 1 });
   const keyPrefix = `${uniqueName('idmint-reclaim:', '')}:`;
   const dataDir = tempDir();
-  const o = (i: number) => ({ redis: client, app: 'reclaim', address: address(i), keyPrefix, dataDir, leaseMs: 2000, renewEveryMs: 500, stopMarginMs: 500, ...fast });
+  const o = (i: number) => ({
+    redis: client,
+    app: 'reclaim',
+    address: address(i),
+    keyPrefix,
+    dataDir,
+    leaseMs: 2000,
+    renewEveryMs: 500,
+    stopMarginMs: 500,
+    ...fast,
+  });
   return {
     name: 'redis',
     provider: (i, wrap) => {
       if (!wrap) return new RedisWorkerIdProvider(o(i));
       const identity = `reclaim:${address(i)}`;
-      return new LeasedWorkerIdProvider(() => wrap(new RedisRegistry({ redis: client, keyPrefix, leaseMs: 2000, clock: systemClock })), `redis-${identity}`, { identity, dataDir, renewEveryMs: 500, stopMarginMs: 500, ...fast });
+      return new LeasedWorkerIdProvider(() => wrap(new RedisRegistry({ redis: client, keyPrefix, leaseMs: 2000, clock: systemClock })), `redis-${identity}`, {
+        identity,
+        dataDir,
+        renewEveryMs: 500,
+        stopMarginMs: 500,
+        ...fast,
+      });
     },
     close: async () => {
       const keys = await client.keys(`${keyPrefix}*`);
@@ -193,7 +224,9 @@ describe.concurrent.each([
     const r = await make();
     registries.push(r);
     const out = await run(r);
-    console.info(`${r.name}: ${out.starts} starts (${out.killed} killed), ${out.workers} worker ids used (highest ${out.highest}), ${out.ids} IDs, 0 duplicates, ${out.ms} ms`);
+    console.info(
+      `${r.name}: ${out.starts} starts (${out.killed} killed), ${out.workers} worker ids used (highest ${out.highest}), ${out.ids} IDs, 0 duplicates, ${out.ms} ms`,
+    );
     expect(out.highest).toBeLessThanOrEqual(1023);
   }, 600_000);
 });

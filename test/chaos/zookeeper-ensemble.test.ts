@@ -22,7 +22,14 @@ describe('a ZooKeeper ensemble of three, servers lost under load', () => {
   const env = (): Record<string, string> => {
     const dir = mkdtempSync(join(tmpdir(), 'idmint-zkens-'));
     dirs.push(dir);
-    return { DATABASE_URL: st.url, ZK_CONNECT: zk.connect, IDMINT_WORKER_ID_PROVIDER: 'zookeeper', IDMINT_ZK_AUTH: 'idmint:ensemble-digest-pw', IDMINT_DATA_DIR: dir, IDMINT_ROLES: 'api' };
+    return {
+      DATABASE_URL: st.url,
+      ZK_CONNECT: zk.connect,
+      IDMINT_WORKER_ID_PROVIDER: 'zookeeper',
+      IDMINT_ZK_AUTH: 'idmint:ensemble-digest-pw',
+      IDMINT_DATA_DIR: dir,
+      IDMINT_ROLES: 'api',
+    };
   };
 
   beforeAll(async () => {
@@ -30,7 +37,8 @@ describe('a ZooKeeper ensemble of three, servers lost under load', () => {
     st = await freshStore('zkens');
     for (let i = 0; i < 2; i++) servers.push(await spawnServer(env(), { timeoutMs: 120_000 }));
     for (const server of servers) await untilReady(server.url, { status: 'ready', timeoutMs: 60_000, output: server.output });
-    const post = (body: object): Promise<Response> => fetch(`${servers[0]!.url}/v1/biz`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const post = (body: object): Promise<Response> =>
+      fetch(`${servers[0]!.url}/v1/biz`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
     expect((await post({ bizTag: 'zsnow', mode: 'snowflake' })).status).toBe(201);
     expect((await post({ bizTag: 'zseg', step: 200 })).status).toBe(201);
   }, 300_000);
@@ -47,7 +55,10 @@ describe('a ZooKeeper ensemble of three, servers lost under load', () => {
     const seg = new IdLoad(servers, 'zseg', { loopsPer: 2, count: 50 });
     const flowing = async (what: string): Promise<void> => {
       const [a, b] = [snow.ids.length, seg.ids.length];
-      await until(`IDs of both tags ${what}`, () => snow.ids.length > a + 500 && seg.ids.length > b + 500, { timeoutMs: 30_000, detail: () => `snowflake ${snow.describe()} segment ${seg.describe()}` });
+      await until(`IDs of both tags ${what}`, () => snow.ids.length > a + 500 && seg.ids.length > b + 500, {
+        timeoutMs: 30_000,
+        detail: () => `snowflake ${snow.describe()} segment ${seg.describe()}`,
+      });
     };
     try {
       await flowing('before the faults');

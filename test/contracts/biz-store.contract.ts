@@ -80,7 +80,18 @@ export function bizStoreContract(backend: string, harness: StoreHarness): void {
           const tables = await h.query<{ table_name: string }>(
             `SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() AND table_name LIKE 'idmint%' ORDER BY table_name`,
           );
-          expect(tables.rows.map((r) => r.table_name)).toEqual(['idmint_biz', 'idmint_ledger', 'idmint_migrations', 'idmint_process', 'idmint_region', 'idmint_region_floor', 'idmint_segment', 'idmint_setting', 'idmint_tag_token', 'idmint_worker_node']);
+          expect(tables.rows.map((r) => r.table_name)).toEqual([
+            'idmint_biz',
+            'idmint_ledger',
+            'idmint_migrations',
+            'idmint_process',
+            'idmint_region',
+            'idmint_region_floor',
+            'idmint_segment',
+            'idmint_setting',
+            'idmint_tag_token',
+            'idmint_worker_node',
+          ]);
           expect(await migrate(h)).toEqual([]);
         } finally {
           await fresh.dispose();
@@ -133,7 +144,16 @@ export function bizStoreContract(backend: string, harness: StoreHarness): void {
       it('creates a tag with defaults, reads it back, lists it', async () => {
         const tag = uniqueTag('defaults');
         const created = await store.createBiz({ bizTag: tag });
-        expect(created).toMatchObject({ bizTag: tag, mode: 'segment', step: 1000, maxLimit: null, shards: 1, fallback: 'snowflake', pool: 'auto', description: '' });
+        expect(created).toMatchObject({
+          bizTag: tag,
+          mode: 'segment',
+          step: 1000,
+          maxLimit: null,
+          shards: 1,
+          fallback: 'snowflake',
+          pool: 'auto',
+          description: '',
+        });
         expect(created.createdAt).toBeInstanceOf(Date);
         expect(await store.getBiz(tag)).toEqual(created);
         expect((await store.listBiz()).map((t) => t.bizTag)).toContain(tag);
@@ -141,7 +161,16 @@ export function bizStoreContract(backend: string, harness: StoreHarness): void {
 
       it('creates a tag with every field set', async () => {
         const tag = uniqueTag('full');
-        const input = { bizTag: tag, mode: 'sharded', step: 50, maxLimit: 4294967295, shards: 4, fallback: 'error', pool: 'redis-list', description: 'orders' } as const;
+        const input = {
+          bizTag: tag,
+          mode: 'sharded',
+          step: 50,
+          maxLimit: 4294967295,
+          shards: 4,
+          fallback: 'error',
+          pool: 'redis-list',
+          description: 'orders',
+        } as const;
         expect(await store.createBiz(input)).toMatchObject(input);
         expect(await store.getBiz(tag)).toMatchObject(input);
       });

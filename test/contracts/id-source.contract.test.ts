@@ -84,7 +84,7 @@ async function redisSubject(Pool: typeof RedisListPool | typeof RedisCounterPool
   const t = await segmentTag();
   const source = new Pool({ redis, keyPrefix: `contract-${run}-${Math.random().toString(36).slice(2, 8)}:` });
   const feed = async (n: number): Promise<void> => {
-    for (let left = n; left > 0; ) {
+    for (let left = n; left > 0;) {
       const segment = await ts.store.allocate(t.bizTag, Math.min(left, 5000));
       await source.push(segment);
       left -= segment.end - segment.start + 1;

@@ -234,10 +234,14 @@ export function reclamationContract(name: string, createHarness: () => Promise<R
       await link.cut(); // the replaced pod, still alive, loses the registry
       const confirmed = a.confirmedMs;
       let lastApprovedAt = Date.now();
-      await until('the replacement to take the preferred id', () => {
-        if (approve(a) !== undefined) lastApprovedAt = Date.now();
-        return b !== undefined;
-      }, { intervalMs: 25, timeoutMs: h.leaseMs * 4 + 10_000 });
+      await until(
+        'the replacement to take the preferred id',
+        () => {
+          if (approve(a) !== undefined) lastApprovedAt = Date.now();
+          return b !== undefined;
+        },
+        { intervalMs: 25, timeoutMs: h.leaseMs * 4 + 10_000 },
+      );
       await waiting;
       expect(b!.workerId).toBe(2);
       expect(lastApprovedAt).toBeLessThan(Date.now());

@@ -8,8 +8,6 @@ import { expectNoDuplicates } from '../support/unique.js';
 import { createIdmintClient } from '../../src/client/index.js';
 import { idmint } from '../support/cli.js';
 
-
-
 const TOKEN = 'abuse-admin-token';
 const admin = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
 
@@ -144,7 +142,10 @@ describe('nobody burns a tag: per-tag tokens and the exhaustion warning', () => 
     expect(days).toBeLessThan(30);
     expect(text).not.toMatch(/idmint_tag_days_left\{biz_tag="open"\}/);
     // The log line travels on the server's stdout pipe, not with the HTTP answer: wait for it.
-    await until('the exhaustion warning in the log', () => /tag \\"bounded\\" runs out of IDs within 30 days/.test(s.server.output()), { timeoutMs: 10_000, detail: s.server.output });
+    await until('the exhaustion warning in the log', () => /tag \\"bounded\\" runs out of IDs within 30 days/.test(s.server.output()), {
+      timeoutMs: 10_000,
+      detail: s.server.output,
+    });
     // Requests past max_limit are refused with SEGMENT_EXHAUSTED; the log says so once, not per request.
     expect(s.server.output().match(/reached its max_limit/g)?.length ?? 0).toBeLessThanOrEqual(1);
   });
@@ -161,7 +162,7 @@ describe('rate limits per client and per tag', () => {
     if (s) rmSync(s.dir, { recursive: true, force: true });
   });
 
-  it('answers 429 RATE_LIMITED with Retry-After past a tag\'s limit, then past the client\'s', async () => {
+  it("answers 429 RATE_LIMITED with Retry-After past a tag's limit, then past the client's", async () => {
     const url = s.server.url;
     for (let i = 0; i < 5; i++) expect((await fetch(`${url}/v1/ids/a`)).status).toBe(200);
     const limited = await fetch(`${url}/v1/ids/a`);

@@ -69,8 +69,12 @@ describe('blocks on the distributed topology (Postgres, Redis pools, Kafka)', ()
   });
 
   it('a burst on a fresh tag with Redis pools and every server healthy gets no Snowflake IDs', async () => {
-    expect((await fetch(`${server.url}/v1/biz`, { method: 'POST', headers: admin, body: JSON.stringify({ bizTag: 'burst', fallback: 'snowflake' }) })).status).toBe(201);
-    const answers = await Promise.all(Array.from({ length: 16 }, () => fetch(`${server.url}/v1/ids/burst?count=500`).then((r) => r.json() as Promise<{ ids: string[]; source: string }>)));
+    expect(
+      (await fetch(`${server.url}/v1/biz`, { method: 'POST', headers: admin, body: JSON.stringify({ bizTag: 'burst', fallback: 'snowflake' }) })).status,
+    ).toBe(201);
+    const answers = await Promise.all(
+      Array.from({ length: 16 }, () => fetch(`${server.url}/v1/ids/burst?count=500`).then((r) => r.json() as Promise<{ ids: string[]; source: string }>)),
+    );
     expect(answers.filter((a) => a.source === 'snowflake')).toHaveLength(0);
     const ids = answers.flatMap((a) => a.ids);
     expectNoDuplicates(ids);
@@ -78,7 +82,10 @@ describe('blocks on the distributed topology (Postgres, Redis pools, Kafka)', ()
   });
 
   it('blocks and lists mixed, over HTTP and Kafka, across a SIGKILL and restart: zero duplicates, every block inside a ledger segment', async () => {
-    expect((await fetch(`${server.url}/v1/biz`, { method: 'POST', headers: admin, body: JSON.stringify({ bizTag: 'mixed', step: 5000, fallback: 'segment' }) })).status).toBe(201);
+    expect(
+      (await fetch(`${server.url}/v1/biz`, { method: 'POST', headers: admin, body: JSON.stringify({ bizTag: 'mixed', step: 5000, fallback: 'segment' }) }))
+        .status,
+    ).toBe(201);
     const ranges: Array<[number, number]> = [];
     const failures: string[] = [];
     let stop = false;
@@ -122,11 +129,17 @@ describe('blocks on the distributed topology (Postgres, Redis pools, Kafka)', ()
       if (last && last[1] + 1 === ls) last[1] = le;
       else ledger.push([ls, le]);
     }
-    for (const [s, e] of ranges) expect(ledger.some(([ls, le]) => ls <= s && e <= le), `[${s}, ${e}] outside the ledger's segments`).toBe(true);
+    for (const [s, e] of ranges)
+      expect(
+        ledger.some(([ls, le]) => ls <= s && e <= le),
+        `[${s}, ${e}] outside the ledger's segments`,
+      ).toBe(true);
   });
 
   it('refuses blocks for a snowflake tag with a clear BAD_REQUEST; a count over IDMINT_MAX_BLOCK_COUNT too', async () => {
-    expect((await fetch(`${server.url}/v1/biz`, { method: 'POST', headers: admin, body: JSON.stringify({ bizTag: 'flakes', mode: 'snowflake' }) })).status).toBe(201);
+    expect(
+      (await fetch(`${server.url}/v1/biz`, { method: 'POST', headers: admin, body: JSON.stringify({ bizTag: 'flakes', mode: 'snowflake' }) })).status,
+    ).toBe(201);
     const response = await fetch(`${server.url}/v1/blocks/flakes?count=10`);
     expect(response.status).toBe(400);
     expect(((await response.json()) as { error: { message: string } }).error.message).toMatch(/blocks are for segment tags.*use GET \/v1\/ids/);

@@ -23,8 +23,17 @@ describe('segment tags with Redis and Postgres down (fallback snowflake / error)
   beforeAll(async () => {
     dataDir = mkdtempSync(join(tmpdir(), 'idmint-both-down-'));
     [redis, postgres] = await Promise.all([startPrivateServer('redis'), startPrivateServer('postgres')]);
-    server = await spawnServer({ IDMINT_DATA_DIR: dataDir, IDMINT_ADMIN_TOKEN: TOKEN, REDIS_URL: redis.url, DATABASE_URL: postgres.url, IDMINT_POOL_MIN_DEPTH: '2000' });
-    for (const [bizTag, fallback] of [['pay', 'snowflake'], ['refund', 'error']] as const) {
+    server = await spawnServer({
+      IDMINT_DATA_DIR: dataDir,
+      IDMINT_ADMIN_TOKEN: TOKEN,
+      REDIS_URL: redis.url,
+      DATABASE_URL: postgres.url,
+      IDMINT_POOL_MIN_DEPTH: '2000',
+    });
+    for (const [bizTag, fallback] of [
+      ['pay', 'snowflake'],
+      ['refund', 'error'],
+    ] as const) {
       const response = await fetch(`${server.url}/v1/biz`, { method: 'POST', headers: admin, body: JSON.stringify({ bizTag, step: 500, fallback }) });
       expect(response.status, await response.clone().text()).toBe(201);
     }
@@ -36,7 +45,10 @@ describe('segment tags with Redis and Postgres down (fallback snowflake / error)
     rmSync(dataDir, { recursive: true, force: true });
   });
 
-  const get = async (bizTag: string, count: number): Promise<{ status: number; body: { ids?: string[]; source?: string; error?: { code: string; message: string } } }> => {
+  const get = async (
+    bizTag: string,
+    count: number,
+  ): Promise<{ status: number; body: { ids?: string[]; source?: string; error?: { code: string; message: string } } }> => {
     const response = await fetch(`${server.url}/v1/ids/${bizTag}?count=${count}`);
     return { status: response.status, body: (await response.json()) as never };
   };

@@ -95,7 +95,10 @@ describe('refill dashboard at /ui in real headless Chromium', () => {
     await page.getByText(harness.queueName).first().waitFor({ timeout: 30_000 });
 
     await page.goto(`${base}/ui/queue/${encodeURIComponent(harness.queueName)}?status=failed`);
-    await page.getByText(/refill job data must be/).first().waitFor({ timeout: 30_000 });
+    await page
+      .getByText(/refill job data must be/)
+      .first()
+      .waitFor({ timeout: 30_000 });
     mkdirSync(ARTIFACTS, { recursive: true });
     await page.screenshot({ path: `${ARTIFACTS}/dashboard-failed.png`, fullPage: true });
 
@@ -116,7 +119,11 @@ describe('refill dashboard at /ui in real headless Chromium', () => {
     const auth = { authorization: `Bearer ${TOKEN}` };
     const queue = encodeURIComponent(harness.queueName);
     const failedBefore = (await harness.queue.counts()).failed ?? 0;
-    for (const [method, path] of [['PUT', `retry/failed`], ['PUT', `clean/failed`], ['PUT', `empty`]] as const) {
+    for (const [method, path] of [
+      ['PUT', `retry/failed`],
+      ['PUT', `clean/failed`],
+      ['PUT', `empty`],
+    ] as const) {
       const response = await fetch(`${readOnlyBase}/ui/api/queues/${queue}/${path}`, { method, headers: auth });
       expect(response.status, `${method} ${path}`).toBe(405);
     }
@@ -127,18 +134,28 @@ describe('refill dashboard at /ui in real headless Chromium', () => {
     const context = await browser.newContext({ httpCredentials: { username: 'admin', password: TOKEN }, viewport: { width: 1280, height: 800 } });
     const page = await context.newPage();
     await page.goto(`${readOnlyBase}/ui/queue/${queue}?status=failed`);
-    await page.getByText(/refill job data must be/).first().waitFor({ timeout: 30_000 });
+    await page
+      .getByText(/refill job data must be/)
+      .first()
+      .waitFor({ timeout: 30_000 });
     expect(await page.getByRole('button', { name: /retry/i }).count()).toBe(0);
     // The writable board shows the button on the same page.
     await page.goto(`${base}/ui/queue/${queue}?status=failed`);
-    await page.getByText(/refill job data must be/).first().waitFor({ timeout: 30_000 });
+    await page
+      .getByText(/refill job data must be/)
+      .first()
+      .waitFor({ timeout: 30_000 });
     expect(await page.getByRole('button', { name: /retry/i }).count()).toBeGreaterThan(0);
     await context.close();
   });
 
   it('idmint serve: its board is read-only off loopback or with IDMINT_UI_READONLY=true (405 on retry), writable on loopback by default', async () => {
     const auth = { authorization: `Bearer ${TOKEN}` };
-    for (const [host, readonly, status] of [['127.0.0.1', 'true', 405], ['127.0.0.1', undefined, 200], ['0.0.0.0', undefined, 405]] as const) {
+    for (const [host, readonly, status] of [
+      ['127.0.0.1', 'true', 405],
+      ['127.0.0.1', undefined, 200],
+      ['0.0.0.0', undefined, 405],
+    ] as const) {
       const server = await spawnServer({
         DATABASE_URL: store.url,
         REDIS_URL,

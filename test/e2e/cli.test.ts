@@ -8,8 +8,6 @@ import { idmint } from '../support/cli.js';
 
 const TOKEN = 'cli-admin-token';
 
-
-
 describe('idmint CLI against a running server', () => {
   let dataDir: string;
   let server: SpawnedServer;
@@ -104,7 +102,16 @@ describe('idmint CLI against a running server', () => {
   });
 
   it('refuses to expose the admin API off loopback without a token', async () => {
-    const run = await idmint(['serve'], { IDMINT_HOST: '0.0.0.0', IDMINT_PORT: String(await freePort()), IDMINT_DATA_DIR: join(dataDir, 'open'), IDMINT_ADMIN_TOKEN: '', DATABASE_URL: '', REDIS_URL: '', KAFKA_BROKERS: '', ZK_CONNECT: '' });
+    const run = await idmint(['serve'], {
+      IDMINT_HOST: '0.0.0.0',
+      IDMINT_PORT: String(await freePort()),
+      IDMINT_DATA_DIR: join(dataDir, 'open'),
+      IDMINT_ADMIN_TOKEN: '',
+      DATABASE_URL: '',
+      REDIS_URL: '',
+      KAFKA_BROKERS: '',
+      ZK_CONNECT: '',
+    });
     expect(run.code).toBe(1);
     expect(run.stderr).toMatch(/IDMINT_ADMIN_TOKEN is required when IDMINT_HOST \(0\.0\.0\.0\) is not a loopback address/);
   });

@@ -23,7 +23,6 @@ async function createTag(url: string, body: Record<string, unknown>): Promise<vo
   expect(response.status, await response.text()).toBe(201);
 }
 
-
 describe('client SDK against a spawned embedded server', () => {
   let dataDir: string;
   let server: SpawnedServer;
@@ -123,7 +122,9 @@ describe('client SDK against a spawned embedded server', () => {
     expect(atRestart).toBeGreaterThanOrEqual(beforeRestart);
     expect(ids.length - atRestart).toBeGreaterThanOrEqual(50_000);
     const stats = clients.flatMap((c) => c.stats());
-    console.info(`client e2e: ${ids.length} IDs, ${atRestart} before the restart, ${retried} retried requests, caller errors ${JSON.stringify(Object.fromEntries(errors))}, batch sizes ${stats.map((s) => s.batchSize).join('/')}`);
+    console.info(
+      `client e2e: ${ids.length} IDs, ${atRestart} before the restart, ${retried} retried requests, caller errors ${JSON.stringify(Object.fromEntries(errors))}, batch sizes ${stats.map((s) => s.batchSize).join('/')}`,
+    );
     // The batch grew from 500 under this load.
     expect(Math.max(...stats.map((s) => s.batchSize))).toBeGreaterThan(500);
     await Promise.all(clients.map((c) => c.close()));

@@ -15,7 +15,16 @@ describe.each(['node bin/idmint.js serve', 'npm start'])('Ctrl-C in a terminal u
   it('drains, logs "stopped cleanly" and exits 0', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'idmint-ctrlc-'));
     const port = await freePort();
-    const env = { ...process.env, DATABASE_URL: '', REDIS_URL: '', KAFKA_BROKERS: '', ZK_CONNECT: '', IDMINT_DATA_DIR: dataDir, IDMINT_PORT: String(port), LOG_LEVEL: 'info' };
+    const env = {
+      ...process.env,
+      DATABASE_URL: '',
+      REDIS_URL: '',
+      KAFKA_BROKERS: '',
+      ZK_CONNECT: '',
+      IDMINT_DATA_DIR: dataDir,
+      IDMINT_PORT: String(port),
+      LOG_LEVEL: 'info',
+    };
     const terminal = inTerminal(command, { cwd: ROOT, env });
     try {
       await untilReady(`http://127.0.0.1:${port}`, { timeoutMs: 90_000, output: terminal.output });

@@ -47,7 +47,9 @@ describe('the dashboard with hostile entries in Redis, in real headless Chromium
       IDMINT_ADMIN_TOKEN: TOKEN,
       IDMINT_DASHBOARD_SAMPLE_MS: '300',
     });
-    expect((await fetch(`${server.url}/v1/biz`, { method: 'POST', headers: admin, body: JSON.stringify({ bizTag, step: 1000, pool: 'redis-list' }) })).status).toBe(201);
+    expect(
+      (await fetch(`${server.url}/v1/biz`, { method: 'POST', headers: admin, body: JSON.stringify({ bizTag, step: 1000, pool: 'redis-list' }) })).status,
+    ).toBe(201);
 
     redis = new Redis(env('REDIS_URL'));
     const keys = { reports: `${prefix}idmint:dashboard:reports`, samples: `${prefix}idmint:dashboard:samples`, refills: `${prefix}idmint:dashboard:refills` };
@@ -67,7 +69,15 @@ describe('the dashboard with hostile entries in Redis, in real headless Chromium
     // Wrong types where the page used to trust them: a pid and a status made of markup.
     const invalid = { ...valid, id: 'evil-invalid', pid: hostile('pid'), status: hostile('status') };
     await redis.hset(keys.reports, valid.id, JSON.stringify(valid), 'evil-invalid', JSON.stringify(invalid));
-    const pool = { bizTag, shard: 0, kind: hostile('kind'), depth: 5, target: 10, rate: 1, kafka: { topic: hostile('topic'), group: hostile('group'), lagBlocks: [1], blockIds: 100 } };
+    const pool = {
+      bizTag,
+      shard: 0,
+      kind: hostile('kind'),
+      depth: 5,
+      target: 10,
+      rate: 1,
+      kafka: { topic: hostile('topic'), group: hostile('group'), lagBlocks: [1], blockIds: 100 },
+    };
     await redis.xadd(keys.samples, '*', 'v', JSON.stringify({ at, pools: [pool], issued: {} }));
     await redis.xadd(keys.samples, '*', 'v', JSON.stringify({ at: at + 1, pools: [{ ...pool, depth: hostile('depth') }], issued: {} }));
     const refill = { at, bizTag, shard: 0, reason: hostile('reason'), status: 'pushed', ms: 5, segments: 1, ids: 1000, by: hostile('by') };
@@ -97,7 +107,9 @@ describe('the dashboard with hostile entries in Redis, in real headless Chromium
     // The hostile but well-formed report and sample are drawn (as text), with the page's own script running.
     const row = `#health tr[data-process^="evil-"]`;
     await until('the hostile report drawn', async () => (await page.locator(row).count()) > 0, { timeoutMs: 30_000 });
-    await until('the hostile sample drawn', async () => (await page.locator(`article.tag[data-tag="${bizTag}"] table.kafka`).count()) > 0, { timeoutMs: 30_000 });
+    await until('the hostile sample drawn', async () => (await page.locator(`article.tag[data-tag="${bizTag}"] table.kafka`).count()) > 0, {
+      timeoutMs: 30_000,
+    });
     expect(await page.evaluate(() => (globalThis as { __ran?: string[] }).__ran), 'where hostile markup ran').toBeUndefined();
     expect(dialogs).toEqual([]);
     expect(await page.textContent(row)).toContain(hostile('host'));
@@ -112,7 +124,11 @@ describe('the dashboard with hostile entries in Redis, in real headless Chromium
     expect(csp).not.toContain('unsafe');
 
     // The entries that do not match the schema are not served at all.
-    const data = (await (await fetch(`${server.url}/dashboard/data.json`, { headers: admin })).json()) as { processes: Array<{ id: string }>; samples: Array<{ at: number }>; refills: Array<{ status: string }> };
+    const data = (await (await fetch(`${server.url}/dashboard/data.json`, { headers: admin })).json()) as {
+      processes: Array<{ id: string }>;
+      samples: Array<{ at: number }>;
+      refills: Array<{ status: string }>;
+    };
     expect(data.processes.map((p) => p.id)).not.toContain('evil-invalid');
     expect(data.refills.map((e) => e.status)).toEqual(['pushed']);
     expect(JSON.stringify(data.samples)).not.toContain(hostile('depth'));

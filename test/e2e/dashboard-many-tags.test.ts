@@ -90,7 +90,10 @@ describe('the dashboard of a deployment with 300 tags, in real headless Chromium
     // The scene is built from what every version serves (/v1/stats, the refill events): the assertions after it are the dashboard's.
     type Stats = { pools: Array<{ bizTag: string; depth: number; target: number | null }> };
     const stats = async (): Promise<Stats> => (await fetch(`${api.url}/v1/stats`, { headers: admin })).json() as Promise<Stats>;
-    await until('every pool filled', async () => (await stats()).pools.filter((p) => p.target !== null && p.depth > 0).length === TAGS, { timeoutMs: 180_000, intervalMs: 1000 });
+    await until('every pool filled', async () => (await stats()).pools.filter((p) => p.target !== null && p.depth > 0).length === TAGS, {
+      timeoutMs: 180_000,
+      intervalMs: 1000,
+    });
     for (const tag of exhausted) expect((await fetch(`${api.url}/v1/ids/${tag}?count=1000`)).status).toBe(200);
     type Events = { refills: Array<{ bizTag: string; status: string }> };
     const failed = async () => new Set(((await data()) as unknown as Events).refills.filter((e) => e.status === 'failed').map((e) => e.bizTag));
@@ -99,7 +102,12 @@ describe('the dashboard of a deployment with 300 tags, in real headless Chromium
     // A clean stop: the process says so in its last report.
     expect(await refill.stop('SIGTERM')).toBe(0);
     for (const tag of drained) expect((await fetch(`${api.url}/v1/ids/${tag}?count=850`)).status).toBe(200);
-    const d = await untilValue('the summary to settle', data, (x) => x.summary?.belowTarget.length === exhausted.length + drained.length && x.summary.silentProcesses.length === 1, { timeoutMs: 60_000, intervalMs: 1000 });
+    const d = await untilValue(
+      'the summary to settle',
+      data,
+      (x) => x.summary?.belowTarget.length === exhausted.length + drained.length && x.summary.silentProcesses.length === 1,
+      { timeoutMs: 60_000, intervalMs: 1000 },
+    );
     expect(d.summary.failingRefills.sort()).toEqual([...exhausted].sort());
     expect(d.summary.belowTarget.sort()).toEqual([...exhausted, ...drained].sort());
     expect(d.summary.serversDown).toEqual([]);
@@ -166,10 +174,13 @@ describe('the dashboard of a deployment with 300 tags, in real headless Chromium
 
   it('sorts by name, depth, fill ratio and last refill', async () => {
     const d = await data();
-    const by = (key: 'depth' | 'fill' | 'lastRefillAt') => [...d.tags].sort((a, b) => (a[key] ?? Infinity) - (b[key] ?? Infinity) || a.bizTag.localeCompare(b.bizTag)).map((t) => t.bizTag);
+    const by = (key: 'depth' | 'fill' | 'lastRefillAt') =>
+      [...d.tags].sort((a, b) => (a[key] ?? Infinity) - (b[key] ?? Infinity) || a.bizTag.localeCompare(b.bizTag)).map((t) => t.bizTag);
     const check = async (sort: string, expected: string[]) => {
       await page.selectOption('#tag-sort', sort);
-      await until(`sorted by ${sort}`, async () => JSON.stringify((await cards()).slice(0, 12)) === JSON.stringify(expected.slice(0, 12)), { timeoutMs: 15_000 });
+      await until(`sorted by ${sort}`, async () => JSON.stringify((await cards()).slice(0, 12)) === JSON.stringify(expected.slice(0, 12)), {
+        timeoutMs: 15_000,
+      });
       expect(new URL(page.url()).hash).toContain(`sort=${sort}`);
     };
     await check('name', d.tags.map((t) => t.bizTag).sort());

@@ -83,10 +83,14 @@ describe('the dashboard through each single outage, in real headless Chromium', 
     page = await browser.newPage({ viewport: { width: 1200, height: 1400 }, httpCredentials: { username: 'admin', password: TOKEN } });
     // Every text the status line ever shows, kept across reloads (injected by the browser, not by the page: the CSP stays as served).
     await page.addInitScript({ content: RECORD_STATUS_LINES });
-    await until('both processes on the dashboard and nothing down', async () => {
-      const d = await data();
-      return (d.down ?? []).length === 0 && d.processes.filter((p) => p.status === 'ready' && !p.silent).length === 2;
-    }, { timeoutMs: 120_000, intervalMs: 1000 });
+    await until(
+      'both processes on the dashboard and nothing down',
+      async () => {
+        const d = await data();
+        return (d.down ?? []).length === 0 && d.processes.filter((p) => p.status === 'ready' && !p.silent).length === 2;
+      },
+      { timeoutMs: 120_000, intervalMs: 1000 },
+    );
   }, 600_000);
 
   afterAll(async () => {
@@ -127,7 +131,8 @@ describe('the dashboard through each single outage, in real headless Chromium', 
     expect(await page.locator('article.tag').count()).toBe(tags.length);
     for (const [bizTag] of tags) expect(await page.locator(`article.tag[data-tag="${bizTag}"]`).count()).toBe(1);
     // Both processes, by their ports; neither called silent because a server is down.
-    for (const s of [a, b]) expect(await page.locator(`#health tr[data-process$=":${s.child.pid}"] .name`).textContent()).toMatch(new RegExp(`:${new URL(s.url).port}$`));
+    for (const s of [a, b])
+      expect(await page.locator(`#health tr[data-process$=":${s.child.pid}"] .name`).textContent()).toMatch(new RegExp(`:${new URL(s.url).port}$`));
     expect(await page.locator('#health tr[data-state="silent"]').count()).toBe(0);
     expect(await page.evaluate('document.body.classList.contains("offline")')).toBe(false);
     expect((await statusLines()).filter((l) => /cannot reach/.test(l))).toEqual([]);
@@ -136,13 +141,18 @@ describe('the dashboard through each single outage, in real headless Chromium', 
 
   async function back(server: ServerName): Promise<void> {
     await servers[server].start();
-    await until(`${server} back on the dashboard`, async () => !((await data()).down ?? []).some((x) => x.id === server), { timeoutMs: 120_000, intervalMs: 1000 });
+    await until(`${server} back on the dashboard`, async () => !((await data()).down ?? []).some((x) => x.id === server), {
+      timeoutMs: 120_000,
+      intervalMs: 1000,
+    });
   }
 
-  it('Redis down: the history from the server\'s memory, the other API unheard (grey) with Postgres saying it is alive', async () => {
+  it("Redis down: the history from the server's memory, the other API unheard (grey) with Postgres saying it is alive", async () => {
     await page.goto(`${a.url}/dashboard`);
     const redisTag = tags[0]![0];
-    await until('some depth history drawn', async () => Number(await page.getAttribute(`article.tag[data-tag="${redisTag}"] svg.chart`, 'data-points')) > 2, { timeoutMs: 30_000 });
+    await until('some depth history drawn', async () => Number(await page.getAttribute(`article.tag[data-tag="${redisTag}"] svg.chart`, 'data-points')) > 2, {
+      timeoutMs: 30_000,
+    });
     await servers.redis.kill();
     await freshPageDuring('redis');
     // A fresh page still draws the depth history it had (this server's copy of it).

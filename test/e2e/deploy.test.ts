@@ -65,7 +65,11 @@ describe('deployable artifacts', () => {
     const { stdout } = await run('docker-compose', ['--env-file', 'compose/.env.example', '-f', 'compose/docker-compose.ha.yml', 'config'], { cwd: ROOT });
     const config = parse(stdout) as { services: Record<string, ComposeService> };
     const names = Object.keys(config.services);
-    for (const kind of ['kafka', 'zookeeper', 'redis', 'sentinel']) expect(names.filter((n) => n.startsWith(`${kind}-`)), kind).toHaveLength(3);
+    for (const kind of ['kafka', 'zookeeper', 'redis', 'sentinel'])
+      expect(
+        names.filter((n) => n.startsWith(`${kind}-`)),
+        kind,
+      ).toHaveLength(3);
     for (const name of ['api-1', 'api-2', 'refill', 'responder']) {
       const env = config.services[name]!.environment!;
       expect(env.KAFKA_BROKERS).toBe('kafka-1:9092,kafka-2:9092,kafka-3:9092');
@@ -117,9 +121,16 @@ describe('deployable artifacts', () => {
   });
 
   it('every Grafana panel queries metrics the server exports, and every alert too', () => {
-    const exported = new Set(metrics.split('\n').filter((l) => l.startsWith('# TYPE ')).map((l) => l.split(' ')[2]!));
+    const exported = new Set(
+      metrics
+        .split('\n')
+        .filter((l) => l.startsWith('# TYPE '))
+        .map((l) => l.split(' ')[2]!),
+    );
     const names = (expr: string): string[] => [...expr.matchAll(/\b(idmint_[a-z0-9_]+)/g)].map((m) => m[1]!.replace(/_(bucket|sum|count)$/, ''));
-    const dashboard = JSON.parse(readFileSync(join(ROOT, 'monitoring/grafana-dashboard.json'), 'utf8')) as { panels: Array<{ title: string; targets: Array<{ expr: string }> }> };
+    const dashboard = JSON.parse(readFileSync(join(ROOT, 'monitoring/grafana-dashboard.json'), 'utf8')) as {
+      panels: Array<{ title: string; targets: Array<{ expr: string }> }>;
+    };
     const rules = readFileSync(join(ROOT, 'monitoring/alerts.yml'), 'utf8');
     // Metrics of roles this embedded server does not run (Redis pools, refills, Kafka) are declared in their modules.
     const declared = new Set(exported);

@@ -34,7 +34,6 @@ async function fourFreePorts(): Promise<number> {
   }
 }
 
-
 describe('npm run dev', () => {
   it('runs 2 api + refill + responder on the local servers; curl and a Kafka request get IDs; Ctrl-C stops everything', async () => {
     const base = await fourFreePorts();
@@ -66,7 +65,11 @@ describe('npm run dev', () => {
       const keys = await idmint(['keys', 'public'], { IDMINT_PG_SCHEMA: `dev_${suffix}` });
       expect(keys.code, keys.out).toBe(0);
       client = createKafkaClient({ verifyKey: keys.stdout.trim(), kafka, requestTopic, clientId: 'dev-test' });
-      const created = await fetch(`http://127.0.0.1:${base}/v1/biz`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"bizTag":"order"}' });
+      const created = await fetch(`http://127.0.0.1:${base}/v1/biz`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '{"bizTag":"order"}',
+      });
       expect(created.status, await created.clone().text()).toBe(201);
       const ids: string[] = [];
       for (const port of [base, base + 1]) {
@@ -88,7 +91,13 @@ describe('npm run dev', () => {
       // Each process stopped once, gracefully: no second signal, no exit 130.
       for (const label of ['api-1', 'api-2', 'refill', 'responder']) expect(output()).toMatch(new RegExp(`^${label} +\\| .*stopped cleanly`, 'm'));
       expect(output()).not.toContain('second signal');
-      for (let i = 0; i < 4; i++) expect(await fetch(`http://127.0.0.1:${base + i}/healthz`).then(() => 'up', () => 'down')).toBe('down');
+      for (let i = 0; i < 4; i++)
+        expect(
+          await fetch(`http://127.0.0.1:${base + i}/healthz`).then(
+            () => 'up',
+            () => 'down',
+          ),
+        ).toBe('down');
       // The responder left its group: the next start joins at once instead of waiting out a dead member's session.
       const admin = kafka.admin();
       await admin.connect();

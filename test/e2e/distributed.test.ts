@@ -31,7 +31,12 @@ describe('idmint serve with Postgres, Redis, Kafka and ZooKeeper', () => {
       if (!value) throw new Error(`${name} is not set: the vitest global setup should have started the servers`);
       return value;
     };
-    const [DATABASE_URL, REDIS_URL, KAFKA_BROKERS, ZK_CONNECT] = ['DATABASE_URL', 'REDIS_URL', 'KAFKA_BROKERS', 'ZK_CONNECT'].map(need) as [string, string, string, string];
+    const [DATABASE_URL, REDIS_URL, KAFKA_BROKERS, ZK_CONNECT] = ['DATABASE_URL', 'REDIS_URL', 'KAFKA_BROKERS', 'ZK_CONNECT'].map(need) as [
+      string,
+      string,
+      string,
+      string,
+    ];
     db = new pg.Client({ connectionString: DATABASE_URL });
     await db.connect();
     await db.query(`CREATE SCHEMA ${schema}`);
@@ -71,7 +76,9 @@ describe('idmint serve with Postgres, Redis, Kafka and ZooKeeper', () => {
   });
 
   it('seeds no demo tag into a shared Postgres (only the embedded default gets one)', async () => {
-    const { tags } = (await (await fetch(`${server.url}/v1/biz`, { headers: { authorization: `Bearer ${TOKEN}` } })).json()) as { tags: Array<{ bizTag: string }> };
+    const { tags } = (await (await fetch(`${server.url}/v1/biz`, { headers: { authorization: `Bearer ${TOKEN}` } })).json()) as {
+      tags: Array<{ bizTag: string }>;
+    };
     expect(tags.map((t) => t.bizTag)).not.toContain('demo');
   });
 
@@ -110,7 +117,9 @@ describe('idmint serve with Postgres, Redis, Kafka and ZooKeeper', () => {
     expect(ids).toHaveLength(8 * 100 * 100 + 8 * 50 * 100);
     expectNoDuplicates(ids);
     expect(sources.has('pool')).toBe(true);
-    const stats = (await (await fetch(`${server.url}/v1/stats`, { headers: { authorization: `Bearer ${TOKEN}` } })).json()) as { pools: Array<{ bizTag: string; kind: string }> };
+    const stats = (await (await fetch(`${server.url}/v1/stats`, { headers: { authorization: `Bearer ${TOKEN}` } })).json()) as {
+      pools: Array<{ bizTag: string; kind: string }>;
+    };
     expect(stats.pools.some((p) => p.bizTag === 'order' && p.kind === 'redis-counter')).toBe(true);
   });
 

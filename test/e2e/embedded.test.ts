@@ -38,7 +38,6 @@ async function collect(url: () => string, bizTag: string, total: number, clients
   await Promise.all(Array.from({ length: clients }, worker));
 }
 
-
 describe('embedded server (idmint serve with PGlite)', () => {
   let dataDir: string;
   let server: SpawnedServer;
@@ -106,7 +105,9 @@ describe('embedded server (idmint serve with PGlite)', () => {
   });
 
   it('refuses a second server on the same data directory with a clear message', async () => {
-    await expect(spawnServer({ IDMINT_DATA_DIR: dataDir, IDMINT_ADMIN_TOKEN: TOKEN }, { timeoutMs: 30_000 })).rejects.toThrow(/data directory .* is in use by process \d+/);
+    await expect(spawnServer({ IDMINT_DATA_DIR: dataDir, IDMINT_ADMIN_TOKEN: TOKEN }, { timeoutMs: 30_000 })).rejects.toThrow(
+      /data directory .* is in use by process \d+/,
+    );
   });
 
   it('answers Leaf-compatible routes with plain-text IDs', async () => {
@@ -117,8 +118,16 @@ describe('embedded server (idmint serve with PGlite)', () => {
   });
 
   it('serves snowflake, uid and sharded tags with unique IDs in their own spaces', async () => {
-    for (const [bizTag, mode] of [['trace', 'snowflake'], ['session', 'uid'], ['shop-order', 'sharded']] as const) {
-      const created = await fetch(`${server.url}/v1/biz`, { method: 'POST', headers: admin, body: JSON.stringify({ bizTag, mode, ...(mode === 'sharded' ? { shards: 4 } : {}) }) });
+    for (const [bizTag, mode] of [
+      ['trace', 'snowflake'],
+      ['session', 'uid'],
+      ['shop-order', 'sharded'],
+    ] as const) {
+      const created = await fetch(`${server.url}/v1/biz`, {
+        method: 'POST',
+        headers: admin,
+        body: JSON.stringify({ bizTag, mode, ...(mode === 'sharded' ? { shards: 4 } : {}) }),
+      });
       expect(created.status).toBe(201);
     }
     const pull = async (bizTag: string): Promise<string[]> => {
@@ -172,7 +181,14 @@ describe('embedded server (idmint serve with PGlite)', () => {
     ['decode zero', '/v1/decode/0', undefined, 400, 'BAD_REQUEST', /id/],
     ['decode with unknown tag', '/v1/decode/5?bizTag=nope', undefined, 404, 'UNKNOWN_BIZ_TAG', /nope/],
     ['Leaf decode without id', '/decodeSnowflakeId', undefined, 400, 'BAD_REQUEST', /snowflakeId/],
-    ['admin without token', '/v1/biz', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"bizTag":"x1"}' }, 401, 'UNAUTHORIZED', /Authorization/],
+    [
+      'admin without token',
+      '/v1/biz',
+      { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"bizTag":"x1"}' },
+      401,
+      'UNAUTHORIZED',
+      /Authorization/,
+    ],
     ['admin with wrong token', '/v1/biz', { method: 'GET', headers: { authorization: 'Bearer wrong-token' } }, 401, 'UNAUTHORIZED', /wrong/],
     ['create without bizTag', '/v1/biz', { method: 'POST', headers: admin, body: '{"step":10}' }, 400, 'BAD_REQUEST', /bizTag/],
     ['create with wrong type', '/v1/biz', { method: 'POST', headers: admin, body: '{"bizTag":"x2","step":"ten"}' }, 400, 'BAD_REQUEST', /step/],
@@ -181,20 +197,30 @@ describe('embedded server (idmint serve with PGlite)', () => {
     ['create with bad JSON', '/v1/biz', { method: 'POST', headers: admin, body: '{"bizTag":' }, 400, 'BAD_REQUEST', /JSON/],
     ['create with an array body', '/v1/biz', { method: 'POST', headers: admin, body: '[1]' }, 400, 'BAD_REQUEST', /object/],
     ['create an existing tag', '/v1/biz', { method: 'POST', headers: admin, body: '{"bizTag":"order"}' }, 409, 'BIZ_TAG_EXISTS', /order/],
-    ['oversized body', '/v1/biz', { method: 'POST', headers: admin, body: JSON.stringify({ bizTag: 'x5', description: 'x'.repeat(200_000) }) }, 400, 'BAD_REQUEST', /too large/],
+    [
+      'oversized body',
+      '/v1/biz',
+      { method: 'POST', headers: admin, body: JSON.stringify({ bizTag: 'x5', description: 'x'.repeat(200_000) }) },
+      400,
+      'BAD_REQUEST',
+      /too large/,
+    ],
     ['patch unknown tag', '/v1/biz/nope', { method: 'PATCH', headers: admin, body: '{"step":5}' }, 404, 'UNKNOWN_BIZ_TAG', /nope/],
     ['unknown route', '/v2/anything', undefined, 404, 'BAD_REQUEST', /no route .*see \/docs/],
     ['decode a formatted ID without its tag', '/v1/decode/3xYz9', undefined, 400, 'BAD_REQUEST', /add \?bizTag=/],
   ];
 
-  it.each(bad.map(([name, path, init, status, code, message]) => ({ name, path, init, status, code, message })))('$name → $status $code', async ({ path, init, status, code, message }) => {
-    const response = await fetch(`${server.url}${path}`, init);
-    expect(response.status).toBe(status);
-    const body = (await response.json()) as { error: { code: string; message: string } };
-    expect(body.error.code).toBe(code);
-    expect(body.error.message).toMatch(message);
-    expect(JSON.stringify(body)).not.toMatch(/\s+at\s+\S+\s+\(/); // no stack traces
-  });
+  it.each(bad.map(([name, path, init, status, code, message]) => ({ name, path, init, status, code, message })))(
+    '$name → $status $code',
+    async ({ path, init, status, code, message }) => {
+      const response = await fetch(`${server.url}${path}`, init);
+      expect(response.status).toBe(status);
+      const body = (await response.json()) as { error: { code: string; message: string } };
+      expect(body.error.code).toBe(code);
+      expect(body.error.message).toMatch(message);
+      expect(JSON.stringify(body)).not.toMatch(/\s+at\s+\S+\s+\(/); // no stack traces
+    },
+  );
 
   it('refuses a Redis pool on a server without Redis instead of serving it from memory', async () => {
     for (const pool of ['redis-list', 'redis-counter']) {
@@ -207,7 +233,11 @@ describe('embedded server (idmint serve with PGlite)', () => {
   });
 
   it('manages tags over the admin API', async () => {
-    const create = await fetch(`${server.url}/v1/biz`, { method: 'POST', headers: admin, body: JSON.stringify({ bizTag: 'invoice', step: 50, maxLimit: 120, fallback: 'error', description: 'invoices' }) });
+    const create = await fetch(`${server.url}/v1/biz`, {
+      method: 'POST',
+      headers: admin,
+      body: JSON.stringify({ bizTag: 'invoice', step: 50, maxLimit: 120, fallback: 'error', description: 'invoices' }),
+    });
     expect(create.status).toBe(201);
     expect(await create.json()).toMatchObject({ bizTag: 'invoice', mode: 'segment', step: 50, maxLimit: 120, fallback: 'error' });
     const list = (await (await fetch(`${server.url}/v1/biz`, { headers: admin })).json()) as { tags: Array<{ bizTag: string }> };
@@ -231,7 +261,11 @@ describe('embedded server (idmint serve with PGlite)', () => {
   });
 
   it('refuses a request larger than what remains under maxLimit without consuming it', async () => {
-    const create = await fetch(`${server.url}/v1/biz`, { method: 'POST', headers: admin, body: JSON.stringify({ bizTag: 'invite', maxLimit: 5, fallback: 'error' }) });
+    const create = await fetch(`${server.url}/v1/biz`, {
+      method: 'POST',
+      headers: admin,
+      body: JSON.stringify({ bizTag: 'invite', maxLimit: 5, fallback: 'error' }),
+    });
     expect(create.status).toBe(201);
     const tooMany = await fetch(`${server.url}/v1/ids/invite?count=7`);
     expect(tooMany.status).toBe(409);
@@ -256,7 +290,10 @@ describe('embedded server (idmint serve with PGlite)', () => {
     const response = await fetch(`${server.url}/v1/ids/demo`, { method: 'POST' });
     expect(response.status).toBe(405);
     expect(response.headers.get('allow')).toMatch(/GET/);
-    expect(((await response.json()) as { error: { code: string; message: string } }).error).toMatchObject({ code: 'BAD_REQUEST', message: expect.stringMatching(/POST is not allowed.*use GET/) });
+    expect(((await response.json()) as { error: { code: string; message: string } }).error).toMatchObject({
+      code: 'BAD_REQUEST',
+      message: expect.stringMatching(/POST is not allowed.*use GET/),
+    });
     expect((await fetch(`${server.url}/v1/nothing-here`)).status).toBe(404);
   });
 
@@ -270,5 +307,4 @@ describe('embedded server (idmint serve with PGlite)', () => {
     expect(metrics).toMatch(/idmint_segment_allocation_seconds_bucket/);
     expect(metrics).toMatch(/idmint_errors_total\{code="UNKNOWN_BIZ_TAG"\}/);
   });
-
 });

@@ -26,7 +26,15 @@ describe('ID formats (real embedded server)', () => {
       const response = await fetch(`${server.url}/v1/biz`, { method: 'POST', headers: admin, body: JSON.stringify({ bizTag: `f${i}`, format }) });
       expect(response.status, await response.clone().text()).toBe(201);
     }
-    expect((await fetch(`${server.url}/v1/biz`, { method: 'POST', headers: admin, body: JSON.stringify({ bizTag: 'flake', mode: 'snowflake', format: 'obfuscated+base62' }) })).status).toBe(201);
+    expect(
+      (
+        await fetch(`${server.url}/v1/biz`, {
+          method: 'POST',
+          headers: admin,
+          body: JSON.stringify({ bizTag: 'flake', mode: 'snowflake', format: 'obfuscated+base62' }),
+        })
+      ).status,
+    ).toBe(201);
   });
 
   afterAll(async () => {
@@ -40,7 +48,11 @@ describe('ID formats (real embedded server)', () => {
     expect(ids).toHaveLength(50);
     const raws: string[] = [];
     for (const id of ids.slice(0, 10)) {
-      const decoded = (await (await fetch(`${server.url}/v1/decode/${encodeURIComponent(id)}?bizTag=f${i}`)).json()) as { id: string; raw?: string; format?: string };
+      const decoded = (await (await fetch(`${server.url}/v1/decode/${encodeURIComponent(id)}?bizTag=f${i}`)).json()) as {
+        id: string;
+        raw?: string;
+        format?: string;
+      };
       raws.push(decoded.raw ?? decoded.id);
       if (format !== 'decimal') expect(decoded.format).toBe(format);
     }
@@ -54,32 +66,35 @@ describe('ID formats (real embedded server)', () => {
     }
   });
 
-  it.each(FORMATS.map((f, i) => [f, i] as const))('%s: the SDK hands out the formatted IDs with nextString, which decode to distinct raw IDs', async (format, i) => {
-    const { format: said } = (await (await fetch(`${server.url}/v1/ids/f${i}?count=1`)).json()) as { format?: string };
-    expect(said).toBe(format === 'decimal' ? undefined : format);
-    const client = createIdmintClient({ url: server.url, batchSize: 100 });
-    try {
-      const ids = [...(await client.nextStrings(`f${i}`, 250)), await client.nextString(`f${i}`)];
-      for (let k = 0; k < 50; k++) ids.push(client.tryNextString(`f${i}`) ?? (await client.nextString(`f${i}`)));
-      expectNoDuplicates(ids);
-      const raws = new Set<string>();
-      for (const id of ids.slice(0, 40)) {
-        const decoded = (await (await fetch(`${server.url}/v1/decode/${encodeURIComponent(id)}?bizTag=f${i}`)).json()) as { id: string; raw?: string };
-        raws.add(decoded.raw ?? decoded.id);
+  it.each(FORMATS.map((f, i) => [f, i] as const))(
+    '%s: the SDK hands out the formatted IDs with nextString, which decode to distinct raw IDs',
+    async (format, i) => {
+      const { format: said } = (await (await fetch(`${server.url}/v1/ids/f${i}?count=1`)).json()) as { format?: string };
+      expect(said).toBe(format === 'decimal' ? undefined : format);
+      const client = createIdmintClient({ url: server.url, batchSize: 100 });
+      try {
+        const ids = [...(await client.nextStrings(`f${i}`, 250)), await client.nextString(`f${i}`)];
+        for (let k = 0; k < 50; k++) ids.push(client.tryNextString(`f${i}`) ?? (await client.nextString(`f${i}`)));
+        expectNoDuplicates(ids);
+        const raws = new Set<string>();
+        for (const id of ids.slice(0, 40)) {
+          const decoded = (await (await fetch(`${server.url}/v1/decode/${encodeURIComponent(id)}?bizTag=f${i}`)).json()) as { id: string; raw?: string };
+          raws.add(decoded.raw ?? decoded.id);
+        }
+        expect(raws.size).toBe(40);
+        if (format === 'decimal' || format === 'obfuscated') {
+          // Still decimal numbers: next() hands them out as bigints.
+          expect(typeof (await client.next(`f${i}`))).toBe('bigint');
+        } else {
+          await expect(client.next(`f${i}`)).rejects.toMatchObject({ code: 'BAD_REQUEST', message: expect.stringContaining('nextString') });
+          // The refused ID stays buffered for nextString: nothing is lost.
+          expect(typeof (await client.nextString(`f${i}`))).toBe('string');
+        }
+      } finally {
+        await client.close();
       }
-      expect(raws.size).toBe(40);
-      if (format === 'decimal' || format === 'obfuscated') {
-        // Still decimal numbers: next() hands them out as bigints.
-        expect(typeof (await client.next(`f${i}`))).toBe('bigint');
-      } else {
-        await expect(client.next(`f${i}`)).rejects.toMatchObject({ code: 'BAD_REQUEST', message: expect.stringContaining('nextString') });
-        // The refused ID stays buffered for nextString: nothing is lost.
-        expect(typeof (await client.nextString(`f${i}`))).toBe('string');
-      }
-    } finally {
-      await client.close();
-    }
-  });
+    },
+  );
 
   it('a Snowflake tag can be obfuscated over its 63 bits and decodes to its fields', async () => {
     const { ids } = (await (await fetch(`${server.url}/v1/ids/flake?count=3`)).json()) as { ids: string[] };
@@ -111,10 +126,16 @@ describe('ID formats (real embedded server)', () => {
     const dir = mkdtempSync(join(tmpdir(), 'idmint-formats-nokey-'));
     const keyless = await spawnServer({ IDMINT_DATA_DIR: dir, IDMINT_ADMIN_TOKEN: TOKEN });
     try {
-      const response = await fetch(`${keyless.url}/v1/biz`, { method: 'POST', headers: admin, body: JSON.stringify({ bizTag: 'secret', format: 'obfuscated' }) });
+      const response = await fetch(`${keyless.url}/v1/biz`, {
+        method: 'POST',
+        headers: admin,
+        body: JSON.stringify({ bizTag: 'secret', format: 'obfuscated' }),
+      });
       expect(response.status).toBe(400);
       expect(((await response.json()) as { error: { message: string } }).error.message).toMatch(/IDMINT_OBFUSCATION_KEY/);
-      expect((await fetch(`${keyless.url}/v1/biz`, { method: 'POST', headers: admin, body: JSON.stringify({ bizTag: 'short', format: 'base62' }) })).status).toBe(201);
+      expect(
+        (await fetch(`${keyless.url}/v1/biz`, { method: 'POST', headers: admin, body: JSON.stringify({ bizTag: 'short', format: 'base62' }) })).status,
+      ).toBe(201);
     } finally {
       await keyless.stop('SIGKILL');
       rmSync(dir, { recursive: true, force: true });

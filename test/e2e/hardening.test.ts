@@ -58,7 +58,6 @@ async function closedWithin(what: string, closed: Promise<Closed>, ms: number): 
   }
 }
 
-
 describe('hardening (real embedded server, small limits)', () => {
   let dataDir: string;
   let server: SpawnedServer;
@@ -81,7 +80,8 @@ describe('hardening (real embedded server, small limits)', () => {
 
   it('closes a body trickled a byte at a time, and a Content-Length larger than the body, at the request timeout', async () => {
     // With the admin token, so the route waits for the body (without it, a 401 goes out at once).
-    const head = (length: number): string => `POST /v1/biz HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TOKEN}\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`;
+    const head = (length: number): string =>
+      `POST /v1/biz HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TOKEN}\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`;
     const trickle = hostile(server.url, head(60000), 200);
     const short = hostile(server.url, `${head(100)}{"a":1}`);
     const silent = hostile(server.url, '');
@@ -101,7 +101,15 @@ describe('hardening (real embedded server, small limits)', () => {
 
   it('many hostile sockets beyond the connection cap leave /healthz answering', async () => {
     const sockets = Array.from({ length: 300 }, () => hostile(server.url, 'POST /v1/biz HTTP/1.1\r\nHost: x\r\nContent-Length: 60000\r\n\r\n', 300));
-    const health = await untilValue('/healthz under 300 hostile sockets', () => fetch(`${server.url}/healthz`).then((r) => r.status, (err: unknown) => String(err)), (s) => s === 200);
+    const health = await untilValue(
+      '/healthz under 300 hostile sockets',
+      () =>
+        fetch(`${server.url}/healthz`).then(
+          (r) => r.status,
+          (err: unknown) => String(err),
+        ),
+      (s) => s === 200,
+    );
     expect(health).toBe(200);
     await Promise.all(sockets.map((s) => s.closed));
     expect((await fetch(`${server.url}/v1/ids/demo`)).status).toBe(200);
@@ -126,7 +134,11 @@ describe('hardening (real embedded server, small limits)', () => {
 
   it('refuses maxLimit on snowflake and uid tags, and NUL in a description with 400', async () => {
     for (const mode of ['snowflake', 'uid']) {
-      const response = await fetch(`${server.url}/v1/biz`, { method: 'POST', headers: admin, body: JSON.stringify({ bizTag: `lim-${mode}`, mode, maxLimit: 5, fallback: 'error' }) });
+      const response = await fetch(`${server.url}/v1/biz`, {
+        method: 'POST',
+        headers: admin,
+        body: JSON.stringify({ bizTag: `lim-${mode}`, mode, maxLimit: 5, fallback: 'error' }),
+      });
       expect(response.status).toBe(400);
       expect(((await response.json()) as { error: { message: string } }).error.message).toMatch(/maxLimit applies to segment and sharded tags/);
     }
@@ -136,7 +148,15 @@ describe('hardening (real embedded server, small limits)', () => {
   });
 
   it('a sharded tag never hands out buffered sequences above a lowered maxLimit', async () => {
-    expect((await fetch(`${server.url}/v1/biz`, { method: 'POST', headers: admin, body: JSON.stringify({ bizTag: 'shardy', mode: 'sharded', shards: 1, step: 10, fallback: 'error' }) })).status).toBe(201);
+    expect(
+      (
+        await fetch(`${server.url}/v1/biz`, {
+          method: 'POST',
+          headers: admin,
+          body: JSON.stringify({ bizTag: 'shardy', mode: 'sharded', shards: 1, step: 10, fallback: 'error' }),
+        })
+      ).status,
+    ).toBe(201);
     const first = (await (await fetch(`${server.url}/v1/ids/shardy?count=3`)).json()) as { ids: string[] };
     expect(first.ids).toHaveLength(3);
     expect((await fetch(`${server.url}/v1/biz/shardy`, { method: 'PATCH', headers: admin, body: '{"maxLimit":4}' })).status).toBe(200);

@@ -28,7 +28,11 @@ describe('health and readiness under heavy ID load (real embedded server)', () =
     dataDir = mkdtempSync(join(tmpdir(), 'idmint-health-load-'));
     server = await spawnServer({ IDMINT_DATA_DIR: dataDir });
     // Large segments: the load measures serving, not Postgres allocations.
-    const created = await fetch(`${server.url}/v1/biz`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ bizTag: 'load', step: 5_000_000 }) });
+    const created = await fetch(`${server.url}/v1/biz`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ bizTag: 'load', step: 5_000_000 }),
+    });
     expect(created.status).toBe(201);
   });
 

@@ -28,11 +28,19 @@ describe('the first start on a fresh Kafka broker', () => {
   });
 
   it('serves a Kafka request and logs no ERROR or WARN line from its Kafka driver', async () => {
-    const server = await spawnServer({ DATABASE_URL: st.url, KAFKA_BROKERS: kafka.url, IDMINT_DATA_DIR: dataDir, IDMINT_ROLES: 'api,responder', LOG_LEVEL: 'info' });
+    const server = await spawnServer({
+      DATABASE_URL: st.url,
+      KAFKA_BROKERS: kafka.url,
+      IDMINT_DATA_DIR: dataDir,
+      IDMINT_ROLES: 'api,responder',
+      LOG_LEVEL: 'info',
+    });
     const client = createKafkaClient({ verifyKey: TEST_VERIFY_KEY, kafka: testKafka('kfirst-test', kafka.url), clientId: 'kfirst-test' });
     try {
       await untilReady(server.url, { status: 'ready', timeoutMs: 90_000, output: server.output });
-      expect((await fetch(`${server.url}/v1/biz`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"bizTag":"first"}' })).status).toBe(201);
+      expect(
+        (await fetch(`${server.url}/v1/biz`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"bizTag":"first"}' })).status,
+      ).toBe(201);
       await client.start();
       expect(await client.getIds('first', 3, { timeoutMs: 30_000 })).toHaveLength(3);
     } finally {

@@ -57,7 +57,13 @@ describe('Kafka down under an API with the responder role', () => {
     const created = await fetch(`${server.url}/v1/biz`, { method: 'POST', headers: admin, body: JSON.stringify({ bizTag: 'k', pool: 'memory', step: 1000 }) });
     expect(created.status, await created.clone().text()).toBe(201);
     await untilReady(server.url, { output: server.output, timeoutMs: 120_000 });
-    client = createKafkaClient({ kafka: { brokers: kafka.url, logger: silentLogger }, namespace: `kout${run}`, verifyKey: TEST_VERIFY_KEY, clientId: `kout-${run}`, timeoutMs: 3000 });
+    client = createKafkaClient({
+      kafka: { brokers: kafka.url, logger: silentLogger },
+      namespace: `kout${run}`,
+      verifyKey: TEST_VERIFY_KEY,
+      clientId: `kout-${run}`,
+      timeoutMs: 3000,
+    });
     await client.start();
     ids.push(...(await client.getIds('k', 10, { timeoutMs: 30_000 })));
   }, 240_000);
@@ -95,7 +101,8 @@ describe('Kafka down under an API with the responder role', () => {
     await until(
       'ready and a Kafka request answered',
       async () => {
-        if (Number.isNaN(readyAfter) && ((await (await fetch(`${server.url}/readyz`)).json()) as { status: string }).status === 'ready') readyAfter = Date.now() - back;
+        if (Number.isNaN(readyAfter) && ((await (await fetch(`${server.url}/readyz`)).json()) as { status: string }).status === 'ready')
+          readyAfter = Date.now() - back;
         if (Number.isNaN(repliesAfter)) {
           const got = await client.getIds('k', 10, { timeoutMs: 2000 }).catch(() => []);
           if (got.length === 10) {
@@ -105,11 +112,17 @@ describe('Kafka down under an API with the responder role', () => {
         }
         return !Number.isNaN(readyAfter) && !Number.isNaN(repliesAfter);
       },
-      { timeoutMs: 90_000, intervalMs: 250, detail: () => `ready after ${readyAfter} ms, replies after ${repliesAfter} ms\n${server.output().slice(mark).split('\n').slice(-20).join('\n')}` },
+      {
+        timeoutMs: 90_000,
+        intervalMs: 250,
+        detail: () => `ready after ${readyAfter} ms, replies after ${repliesAfter} ms\n${server.output().slice(mark).split('\n').slice(-20).join('\n')}`,
+      },
     );
     const to = Date.now();
     const lines = logLines(server.output(), mark).filter((l) => l.level >= 30 && l.time <= to);
-    console.log(`Kafka back: /readyz ready ${readyAfter} ms, request/reply ${repliesAfter} ms after it answered; the API logged ${lines.length} lines in ${((to - from) / 1000).toFixed(1)} s:\n${lines.map((l) => `  ${l.level} ${l.component ?? ''} ${l.msg}`).join('\n')}`);
+    console.log(
+      `Kafka back: /readyz ready ${readyAfter} ms, request/reply ${repliesAfter} ms after it answered; the API logged ${lines.length} lines in ${((to - from) / 1000).toFixed(1)} s:\n${lines.map((l) => `  ${l.level} ${l.component ?? ''} ${l.msg}`).join('\n')}`,
+    );
     expectQuietOutage(logLines(server.output(), mark), from, to);
     expectNoDuplicates(ids);
   }, 300_000);

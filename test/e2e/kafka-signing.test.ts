@@ -74,7 +74,10 @@ describe("the deployment's signing key, its rotation, and what a responder refus
     await kafkaAdmin.close();
     server = await start();
     await untilReady(server.url, { output: server.output, timeoutMs: 60_000 });
-    for (const body of [{ bizTag: 'streamed', pool: 'kafka', step: 1000 }, { bizTag: 'asked', step: 1000 }]) {
+    for (const body of [
+      { bizTag: 'streamed', pool: 'kafka', step: 1000 },
+      { bizTag: 'asked', step: 1000 },
+    ]) {
       const r = await fetch(`${server.url}/v1/biz`, { method: 'POST', headers: admin, body: JSON.stringify(body) });
       expect(r.status, await r.clone().text()).toBe(201);
     }
@@ -144,7 +147,10 @@ describe("the deployment's signing key, its rotation, and what a responder refus
     const replies = `idmint.replies.raw.${run}`;
     const kafkaAdmin = kafka.admin();
     await kafkaAdmin.connect();
-    await ensureTopics(topicAdmin(kafka), [{ topic: victim, numPartitions: 1 }, { topic: replies, numPartitions: 1 }]);
+    await ensureTopics(topicAdmin(kafka), [
+      { topic: victim, numPartitions: 1 },
+      { topic: replies, numPartitions: 1 },
+    ]);
     const producer = kafka.producer();
     await producer.connect();
     try {
@@ -164,7 +170,10 @@ describe("the deployment's signing key, its rotation, and what a responder refus
       await answered.disconnect();
       expect(JSON.parse(got[0]!)).toMatchObject({ id: 'broken', error: { code: 'BAD_REQUEST' }, kid: expect.any(String), sig: expect.any(String) });
       const [offsets] = await Promise.all([kafkaAdmin.fetchTopicOffsets(victim)]);
-      expect(offsets.reduce((n, p) => n + Number(p.high), 0), 'replies written to a topic that is not a reply topic').toBe(0);
+      expect(
+        offsets.reduce((n, p) => n + Number(p.high), 0),
+        'replies written to a topic that is not a reply topic',
+      ).toBe(0);
     } finally {
       await producer.disconnect();
       await kafkaAdmin.deleteTopics({ topics: [victim, replies] }).catch(() => undefined);

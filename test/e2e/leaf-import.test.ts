@@ -28,7 +28,6 @@ const LEAF_ROWS: Array<[string, number, number, string | null]> = [
   ['trace', 10, 10, 'a snowflake tag in idmint'],
 ];
 
-
 describe('idmint import leaf (MariaDB)', () => {
   const database = `idmint_leaf_${Math.random().toString(36).slice(2, 10)}`;
   let admin: mysql.Connection;
@@ -58,7 +57,8 @@ describe('idmint import leaf (MariaDB)', () => {
     await admin?.end();
   });
 
-  const tagNames = async (): Promise<string[]> => ((await (await fetch(`${server.url}/v1/biz`, { headers })).json()) as { tags: Array<{ bizTag: string }> }).tags.map((t) => t.bizTag);
+  const tagNames = async (): Promise<string[]> =>
+    ((await (await fetch(`${server.url}/v1/biz`, { headers })).json()) as { tags: Array<{ bizTag: string }> }).tags.map((t) => t.bizTag);
   const ids = async (bizTag: string, count: number): Promise<number[]> =>
     ((await (await fetch(`${server.url}/v1/ids/${bizTag}?count=${count}`)).json()) as { ids: string[] }).ids.map(Number);
 
@@ -106,7 +106,7 @@ describe('idmint import leaf (MariaDB)', () => {
     expect(later.filter((id) => early.includes(id))).toEqual([]);
   });
 
-  it('says what to fix when Leaf\'s database cannot be reached', async () => {
+  it("says what to fix when Leaf's database cannot be reached", async () => {
     const run = await idmint(['import', 'leaf', '--mysql', 'mysql://root:secret@127.0.0.1:1/leaf'], env);
     expect(run.code).toBe(1);
     expect(run.out).toMatch(/^idmint: NOT_READY: cannot reach Leaf's database at mysql:\/\/root:\*\*\*@127\.0\.0\.1:1\/leaf/m);

@@ -43,7 +43,10 @@ describe('a lean start: only the clients a process is configured for are loaded'
   it('a process given Redis loads ioredis and BullMQ (the recorder sees them)', async () => {
     const { REDIS_URL } = process.env;
     expect(REDIS_URL).toBeTruthy();
-    const loaded = await packagesLoaded({ REDIS_URL: REDIS_URL!, IDMINT_POOL_KEY_PREFIX: `lean${process.pid}:`, IDMINT_REFILL_QUEUE: `lean-${process.pid}` }, '/v1/ids/demo');
+    const loaded = await packagesLoaded(
+      { REDIS_URL: REDIS_URL!, IDMINT_POOL_KEY_PREFIX: `lean${process.pid}:`, IDMINT_REFILL_QUEUE: `lean-${process.pid}` },
+      '/v1/ids/demo',
+    );
     for (const name of ['ioredis', 'bullmq', '@bull-board/api']) expect(loaded, name).toContain(name);
   });
 });

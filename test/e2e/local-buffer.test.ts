@@ -84,7 +84,8 @@ describe('local block buffer over the Redis counter pool (IDMINT_LOCAL_BUFFER)',
       }
     };
     const callers = Promise.all(Array.from({ length: 24 }, (_, n) => caller(n)));
-    const waitIds = (n: number): Promise<void> => until(`${n} IDs`, () => ids.length >= n, { intervalMs: 20, detail: () => `only ${ids.length} IDs; errors ${errors.slice(0, 3).join(' | ')}` });
+    const waitIds = (n: number): Promise<void> =>
+      until(`${n} IDs`, () => ids.length >= n, { intervalMs: 20, detail: () => `only ${ids.length} IDs; errors ${errors.slice(0, 3).join(' | ')}` });
     try {
       await waitIds(20_000);
       // The point of the buffer: far fewer take scripts in Redis than answered requests.

@@ -29,7 +29,7 @@ describe('several API processes on one Postgres', () => {
       [0, 1, 2].map(() => {
         const dataDir = mkdtempSync(join(tmpdir(), 'idmint-multi-'));
         dirs.push(dataDir);
-        return spawnServer({ DATABASE_URL: url.toString(), IDMINT_DATA_DIR: dataDir, IDMINT_ADMIN_TOKEN: TOKEN});
+        return spawnServer({ DATABASE_URL: url.toString(), IDMINT_DATA_DIR: dataDir, IDMINT_ADMIN_TOKEN: TOKEN });
       }),
     );
     servers.push(...started);
@@ -66,7 +66,9 @@ describe('several API processes on one Postgres', () => {
       }),
     );
     expectNoDuplicates(ids);
-    const { rows } = await client.query<{ start_id: string; end_id: string }>(`SELECT start_id::text, end_id::text FROM ${schema}.idmint_ledger WHERE biz_tag = 'coupon' `);
+    const { rows } = await client.query<{ start_id: string; end_id: string }>(
+      `SELECT start_id::text, end_id::text FROM ${schema}.idmint_ledger WHERE biz_tag = 'coupon' `,
+    );
     const ranges = rows.map((r) => [Number(r.start_id), Number(r.end_id)] as const).sort((x, y) => x[0] - y[0]);
     const inLedger = (id: number): boolean => {
       let lo = 0;
@@ -81,7 +83,7 @@ describe('several API processes on one Postgres', () => {
       return false;
     };
     const outside = ids.filter((id) => !inLedger(Number(id)));
-    expect(outside.length, `ledger ranges: ${JSON.stringify(ranges.slice(0, 5))} of ${ranges.length}; outside e.g. ${outside.slice(0, 3).join(",")}`).toBe(0);
+    expect(outside.length, `ledger ranges: ${JSON.stringify(ranges.slice(0, 5))} of ${ranges.length}; outside e.g. ${outside.slice(0, 3).join(',')}`).toBe(0);
   });
 
   it('gives each process its own Snowflake worker id, so Snowflake IDs never collide across them', async () => {

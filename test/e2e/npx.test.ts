@@ -21,7 +21,7 @@ describe('npx idmint in the checkout', () => {
     expect(stamp()).toBe(before);
   });
 
-  it('runs the checkout\'s own CLI', async () => {
+  it("runs the checkout's own CLI", async () => {
     const { stdout } = await run('npx', ['idmint', '--help'], { cwd: ROOT, env: { ...process.env, npm_config_update_notifier: 'false' } });
     expect(stdout).toContain('Usage: idmint');
   });

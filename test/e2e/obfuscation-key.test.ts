@@ -72,7 +72,11 @@ describe('IDMINT_OBFUSCATION_KEY differs between processes of one deployment', (
     const plain = await fetch(`${mismatched.url}/v1/ids/plain?count=10`);
     expect(plain.status).toBe(200);
     // Nor may it create an obfuscated tag, or decode one with the wrong permutation.
-    const create = await fetch(`${mismatched.url}/v1/biz`, { method: 'POST', headers: admin, body: JSON.stringify({ bizTag: 'secret2', format: 'obfuscated' }) });
+    const create = await fetch(`${mismatched.url}/v1/biz`, {
+      method: 'POST',
+      headers: admin,
+      body: JSON.stringify({ bizTag: 'secret2', format: 'obfuscated' }),
+    });
     expect(create.status).toBe(400);
     expect(((await create.json()) as { error: { message: string } }).error.message).toContain('IDMINT_OBFUSCATION_KEY');
   });
@@ -84,12 +88,20 @@ describe('IDMINT_OBFUSCATION_KEY differs between processes of one deployment', (
     expect(report.status).toBe('degraded');
     expect(report.checks.deployment).toMatchObject({ ok: false });
     expect(report.checks.deployment?.message).toContain('obfuscation-key-fingerprint differs (check IDMINT_OBFUSCATION_KEY)');
-    const lines = mismatched.output().split('\n').filter((l) => l.includes('the obfuscation key differs') && l.includes('"level":50'));
+    const lines = mismatched
+      .output()
+      .split('\n')
+      .filter((l) => l.includes('the obfuscation key differs') && l.includes('"level":50'));
     expect(lines).toHaveLength(1);
     // Probes repeat every few seconds: the failing check is logged once, not per probe.
     for (let i = 0; i < 3; i++) await fetch(`${mismatched.url}/readyz`);
     await until('the readiness line', () => mismatched.output().includes('readiness check failing'));
-    expect(mismatched.output().split('\n').filter((l) => l.includes('readiness check failing'))).toHaveLength(1);
+    expect(
+      mismatched
+        .output()
+        .split('\n')
+        .filter((l) => l.includes('readiness check failing')),
+    ).toHaveLength(1);
     // The key itself is never written anywhere.
     for (const server of servers) expect(server.output()).not.toContain(KEY_TWO);
     expect(mismatched.output()).not.toContain(KEY_ONE);

@@ -119,7 +119,9 @@ describe('one deployment, one truth (issue 39)', () => {
     expect(seg.status).toBe(503);
     expect(await seg.text()).toMatch(/ZK_CONNECT/);
     // Pools filled by the deployment's refill still serve here.
-    await until('the pooled tag served from Redis through C', async () => (await fetch(`${c.url}/v1/ids/pooled?count=10`)).status === 200, { timeoutMs: 30_000 });
+    await until('the pooled tag served from Redis through C', async () => (await fetch(`${c.url}/v1/ids/pooled?count=10`)).status === 200, {
+      timeoutMs: 30_000,
+    });
     const report = await untilReady(c.url, { status: 'degraded' });
     expect(report.checks.deployment?.message).toMatch(/worker-id-registry differs \(check ZK_CONNECT/);
     expect(report.checks.deployment?.message).toMatch(/segment-fence differs/);
@@ -127,7 +129,10 @@ describe('one deployment, one truth (issue 39)', () => {
     const metrics = await (await fetch(`${c.url}/metrics`)).text();
     expect(metrics).toMatch(/idmint_deployment_mismatch\{setting="worker-id-registry"\} 1/);
     expect(metrics).toMatch(/idmint_deployment_mismatch\{setting="segment-fence"\} 1/);
-    const errorLines = c.output().split('\n').filter((l) => l.includes('"level":50') && l.includes('"setting":"worker-id-registry"'));
+    const errorLines = c
+      .output()
+      .split('\n')
+      .filter((l) => l.includes('"level":50') && l.includes('"setting":"worker-id-registry"'));
     expect(errorLines).toHaveLength(1);
     // A and B agree with the record: ready, and their Snowflake IDs never repeat.
     expect((await untilReady(a.url)).checks.deployment).toBeUndefined();
@@ -192,14 +197,20 @@ describe('one deployment, one truth (issue 39)', () => {
       if (response.status === 200) seen.push(...(await json<Ids>(response)).ids);
       if (i === 20) await loseLastSegments(db, schema, 'fenced', 3);
     }
-    const { rows } = await db.query<{ start_id: string; end_id: string }>(`SELECT start_id::text, end_id::text FROM ${schema}.idmint_ledger WHERE biz_tag = 'fenced'`);
+    const { rows } = await db.query<{ start_id: string; end_id: string }>(
+      `SELECT start_id::text, end_id::text FROM ${schema}.idmint_ledger WHERE biz_tag = 'fenced'`,
+    );
     expect(rows.length).toBeGreaterThan(0);
     expectNoDuplicates(seen);
   });
 
   it('the obfuscation key row deleted under a running process, then a process with another key: it refuses the tag; 0 duplicates', async () => {
     await db.query(`DELETE FROM ${schema}.idmint_setting WHERE name = 'obfuscation-key-fingerprint'`);
-    await until('A to notice the vanished row', async () => JSON.stringify((await json<{ checks: unknown }>(await fetch(`${a.url}/readyz`))).checks).includes('vanished'), { timeoutMs: 10_000 });
+    await until(
+      'A to notice the vanished row',
+      async () => JSON.stringify((await json<{ checks: unknown }>(await fetch(`${a.url}/readyz`))).checks).includes('vanished'),
+      { timeoutMs: 10_000 },
+    );
     const other = await start({ ZK_CONNECT: env('ZK_CONNECT'), IDMINT_PG_SCHEMA: schema, IDMINT_ROLES: 'api', IDMINT_OBFUSCATION_KEY: KEY_TWO });
     const refused = await fetch(`${other.url}/v1/ids/secret?count=100`);
     expect(refused.status).toBe(503);
@@ -217,9 +228,17 @@ describe('one deployment, one truth (issue 39)', () => {
     expect(ids.length).toBe(200_000);
     expectNoDuplicates(ids, 'obfuscated IDs');
     // Restored by the explicit command, every process agrees again.
-    const set = await idmint(['deployment', 'set', 'obfuscation-key-fingerprint', '--from-env'], { DATABASE_URL: url, IDMINT_PG_SCHEMA: schema, IDMINT_OBFUSCATION_KEY: KEY_ONE });
+    const set = await idmint(['deployment', 'set', 'obfuscation-key-fingerprint', '--from-env'], {
+      DATABASE_URL: url,
+      IDMINT_PG_SCHEMA: schema,
+      IDMINT_OBFUSCATION_KEY: KEY_ONE,
+    });
     expect(set.code, set.out).toBe(0);
-    await until('A to agree again', async () => (await json<{ checks: Record<string, unknown> }>(await fetch(`${a.url}/readyz`))).checks.deployment === undefined, { timeoutMs: 10_000 });
+    await until(
+      'A to agree again',
+      async () => (await json<{ checks: Record<string, unknown> }>(await fetch(`${a.url}/readyz`))).checks.deployment === undefined,
+      { timeoutMs: 10_000 },
+    );
   });
 
   it('biz create --regions refuses an obfuscated tag across regions whose keys differ, and creates it in none', async () => {
@@ -229,7 +248,15 @@ describe('one deployment, one truth (issue 39)', () => {
         await db.query(`CREATE SCHEMA ${regionSchema}`);
         const u = new URL(env('DATABASE_URL'));
         u.searchParams.set('options', `-c search_path=${regionSchema}`);
-        return start({ DATABASE_URL: u.toString(), IDMINT_PG_SCHEMA: regionSchema, IDMINT_ROLES: 'api', REDIS_URL: '', IDMINT_REGIONS: '2', IDMINT_REGION: String(region), IDMINT_OBFUSCATION_KEY: region === 0 ? KEY_ONE : KEY_TWO });
+        return start({
+          DATABASE_URL: u.toString(),
+          IDMINT_PG_SCHEMA: regionSchema,
+          IDMINT_ROLES: 'api',
+          REDIS_URL: '',
+          IDMINT_REGIONS: '2',
+          IDMINT_REGION: String(region),
+          IDMINT_OBFUSCATION_KEY: region === 0 ? KEY_ONE : KEY_TWO,
+        });
       }),
     );
     try {
@@ -265,9 +292,18 @@ describe('one deployment, one truth (issue 39)', () => {
         burst(200, () => fetch(`${b.url}/v1/ids/lim?count=1`)),
         burst(200, () => fetch(`${b.url}/v1/ids/del?count=1`)),
       ]);
-      expect(tok.filter((r) => r.status === 200), 'requests without a token served after a token was created').toHaveLength(0);
-      expect(rev.filter((r) => r.status === 200), 'requests with a revoked token served').toHaveLength(0);
-      expect(del.filter((r) => r.status === 200), 'requests for a deleted tag served').toHaveLength(0);
+      expect(
+        tok.filter((r) => r.status === 200),
+        'requests without a token served after a token was created',
+      ).toHaveLength(0);
+      expect(
+        rev.filter((r) => r.status === 200),
+        'requests with a revoked token served',
+      ).toHaveLength(0);
+      expect(
+        del.filter((r) => r.status === 200),
+        'requests for a deleted tag served',
+      ).toHaveLength(0);
       const above: string[] = [];
       for (const r of lim) if (r.status === 200) above.push(...(await json<Ids>(r)).ids.filter((id) => Number(id) > 50));
       expect(above, 'IDs above the lowered maxLimit').toEqual([]);
@@ -284,7 +320,10 @@ describe('one deployment, one truth (issue 39)', () => {
 /** What a lossy Postgres failover does to a tag: its last `segments` commits vanish (ledger rows and counter). */
 async function loseLastSegments(db: pg.Client, schema: string, bizTag: string, segments: number): Promise<void> {
   await db.query('BEGIN');
-  const { rows } = await db.query<{ start_id: string }>(`SELECT start_id::text FROM ${schema}.idmint_ledger WHERE biz_tag = $1 ORDER BY start_id DESC LIMIT $2`, [bizTag, segments]);
+  const { rows } = await db.query<{ start_id: string }>(
+    `SELECT start_id::text FROM ${schema}.idmint_ledger WHERE biz_tag = $1 ORDER BY start_id DESC LIMIT $2`,
+    [bizTag, segments],
+  );
   const from = rows.at(-1)?.start_id;
   if (from !== undefined) {
     await db.query(`DELETE FROM ${schema}.idmint_ledger WHERE biz_tag = $1 AND start_id >= $2`, [bizTag, from]);
@@ -306,7 +345,9 @@ function connectZk(connect: string): Promise<ZkClient> {
 }
 
 function getData(zk: ZkClient, path: string): Promise<string> {
-  return new Promise((resolve, reject) => zk.getData(path, (err: Error | null, data: Buffer | undefined) => (err ? reject(err) : resolve(data?.toString() ?? ''))));
+  return new Promise((resolve, reject) =>
+    zk.getData(path, (err: Error | null, data: Buffer | undefined) => (err ? reject(err) : resolve(data?.toString() ?? ''))),
+  );
 }
 
 function setData(zk: ZkClient, path: string, data: string): Promise<void> {

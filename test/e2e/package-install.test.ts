@@ -9,7 +9,12 @@ import { spawnServer } from '../support/spawn.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const run = promisify(execFile);
-const npm = (args: string[], cwd: string) => run('npm', [...args, '--no-audit', '--no-fund', '--loglevel=error'], { cwd, env: { ...process.env, npm_config_update_notifier: 'false' }, maxBuffer: 32 * 1024 * 1024 });
+const npm = (args: string[], cwd: string) =>
+  run('npm', [...args, '--no-audit', '--no-fund', '--loglevel=error'], {
+    cwd,
+    env: { ...process.env, npm_config_update_notifier: 'false' },
+    maxBuffer: 32 * 1024 * 1024,
+  });
 const TSC = join(ROOT, 'node_modules/typescript/bin/tsc');
 
 /** Bytes under a directory (files' sizes, symlinks not followed). */
@@ -25,12 +30,21 @@ const mb = (bytes: number): string => `${(bytes / 2 ** 20).toFixed(1)} MB`;
 function consumer(): string {
   const dir = mkdtempSync(join(tmpdir(), 'idmint-consumer-'));
   writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'consumer', version: '1.0.0', type: 'module', private: true }));
-  writeFileSync(join(dir, 'use.mjs'), "import { createIdmintClient, httpTransport } from 'idmint/client';\nimport { IdmintError } from 'idmint';\nconsole.log(typeof createIdmintClient, typeof httpTransport, typeof IdmintError);\n");
+  writeFileSync(
+    join(dir, 'use.mjs'),
+    "import { createIdmintClient, httpTransport } from 'idmint/client';\nimport { IdmintError } from 'idmint';\nconsole.log(typeof createIdmintClient, typeof httpTransport, typeof IdmintError);\n",
+  );
   writeFileSync(
     join(dir, 'use.ts'),
     "import { createIdmintClient, type IdmintClient } from 'idmint/client';\nconst client: IdmintClient = createIdmintClient({ url: 'http://127.0.0.1:8080' });\nconst id: Promise<bigint> = client.next('order');\nvoid id;\nawait client.close();\n",
   );
-  writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, noEmit: true, skipLibCheck: true, types: [] }, files: ['use.ts'] }));
+  writeFileSync(
+    join(dir, 'tsconfig.json'),
+    JSON.stringify({
+      compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, noEmit: true, skipLibCheck: true, types: [] },
+      files: ['use.ts'],
+    }),
+  );
   return dir;
 }
 
@@ -46,8 +60,14 @@ describe('the installable package', () => {
     // `npm pack` runs `prepare`, which builds dist/; the client package's `prepack` builds its own.
     await npm(['pack', '--pack-destination', packDir], ROOT);
     await npm(['pack', './packages/client', '--pack-destination', packDir], ROOT);
-    tarball = join(packDir, readdirSync(packDir).find((f) => /^idmint-\d.*\.tgz$/.test(f))!);
-    clientTarball = join(packDir, readdirSync(packDir).find((f) => f.startsWith('idmint-client-'))!);
+    tarball = join(
+      packDir,
+      readdirSync(packDir).find((f) => /^idmint-\d.*\.tgz$/.test(f))!,
+    );
+    clientTarball = join(
+      packDir,
+      readdirSync(packDir).find((f) => f.startsWith('idmint-client-'))!,
+    );
   });
 
   afterAll(() => {
@@ -82,11 +102,16 @@ describe('the installable package', () => {
     const client = mkdtempSync(join(tmpdir(), 'idmint-client-only-'));
     const full = mkdtempSync(join(tmpdir(), 'idmint-full-'));
     dirs.push(client, full);
-    for (const dir of [client, full]) writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'consumer', version: '1.0.0', type: 'module', private: true }));
+    for (const dir of [client, full])
+      writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'consumer', version: '1.0.0', type: 'module', private: true }));
     await npm(['install', '--prefer-offline', clientTarball], client);
     await npm(['install', '--prefer-offline', tarball], full);
     // @opentelemetry/api: the SDK's spans (a no-op unless the application registers a tracer).
-    expect(readdirSync(join(client, 'node_modules')).filter((n) => !n.startsWith('.')).sort()).toEqual(['@opentelemetry', 'idmint-client', 'kafkajs', 'zod']);
+    expect(
+      readdirSync(join(client, 'node_modules'))
+        .filter((n) => !n.startsWith('.'))
+        .sort(),
+    ).toEqual(['@opentelemetry', 'idmint-client', 'kafkajs', 'zod']);
     const [clientBytes, fullBytes] = [sizeOf(join(client, 'node_modules')), sizeOf(join(full, 'node_modules'))];
     console.log(`installed size: idmint-client ${mb(clientBytes)}, idmint ${mb(fullBytes)}`);
     expect(clientBytes).toBeLessThan(fullBytes / 4);
@@ -95,7 +120,10 @@ describe('the installable package', () => {
     const stated = /— ([\d.]+) MB installed against (\d+) MB for `idmint`/.exec(readFileSync(join(ROOT, 'README.md'), 'utf8'));
     expect(stated, 'the README states the client-only install size').not.toBeNull();
     expect(Math.abs(Number(stated![1]) - clientBytes / 2 ** 20), `README ${stated![1]} MB, measured ${mb(clientBytes)}`).toBeLessThanOrEqual(0.3);
-    expect(Math.abs(Number(stated![2]) - fullBytes / 2 ** 20) / (fullBytes / 2 ** 20), `README ${stated![2]} MB, measured ${mb(fullBytes)}`).toBeLessThanOrEqual(0.1);
+    expect(
+      Math.abs(Number(stated![2]) - fullBytes / 2 ** 20) / (fullBytes / 2 ** 20),
+      `README ${stated![2]} MB, measured ${mb(fullBytes)}`,
+    ).toBeLessThanOrEqual(0.1);
 
     const dataDir = mkdtempSync(join(tmpdir(), 'idmint-client-only-data-'));
     dirs.push(dataDir);
@@ -106,7 +134,13 @@ describe('the installable package', () => {
         join(client, 'use.ts'),
         `import { createIdmintClient, IdmintError, type IdmintClient } from 'idmint-client';\nconst c: IdmintClient = createIdmintClient({ url: '${server.url}' });\nconst id: bigint = await c.next('demo');\nconsole.log(String(id), typeof IdmintError);\nawait c.close();\n`,
       );
-      writeFileSync(join(client, 'tsconfig.json'), JSON.stringify({ compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, outDir: 'out', skipLibCheck: true, types: [] }, files: ['use.ts'] }));
+      writeFileSync(
+        join(client, 'tsconfig.json'),
+        JSON.stringify({
+          compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, outDir: 'out', skipLibCheck: true, types: [] },
+          files: ['use.ts'],
+        }),
+      );
       await run(process.execPath, [TSC, '-p', 'tsconfig.json'], { cwd: client });
       const { stdout } = await run(process.execPath, ['out/use.js'], { cwd: client });
       expect(stdout.trim()).toMatch(/^\d+ function$/);

@@ -48,7 +48,11 @@ describe('Patroni failover that loses the last commits, under load', () => {
     }));
     for (const e of envs) servers.push(await spawnServer(e));
     bizTag = uniqueName('patroni');
-    const created = await fetch(`${servers[0]!.url}/v1/biz`, { method: 'POST', headers: admin, body: JSON.stringify({ bizTag, step: 100, fallback: 'snowflake' }) });
+    const created = await fetch(`${servers[0]!.url}/v1/biz`, {
+      method: 'POST',
+      headers: admin,
+      body: JSON.stringify({ bizTag, step: 100, fallback: 'snowflake' }),
+    });
     expect(created.status, await created.clone().text()).toBe(201);
 
     const load = new IdLoad(servers, bizTag);
@@ -57,7 +61,12 @@ describe('Patroni failover that loses the last commits, under load', () => {
     // Freeze the leader's WAL senders: what it commits from now on reaches no replica.
     await ha.freeze(leader);
     const atStop = await load.allocations();
-    await untilValue('segments allocated on the leader after WAL delivery stopped', () => load.allocations(), (n) => n >= atStop + 6, { timeoutMs: 60_000, intervalMs: 100 });
+    await untilValue(
+      'segments allocated on the leader after WAL delivery stopped',
+      () => load.allocations(),
+      (n) => n >= atStop + 6,
+      { timeoutMs: 60_000, intervalMs: 100 },
+    );
 
     // The leader crashes; the first process crashes with it and comes back; the second idles, so
     // only the fence knows what was handed out.
@@ -70,7 +79,12 @@ describe('Patroni failover that loses the last commits, under load', () => {
     // Back once there is a primary again (a process starting before that exits NOT_READY naming the hosts, and its supervisor restarts it).
     servers[0] = await spawnServer(envs[0]!);
     const atPromotion = await load.allocations();
-    await untilValue('segments from the promoted replica', () => load.allocations(), (n) => n >= atPromotion + 6, { timeoutMs: 90_000, intervalMs: 200 });
+    await untilValue(
+      'segments from the promoted replica',
+      () => load.allocations(),
+      (n) => n >= atPromotion + 6,
+      { timeoutMs: 90_000, intervalMs: 200 },
+    );
     const segmentsBackAfterMs = Date.now() - crashedAt;
     load.idle.delete(1);
     await sleep(500);
@@ -81,7 +95,9 @@ describe('Patroni failover that loses the last commits, under load', () => {
     for (const id of load.ids) handedOut.push(id);
     const rewinds = await tagMetric(servers, bizTag, 'idmint_segment_rewinds_total');
     expect(rewinds).toBeGreaterThan(0);
-    console.log(`Patroni: ${leader} killed, ${promoted} promoted after ${promotedAfterMs} ms, segments served again after ${segmentsBackAfterMs} ms; ${load.ids.length} IDs, 0 duplicates, ${rewinds} rewind(s); ${load.describe()}`);
+    console.log(
+      `Patroni: ${leader} killed, ${promoted} promoted after ${promotedAfterMs} ms, segments served again after ${segmentsBackAfterMs} ms; ${load.ids.length} IDs, 0 duplicates, ${rewinds} rewind(s); ${load.describe()}`,
+    );
   });
 
   it('a planned switchover (patronictl) under load: no rewind, and nothing repeats what came before', async () => {
@@ -98,12 +114,19 @@ describe('Patroni failover that loses the last commits, under load', () => {
     const promoted = await ha.promotedAfter(leader);
     const switchedAfterMs = Date.now() - startedAt;
     const atSwitch = await load.allocations();
-    await untilValue('segments from the new leader', () => load.allocations(), (n) => n >= atSwitch + 6, { timeoutMs: 90_000, intervalMs: 200 });
+    await untilValue(
+      'segments from the new leader',
+      () => load.allocations(),
+      (n) => n >= atSwitch + 6,
+      { timeoutMs: 90_000, intervalMs: 200 },
+    );
     const segmentsBackAfterMs = Date.now() - startedAt;
     await load.stop();
 
     expect(duplicatesOf([...handedOut, ...load.ids]), `statuses ${load.describe()}`).toEqual([]);
     expect(await tagMetric(servers, bizTag, 'idmint_segment_rewinds_total')).toBe(rewindsBefore);
-    console.log(`Patroni switchover: ${leader} → ${promoted} after ${switchedAfterMs} ms, segments served again after ${segmentsBackAfterMs} ms; ${load.ids.length} IDs (${handedOut.length + load.ids.length} with the failover's), 0 duplicates, no rewind; ${load.describe()}`);
+    console.log(
+      `Patroni switchover: ${leader} → ${promoted} after ${switchedAfterMs} ms, segments served again after ${segmentsBackAfterMs} ms; ${load.ids.length} IDs (${handedOut.length + load.ids.length} with the failover's), 0 duplicates, no rewind; ${load.describe()}`,
+    );
   });
 });

@@ -28,7 +28,10 @@ describe('Postgres failover under load (idmint serve, multi-host DATABASE_URL)',
   });
 
   /** `memory`: the processes' own double buffers; `redis-list`: Redis pools filled by the refill role. */
-  async function failoverUnderLoad(fence: 'auto' | 'off', pool: 'memory' | 'redis-list' = 'memory'): Promise<{ ids: string[]; statuses: Map<string, number>; servers: SpawnedServer[]; bizTag: string; lost: number }> {
+  async function failoverUnderLoad(
+    fence: 'auto' | 'off',
+    pool: 'memory' | 'redis-list' = 'memory',
+  ): Promise<{ ids: string[]; statuses: Map<string, number>; servers: SpawnedServer[]; bizTag: string; lost: number }> {
     const pair = await PgPair.start();
     cleanups.push(() => pair.stop());
     // Two API processes. Each remembers what it served since it started and refuses a segment
@@ -52,12 +55,18 @@ describe('Postgres failover under load (idmint serve, multi-host DATABASE_URL)',
         IDMINT_WORKER_ID: String(i + 1),
         IDMINT_SEGMENT_FENCE: fence,
         IDMINT_TAG_CACHE_MS: '200',
-        ...(pool === 'redis-list' ? { REDIS_URL: env('REDIS_URL'), IDMINT_POOL_KEY_PREFIX: `${run}:`, IDMINT_REFILL_QUEUE: run, IDMINT_POOL_MIN_DEPTH: '2000' } : {}),
+        ...(pool === 'redis-list'
+          ? { REDIS_URL: env('REDIS_URL'), IDMINT_POOL_KEY_PREFIX: `${run}:`, IDMINT_REFILL_QUEUE: run, IDMINT_POOL_MIN_DEPTH: '2000' }
+          : {}),
       });
       servers.push(await spawnServer(envs[i]!));
     }
     const bizTag = uniqueName('failover');
-    const created = await fetch(`${servers[0]!.url}/v1/biz`, { method: 'POST', headers: admin, body: JSON.stringify({ bizTag, step: 100, fallback: 'snowflake', pool }) });
+    const created = await fetch(`${servers[0]!.url}/v1/biz`, {
+      method: 'POST',
+      headers: admin,
+      body: JSON.stringify({ bizTag, step: 100, fallback: 'snowflake', pool }),
+    });
     expect(created.status, await created.clone().text()).toBe(201);
 
     const load = new IdLoad(servers, bizTag);
@@ -67,7 +76,12 @@ describe('Postgres failover under load (idmint serve, multi-host DATABASE_URL)',
     // The tail: segments committed on the primary and handed out, never delivered to the standby.
     await pair.stopWalDelivery();
     const atStop = await load.allocations();
-    await untilValue('segments allocated after WAL delivery stopped', () => load.allocations(), (n) => n >= atStop + 6, { timeoutMs: 60_000, intervalMs: 100 });
+    await untilValue(
+      'segments allocated after WAL delivery stopped',
+      () => load.allocations(),
+      (n) => n >= atStop + 6,
+      { timeoutMs: 60_000, intervalMs: 100 },
+    );
     load.idle.add(1);
     await pair.crashPrimary();
     // The first process goes down with the primary (before the promotion, so it cannot repair a
@@ -82,7 +96,12 @@ describe('Postgres failover under load (idmint serve, multi-host DATABASE_URL)',
     servers[0] = await spawnServer(envs[0]!);
     // Serve on the promoted primary until the processes allocated there, past the lost segments.
     const atPromotion = await load.allocations();
-    await untilValue('segments from the promoted primary', () => load.allocations(), (n) => n >= atPromotion + 6, { timeoutMs: 90_000, intervalMs: 200 });
+    await untilValue(
+      'segments from the promoted primary',
+      () => load.allocations(),
+      (n) => n >= atPromotion + 6,
+      { timeoutMs: 90_000, intervalMs: 200 },
+    );
     load.idle.delete(1);
     await sleep(500);
     await load.stop();
@@ -116,7 +135,9 @@ describe('Postgres failover under load (idmint serve, multi-host DATABASE_URL)',
       expect(report.status).toBe('ready');
       expect(server.output()).toMatch(/Postgres failover: the server is on a new timeline/);
     }
-    console.log(`fence on: ${lost} handed-out IDs lost by the promotion; ${ids.length} IDs, 0 duplicates, ${rewinds} rewind(s); ${JSON.stringify([...statuses])}`);
+    console.log(
+      `fence on: ${lost} handed-out IDs lost by the promotion; ${ids.length} IDs, 0 duplicates, ${rewinds} rewind(s); ${JSON.stringify([...statuses])}`,
+    );
   });
 
   it('with the fence, Redis pools refilled through the failover repeat nothing either', async () => {

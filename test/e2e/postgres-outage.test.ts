@@ -27,13 +27,23 @@ describe('Postgres down under load (two API processes, Redis pools)', () => {
       const dir = mkdtempSync(join(tmpdir(), 'idmint-pg-outage-'));
       dirs.push(dir);
       servers.push(
-        await spawnServer({ IDMINT_DATA_DIR: dir, IDMINT_ADMIN_TOKEN: TOKEN, REDIS_URL: redis.url, DATABASE_URL: postgres.url, IDMINT_POOL_MIN_DEPTH: '200000', IDMINT_REFILL_EVERY_MS: '1000' }),
+        await spawnServer({
+          IDMINT_DATA_DIR: dir,
+          IDMINT_ADMIN_TOKEN: TOKEN,
+          REDIS_URL: redis.url,
+          DATABASE_URL: postgres.url,
+          IDMINT_POOL_MIN_DEPTH: '200000',
+          IDMINT_REFILL_EVERY_MS: '1000',
+        }),
       );
     }
     const response = await fetch(`${servers[0]!.url}/v1/biz`, { method: 'POST', headers: admin, body: JSON.stringify({ bizTag: 'orders', step: 1000 }) });
     expect(response.status, await response.clone().text()).toBe(201);
     // The pool is filled before the outage (that is what pools are for).
-    await until('the first server to serve from the pool', async () => ((await (await fetch(`${servers[0]!.url}/v1/ids/orders?count=10`)).json()) as { source?: string }).source === 'pool');
+    await until(
+      'the first server to serve from the pool',
+      async () => ((await (await fetch(`${servers[0]!.url}/v1/ids/orders?count=10`)).json()) as { source?: string }).source === 'pool',
+    );
   });
 
   afterAll(async () => {
@@ -84,26 +94,44 @@ describe('Postgres down under load (two API processes, Redis pools)', () => {
     // and each one that warned says when it was over.
     for (const [i, server] of servers.entries()) {
       const linesOf = (): LogLine[] => logLines(server.output(), marks[i]);
-      await until('every component that warned to log its recovery', () => unrecovered(linesOf()).length === 0, { timeoutMs: 15_000, detail: () => `not recovered: ${unrecovered(linesOf()).join(', ')}` });
+      await until('every component that warned to log its recovery', () => unrecovered(linesOf()).length === 0, {
+        timeoutMs: 15_000,
+        detail: () => `not recovered: ${unrecovered(linesOf()).join(', ')}`,
+      });
       const lines = linesOf();
       const warnings = lines.filter((l) => l.level >= 40);
       const perMessage = new Map<string, number>();
       const key = (l: LogLine): string => `${l.component} ${l.msg}`;
       for (const l of warnings) perMessage.set(key(l), (perMessage.get(key(l)) ?? 0) + 1);
       for (const [message, count] of perMessage) expect(count, `${message}\n${server.output().slice(marks[i])}`).toBe(1);
-      console.log(`Postgres down: process ${i} logged ${lines.filter((l) => l.level >= 30 && l.time <= backAt).length} lines in ${((backAt - outageFrom) / 1000).toFixed(1)} s`);
+      console.log(
+        `Postgres down: process ${i} logged ${lines.filter((l) => l.level >= 30 && l.time <= backAt).length} lines in ${((backAt - outageFrom) / 1000).toFixed(1)} s`,
+      );
       expectQuietOutage(lines, outageFrom, backAt);
-      expect(lines.filter((l) => l.level >= 40 && /stack/.test(JSON.stringify(l))), 'no stack for an expected outage').toEqual([]);
+      expect(
+        lines.filter((l) => l.level >= 40 && /stack/.test(JSON.stringify(l))),
+        'no stack for an expected outage',
+      ).toEqual([]);
     }
   });
 
   it('a tag this process has never served still takes its fallback ladder while Postgres is down (the tag list is cached, not only the tags served)', async () => {
-    const created = await fetch(`${servers[0]!.url}/v1/biz`, { method: 'POST', headers: admin, body: JSON.stringify({ bizTag: 'unseen', step: 1000, fallback: 'snowflake' }) });
+    const created = await fetch(`${servers[0]!.url}/v1/biz`, {
+      method: 'POST',
+      headers: admin,
+      body: JSON.stringify({ bizTag: 'unseen', step: 1000, fallback: 'snowflake' }),
+    });
     expect(created.status, await created.clone().text()).toBe(201);
     // A process started after the tag was created (or up to a minute before the outage) lists it.
     const dir = mkdtempSync(join(tmpdir(), 'idmint-pg-outage-'));
     dirs.push(dir);
-    const late = await spawnServer({ IDMINT_DATA_DIR: dir, IDMINT_ADMIN_TOKEN: TOKEN, REDIS_URL: redis.url, DATABASE_URL: postgres.url, IDMINT_REFILL_EVERY_MS: '1000' });
+    const late = await spawnServer({
+      IDMINT_DATA_DIR: dir,
+      IDMINT_ADMIN_TOKEN: TOKEN,
+      REDIS_URL: redis.url,
+      DATABASE_URL: postgres.url,
+      IDMINT_REFILL_EVERY_MS: '1000',
+    });
     servers.push(late);
     await untilReady(late.url, { output: late.output });
     await sleep(500); // the start-up listing runs behind readiness

@@ -35,7 +35,6 @@ const children = (pid: number): number[] =>
       }
     });
 
-
 describe.each([2, 4])('IDMINT_PROCESSES=%i on one port', (processes) => {
   it('hands out 500,000 IDs with one process SIGKILLed and replaced: zero duplicates, distinct worker ids', async () => {
     const schema = `procs_${processes}_${process.pid}`;
@@ -51,19 +50,31 @@ describe.each([2, 4])('IDMINT_PROCESSES=%i on one port', (processes) => {
     const s = server;
     const opts = { intervalMs: 100, detail: () => s.output() };
     await until(`all ${processes} processes`, () => s.output().includes(`all ${processes} processes serve`), opts);
-    for (const [bizTag, mode] of [['procs-seg', 'segment'], ['procs-snow', 'snowflake'], ['procs-metrics', 'segment']] as const) {
-      const created = await fetch(`${s.url}/v1/biz`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ bizTag, mode, step: 2000 }) });
+    for (const [bizTag, mode] of [
+      ['procs-seg', 'segment'],
+      ['procs-snow', 'snowflake'],
+      ['procs-metrics', 'segment'],
+    ] as const) {
+      const created = await fetch(`${s.url}/v1/biz`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ bizTag, mode, step: 2000 }),
+      });
       expect(created.status).toBe(201);
     }
     // Every process sees the new tags once its cached miss expires (IDMINT_TAG_CACHE_MS): ask over fresh connections.
     // (Decode with ?bizTag= looks the tag up without handing out an ID: the metrics check below counts every one.)
     for (const bizTag of ['procs-seg', 'procs-snow', 'procs-metrics']) {
       let served = 0;
-      await until(`every process to know ${bizTag}`, async () => {
-        const ok = (await fetch(`${s.url}/v1/decode/1?bizTag=${bizTag}`, { headers: { connection: 'close' } })).status !== 404;
-        served = ok ? served + 1 : 0;
-        return served >= 4 * processes;
-      }, opts);
+      await until(
+        `every process to know ${bizTag}`,
+        async () => {
+          const ok = (await fetch(`${s.url}/v1/decode/1?bizTag=${bizTag}`, { headers: { connection: 'close' } })).status !== 404;
+          served = ok ? served + 1 : 0;
+          return served >= 4 * processes;
+        },
+        opts,
+      );
     }
 
     const primary = s.child.pid!;
@@ -137,7 +148,12 @@ describe('IDMINT_PROCESSES=2: a replacement that dies while it starts', () => {
     const first = children(primary);
     process.kill(first[0]!, 'SIGKILL');
     // Its replacement, killed as soon as it exists: long before it can listen (loading alone takes longer).
-    const replacement = await untilValue('the replacement process', () => children(primary).find((pid) => !first.includes(pid)), (pid) => pid !== undefined, { intervalMs: 5, detail: () => `children ${children(primary).join(',')} (first ${first.join(',')})\n${s.output()}` });
+    const replacement = await untilValue(
+      'the replacement process',
+      () => children(primary).find((pid) => !first.includes(pid)),
+      (pid) => pid !== undefined,
+      { intervalMs: 5, detail: () => `children ${children(primary).join(',')} (first ${first.join(',')})\n${s.output()}` },
+    );
     process.kill(replacement!, 'SIGKILL');
     await until('the replacement to be started again', () => s.output().includes('a replacement died before serving'), opts);
     // Meanwhile and after, the port answers: the healthy process was never stopped.

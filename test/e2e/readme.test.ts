@@ -66,7 +66,14 @@ async function fourFreePorts(): Promise<number> {
   for (;;) {
     const base = await freePort();
     if (base > 65_000) continue;
-    const free = await Promise.all([1, 2, 3].map((i) => fetch(`http://127.0.0.1:${base + i}/`).then(() => false, () => true)));
+    const free = await Promise.all(
+      [1, 2, 3].map((i) =>
+        fetch(`http://127.0.0.1:${base + i}/`).then(
+          () => false,
+          () => true,
+        ),
+      ),
+    );
     if (free.every(Boolean)) return base;
   }
 }
@@ -109,7 +116,13 @@ async function runSession(session: Session, env: Record<string, string>): Promis
   dirs.push(dir);
   const port = await fourFreePorts();
   const file = join(dir, `readme-${session}.sh`);
-  writeFileSync(file, script(readmeBlocks().filter((b) => b.session === session), dir));
+  writeFileSync(
+    file,
+    script(
+      readmeBlocks().filter((b) => b.session === session),
+      dir,
+    ),
+  );
   // The servers the test harness exports are not inherited: each session names its own.
   const base = { ...process.env, KAFKA_BROKERS: '', ZK_CONNECT: '', REDIS_URL: '', DATABASE_URL: '', IDMINT_ADMIN_TOKEN: '' };
   const child = spawn('bash', [file], { cwd: dir, env: { ...base, IDMINT_PORT: String(port), ...env }, detached: true });

@@ -36,13 +36,22 @@ describe('Redis pools with fallback (idmint serve + REDIS_URL)', () => {
   });
 
   it('keeps serving by fallback while Redis is down and returns to the pool after, with zero duplicates', async () => {
-    for (const [bizTag, fallback] of [['pay', 'snowflake'], ['refund', 'segment']] as const) {
+    for (const [bizTag, fallback] of [
+      ['pay', 'snowflake'],
+      ['refund', 'segment'],
+    ] as const) {
       const response = await fetch(`${server.url}/v1/biz`, { method: 'POST', headers: admin, body: JSON.stringify({ bizTag, step: 500, fallback }) });
       expect(response.status).toBe(201);
     }
 
-    const ids = new Map<string, string[]>([['pay', []], ['refund', []]]);
-    const sources = new Map<string, Set<string>>([['pay', new Set()], ['refund', new Set()]]);
+    const ids = new Map<string, string[]>([
+      ['pay', []],
+      ['refund', []],
+    ]);
+    const sources = new Map<string, Set<string>>([
+      ['pay', new Set()],
+      ['refund', new Set()],
+    ]);
     const errors: string[] = [];
     let phase: 'up' | 'down' | 'back' = 'up';
     const phaseSources: Record<string, Set<string>> = { up: new Set(), down: new Set(), back: new Set() };
@@ -83,7 +92,10 @@ describe('Redis pools with fallback (idmint serve + REDIS_URL)', () => {
       const atDown = total();
       const allocatedAtDown = await allocations();
       // The fallback ladder: with Postgres healthy both tags get segments, even `pay` (fallback snowflake).
-      await waitFor(() => phaseSources.down!.has('pay:segment') && phaseSources.down!.has('refund:segment') && total() > atDown + 20_000, 'fallback IDs while Redis is down');
+      await waitFor(
+        () => phaseSources.down!.has('pay:segment') && phaseSources.down!.has('refund:segment') && total() > atDown + 20_000,
+        'fallback IDs while Redis is down',
+      );
       // The segment rung buffers like Leaf's segment mode: a step (500) per allocation, not one
       // Postgres transaction per request (requests take 1-50 IDs, ~25 on average).
       const servedDown = total() - atDown;
@@ -97,16 +109,33 @@ describe('Redis pools with fallback (idmint serve + REDIS_URL)', () => {
       phase = 'back';
       // The refill worker's own reconnect backs off (BullMQ retries its loop every few seconds):
       // on a loaded CI machine running other suites beside this one, give it two minutes.
-      await waitFor(() => phaseSources.back!.has('pay:pool') && phaseSources.back!.has('refund:pool'), 'the pool serving again after Redis returns', 120_000).catch(async (err: Error) => {
+      await waitFor(
+        () => phaseSources.back!.has('pay:pool') && phaseSources.back!.has('refund:pool'),
+        'the pool serving again after Redis returns',
+        120_000,
+      ).catch(async (err: Error) => {
         // What the server knows of its pools and refill queue, first, where a CI summary shows it.
-        const stats = await fetch(`${server.url}/v1/stats`, { headers: admin }).then((r) => r.text(), (e: Error) => e.message);
-        const ready = await fetch(`${server.url}/readyz`).then((r) => r.text(), (e: Error) => e.message);
-        throw new Error(`${err.message.split('\n')[0]}\nstats ${stats.slice(0, 600)}\nreadyz ${ready.slice(0, 600)}\nerrors ${errors.length}: ${errors.slice(-3).join(' | ')}\n${err.message}`);
+        const stats = await fetch(`${server.url}/v1/stats`, { headers: admin }).then(
+          (r) => r.text(),
+          (e: Error) => e.message,
+        );
+        const ready = await fetch(`${server.url}/readyz`).then(
+          (r) => r.text(),
+          (e: Error) => e.message,
+        );
+        throw new Error(
+          `${err.message.split('\n')[0]}\nstats ${stats.slice(0, 600)}\nreadyz ${ready.slice(0, 600)}\nerrors ${errors.length}: ${errors.slice(-3).join(' | ')}\n${err.message}`,
+        );
       });
       const poolAgain = Date.now();
-      await until('ready again', async () => ((await (await fetch(`${server.url}/readyz`)).json()) as { status: string }).status === 'ready', { timeoutMs: 30_000, detail });
+      await until('ready again', async () => ((await (await fetch(`${server.url}/readyz`)).json()) as { status: string }).status === 'ready', {
+        timeoutMs: 30_000,
+        detail,
+      });
       const lines = logLines(server.output(), mark).filter((l) => l.level >= 30 && l.time <= poolAgain);
-      console.log(`Redis back: the pool served again ${poolAgain - backAt} ms and /readyz said ready ${Date.now() - backAt} ms after it answered; ${lines.length} log lines in ${((poolAgain - from) / 1000).toFixed(1)} s of outage`);
+      console.log(
+        `Redis back: the pool served again ${poolAgain - backAt} ms and /readyz said ready ${Date.now() - backAt} ms after it answered; ${lines.length} log lines in ${((poolAgain - from) / 1000).toFixed(1)} s of outage`,
+      );
       // Quiet logs (issue 41): at most 10 lines a minute, from the kill to the pool serving again.
       expectQuietOutage(logLines(server.output(), mark), from, poolAgain);
     } finally {

@@ -27,7 +27,13 @@ describe('Redis pools under a Sentinel set on TLS, with an ACL user and password
   beforeAll(async () => {
     set = await startRedisSentinels('idmint-pools', 1, { user: 'idmint-app', password: PASSWORD, sentinelPassword: SENTINEL_PASSWORD, tls: true });
     dataDir = mkdtempSync(join(tmpdir(), 'idmint-sentinel-data-'));
-    server = await spawnServer({ ...set.env, IDMINT_DATA_DIR: dataDir, IDMINT_ADMIN_TOKEN: TOKEN, IDMINT_REFILL_EVERY_MS: '1000', IDMINT_POOL_MIN_DEPTH: '2000' });
+    server = await spawnServer({
+      ...set.env,
+      IDMINT_DATA_DIR: dataDir,
+      IDMINT_ADMIN_TOKEN: TOKEN,
+      IDMINT_REFILL_EVERY_MS: '1000',
+      IDMINT_POOL_MIN_DEPTH: '2000',
+    });
   }, 120_000);
 
   afterAll(async () => {
@@ -37,7 +43,11 @@ describe('Redis pools under a Sentinel set on TLS, with an ACL user and password
   });
 
   it('serves from the pool before and after the master is killed and a replica promoted, zero duplicates', async () => {
-    const created = await fetch(`${server.url}/v1/biz`, { method: 'POST', headers: admin, body: JSON.stringify({ bizTag: 'sentinel', step: 500, fallback: 'segment' }) });
+    const created = await fetch(`${server.url}/v1/biz`, {
+      method: 'POST',
+      headers: admin,
+      body: JSON.stringify({ bizTag: 'sentinel', step: 500, fallback: 'segment' }),
+    });
     expect(created.status).toBe(201);
     const ids: string[] = [];
     const errors: string[] = [];
@@ -58,7 +68,8 @@ describe('Redis pools under a Sentinel set on TLS, with an ACL user and password
       }
     };
     const clients = Promise.all(Array.from({ length: 8 }, () => client()));
-    const detail = (): string => `sources ${JSON.stringify({ before: [...sources.before], after: [...sources.after] })}; errors ${errors.length}: ${errors.slice(-3).join(' | ')}; the server's last output:\n${server.output().slice(-3000)}`;
+    const detail = (): string =>
+      `sources ${JSON.stringify({ before: [...sources.before], after: [...sources.after] })}; errors ${errors.length}: ${errors.slice(-3).join(' | ')}; the server's last output:\n${server.output().slice(-3000)}`;
     try {
       await until('IDs from the pool', () => sources.before.has('pool') && ids.length > 20_000, { timeoutMs: 60_000, detail });
       const { from, to } = await set.killMaster();

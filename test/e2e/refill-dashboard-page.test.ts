@@ -45,7 +45,10 @@ describe('the refill dashboard at /dashboard in real headless Chromium', () => {
       IDMINT_ADMIN_TOKEN: TOKEN,
       IDMINT_DASHBOARD_SAMPLE_MS: '300',
     });
-    for (const [bizTag, pool] of [[listTag, 'redis-list'], [kafkaTag, 'kafka']]) {
+    for (const [bizTag, pool] of [
+      [listTag, 'redis-list'],
+      [kafkaTag, 'kafka'],
+    ]) {
       const res = await fetch(`${server.url}/v1/biz`, { method: 'POST', headers: admin, body: JSON.stringify({ bizTag, step: 1000, pool }) });
       expect(res.status).toBe(201);
     }
@@ -77,7 +80,11 @@ describe('the refill dashboard at /dashboard in real headless Chromium', () => {
   it('draws the pool depth against its target, and a take moves the depth line', async () => {
     await page.goto(`${server.url}/dashboard`);
     // The tag's first refill (asked for when it was created) fills 1,000 IDs.
-    await until('the pool filled and drawn', async () => (await page.locator(`${panel(listTag)} svg.chart`).count()) > 0 && (await lastDepth(listTag)) >= 1000, { timeoutMs: 30_000 });
+    await until(
+      'the pool filled and drawn',
+      async () => (await page.locator(`${panel(listTag)} svg.chart`).count()) > 0 && (await lastDepth(listTag)) >= 1000,
+      { timeoutMs: 30_000 },
+    );
     expect(await page.locator(`${panel(listTag)} polyline.target`).count()).toBe(1);
     const before = await lastDepth(listTag);
     const line = await page.getAttribute(`${panel(listTag)} polyline.depth`, 'points');
@@ -101,7 +108,11 @@ describe('the refill dashboard at /dashboard in real headless Chromium', () => {
 
   it("shows a Kafka pool topic's depth and its group's lag", async () => {
     const row = `${panel(kafkaTag)} table.kafka tr[data-topic="idmint.ids.${kafkaTag}"]`;
-    await until('the Kafka pool topic drawn', async () => (await page.locator(row).count()) > 0 && Number((await page.textContent(`${row} td.n >> nth=0`))!.replace(/,/g, '')) > 0, { timeoutMs: 30_000 });
+    await until(
+      'the Kafka pool topic drawn',
+      async () => (await page.locator(row).count()) > 0 && Number((await page.textContent(`${row} td.n >> nth=0`))!.replace(/,/g, '')) > 0,
+      { timeoutMs: 30_000 },
+    );
     expect(await page.textContent(`${row} td >> nth=1`)).toBe(`idmint.pool.${kafkaTag}`);
     expect(await page.textContent(`${row} td >> nth=3`)).toMatch(/^\d+( · \d+)*$/);
   });
@@ -111,7 +122,11 @@ describe('the refill dashboard at /dashboard in real headless Chromium', () => {
     await until('a few samples drawn', async () => (await drawn()) > 5, { timeoutMs: 15_000 });
     const points = await drawn();
     await page.reload();
-    await until('the history drawn again', async () => Number((await page.getAttribute(`${panel(listTag)} svg.chart`, 'data-points').catch(() => '0')) ?? 0) >= points, { timeoutMs: 10_000 });
+    await until(
+      'the history drawn again',
+      async () => Number((await page.getAttribute(`${panel(listTag)} svg.chart`, 'data-points').catch(() => '0')) ?? 0) >= points,
+      { timeoutMs: 10_000 },
+    );
     for (const check of ['database', 'redis', 'snowflake', 'refill']) {
       expect(await page.getAttribute(`#health [data-check="${check}"]`, 'class')).toBe('check ok');
     }
@@ -127,7 +142,9 @@ describe('the refill dashboard at /dashboard in real headless Chromium', () => {
     const redisCheck = '#health tr[data-process] >> nth=0 >> [data-check="redis"]';
     await until('the redis check red', async () => (await page.getAttribute(redisCheck, 'class')) === 'check bad', { timeoutMs: 15_000 });
     // The colour as drawn (the page's own red), not only the class.
-    const colour = await page.locator(redisCheck).evaluate((el) => (globalThis as unknown as { getComputedStyle(e: unknown): { backgroundColor: string } }).getComputedStyle(el).backgroundColor);
+    const colour = await page
+      .locator(redisCheck)
+      .evaluate((el) => (globalThis as unknown as { getComputedStyle(e: unknown): { backgroundColor: string } }).getComputedStyle(el).backgroundColor);
     expect(colour).toBe('rgb(198, 40, 40)');
     expect(await page.textContent('#health .status')).toBe('degraded');
     expect(await page.getAttribute('#store-note', 'class')).toBe('bad');
@@ -167,16 +184,28 @@ describe('the dashboard of a deployment with separate API and refill processes',
     const api = await spawnServer({ ...shared, IDMINT_ROLES: 'api', IDMINT_DATA_DIR: dir() });
     servers.push(api);
     const bizTag = `dashp-${uid()}`;
-    expect((await fetch(`${api.url}/v1/biz`, { method: 'POST', headers: admin, body: JSON.stringify({ bizTag, step: 1000, pool: 'redis-list' }) })).status).toBe(201);
-    type Data = { processes: Array<{ id: string; roles: string[]; status: string; silent: boolean }>; refills: Array<{ bizTag: string; by: string; status: string }>; samples: Array<{ pools: Array<{ bizTag: string; depth: number }> }> };
+    expect(
+      (await fetch(`${api.url}/v1/biz`, { method: 'POST', headers: admin, body: JSON.stringify({ bizTag, step: 1000, pool: 'redis-list' }) })).status,
+    ).toBe(201);
+    type Data = {
+      processes: Array<{ id: string; roles: string[]; status: string; silent: boolean }>;
+      refills: Array<{ bizTag: string; by: string; status: string }>;
+      samples: Array<{ pools: Array<{ bizTag: string; depth: number }> }>;
+    };
     const data = async (): Promise<Data> => (await fetch(`${api.url}/dashboard/data.json`, { headers: admin })).json() as Promise<Data>;
     const refillId = (d: Data) => d.processes.find((p) => p.roles.join() === 'refill' && p.id.endsWith(`:${refill.child.pid}`));
-    await until('the refill process and its refill seen from the API process', async () => {
-      const d = await data();
-      return refillId(d)?.status === 'ready' && d.refills.some((e) => e.bizTag === bizTag && e.status === 'pushed' && e.by.endsWith(`:${refill.child.pid}`));
-    }, { timeoutMs: 30_000 });
+    await until(
+      'the refill process and its refill seen from the API process',
+      async () => {
+        const d = await data();
+        return refillId(d)?.status === 'ready' && d.refills.some((e) => e.bizTag === bizTag && e.status === 'pushed' && e.by.endsWith(`:${refill.child.pid}`));
+      },
+      { timeoutMs: 30_000 },
+    );
     await fetch(`${api.url}/v1/ids/${bizTag}?count=100`);
-    await until('the pool in the samples', async () => (await data()).samples.some((s) => s.pools.some((p) => p.bizTag === bizTag && p.depth > 0)), { timeoutMs: 10_000 });
+    await until('the pool in the samples', async () => (await data()).samples.some((s) => s.pools.some((p) => p.bizTag === bizTag && p.depth > 0)), {
+      timeoutMs: 10_000,
+    });
     const d = await data();
     expect(d.processes[0]!.id.endsWith(`:${api.child.pid}`)).toBe(true);
 
@@ -215,7 +244,11 @@ describe('the dashboard of a deployment with separate API and refill processes',
     await second.stop('SIGKILL');
     const third = await spawnServer({ ...shared, IDMINT_ROLES: 'refill', IDMINT_PORT: port });
     servers.push(third);
-    await until('the third process ready and the killed one past its silence', async () => (await state(third)) === 'ready' && (await state(second)) !== 'ready', { timeoutMs: 30_000 });
+    await until(
+      'the third process ready and the killed one past its silence',
+      async () => (await state(third)) === 'ready' && (await state(second)) !== 'ready',
+      { timeoutMs: 30_000 },
+    );
     // Its address is held by a process started after it: it was restarted, not lost.
     expect(await state(second)).toBe('stopped');
     const d = await data();

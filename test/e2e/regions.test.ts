@@ -87,12 +87,17 @@ async function load(url: () => string, region: number, namespace: string, into: 
   const count = (most: number): number => 1 + Math.floor(Math.random() * most);
   const kafka = testKafka(`regions-${region}`);
   const rpc = createKafkaClient({ verifyKey: TEST_VERIFY_KEY, kafka, clientId: `regions-${region}`, namespace, timeoutMs: 15_000 });
-  const pool = createIdmintClient({ transport: kafkaPoolTransport({ verifyKey: TEST_VERIFY_KEY, kafka, namespace, takeTimeoutMs: 5000 }), batchSize: 100, timeoutMs: 30_000 });
+  const pool = createIdmintClient({
+    transport: kafkaPoolTransport({ verifyKey: TEST_VERIFY_KEY, kafka, namespace, takeTimeoutMs: 5000 }),
+    batchSize: 100,
+    timeoutMs: 30_000,
+  });
   try {
     await Promise.all([
       ...TAGS.map((t) => loop(t.bizTag, async () => keep(t.bizTag, (await json<{ ids: string[] }>(`/v1/ids/${t.bizTag}?count=${count(40)}`)).ids))),
       loop('blocks', async () => {
-        for (const b of (await json<{ blocks: Array<{ start: string; end: string }> }>(`/v1/blocks/orders?count=${count(3000)}`)).blocks) into.blocks.push({ start: Number(b.start), end: Number(b.end), region });
+        for (const b of (await json<{ blocks: Array<{ start: string; end: string }> }>(`/v1/blocks/orders?count=${count(3000)}`)).blocks)
+          into.blocks.push({ start: Number(b.start), end: Number(b.end), region });
       }),
       // The rpc client's start (its reply topic and group) first, alone: a start that fails fails the test.
       rpc.start().then(() => loop('kafka request', async () => keep('orders', (await rpc.get('orders', count(40))).ids))),
@@ -120,7 +125,10 @@ function expectUnique(c: Collected): void {
     expect(ids.length, bizTag).toBeGreaterThan(100);
     expectNoDuplicates(ids, `${bizTag} IDs across regions`);
   }
-  const orderIds = c.ids.get('orders')!.filter((id) => BigInt(id) < 2n ** 53n).map(Number);
+  const orderIds = c.ids
+    .get('orders')!
+    .filter((id) => BigInt(id) < 2n ** 53n)
+    .map(Number);
   expectDisjoint([...c.blocks, ...orderIds.map((id) => ({ start: id, end: id }))], 'orders blocks and IDs across regions');
 }
 
@@ -184,13 +192,27 @@ describe('two regions side by side (IDMINT_REGIONS=2)', () => {
     expect(synced.out.match(/: created/g)).toHaveLength(TAGS.length);
     const resynced = await idmint(['biz', 'sync', '--from', a.url, '--url', b.url, '--token', TOKEN]);
     expect(resynced.out.match(/: unchanged/g), resynced.out).toHaveLength(TAGS.length);
-    const regionsOf = await Promise.all([a, b].map(async (s) => (await (await fetch(`${s.url}/v1/regions`, { headers: admin })).json()) as { regions: number; region: number; stripe: number }));
-    expect(regionsOf).toEqual([expect.objectContaining({ regions: 2, region: 0, stripe: STRIPE }), expect.objectContaining({ regions: 2, region: 1, stripe: STRIPE })]);
+    const regionsOf = await Promise.all(
+      [a, b].map(async (s) => (await (await fetch(`${s.url}/v1/regions`, { headers: admin })).json()) as { regions: number; region: number; stripe: number }),
+    );
+    expect(regionsOf).toEqual([
+      expect.objectContaining({ regions: 2, region: 0, stripe: STRIPE }),
+      expect.objectContaining({ regions: 2, region: 1, stripe: STRIPE }),
+    ]);
     const urls = [a.url, b.url];
     const c = collected();
     let running = true;
     let restarting = false;
-    const clients = [0, 1].map((region) => load(() => urls[region]!, region, namespaceOf(['rega', 'regb'][region]!), c, () => running, () => region === 1 && restarting));
+    const clients = [0, 1].map((region) =>
+      load(
+        () => urls[region]!,
+        region,
+        namespaceOf(['rega', 'regb'][region]!),
+        c,
+        () => running,
+        () => region === 1 && restarting,
+      ),
+    );
     await sleep(4000);
     // Region 1 dies entirely (its process, its Postgres, its Redis) and comes back on the same settings.
     restarting = true;
@@ -216,8 +238,8 @@ describe('two regions side by side (IDMINT_REGIONS=2)', () => {
     expect(elsewhere.slice(0, 5)).toEqual([]);
     expect(c.flakeIds.length).toBeGreaterThan(1000);
     // Each region's SDK took from its own pool topic (idmint.<namespace>.ids.streamed).
-    expect(c.pooled[0], 'IDs from region 0\'s Kafka pool').toBeGreaterThan(0);
-    expect(c.pooled[1], 'IDs from region 1\'s Kafka pool').toBeGreaterThan(0);
+    expect(c.pooled[0], "IDs from region 0's Kafka pool").toBeGreaterThan(0);
+    expect(c.pooled[1], "IDs from region 1's Kafka pool").toBeGreaterThan(0);
     const decoded = await Promise.all(
       [a.url, b2.url].map(async (url) => {
         const id = ((await (await fetch(`${url}/v1/ids/flakes?count=1`)).json()) as { ids: string[] }).ids[0]!;
@@ -235,7 +257,9 @@ describe('two regions side by side (IDMINT_REGIONS=2)', () => {
     dirs.push(wrongDir);
     const wrong = await idmint(['serve'], { ...envs[1]!, IDMINT_REGION: '0', IDMINT_PORT: '0', IDMINT_DATA_DIR: wrongDir });
     expect(wrong.code).toBe(1);
-    expect(wrong.out).toMatch(/IDMINT_REGION=0 IDMINT_REGIONS=2 IDMINT_REGION_STRIPE=20000 differs from what this database recorded at its first start \(IDMINT_REGION=1/);
+    expect(wrong.out).toMatch(
+      /IDMINT_REGION=0 IDMINT_REGIONS=2 IDMINT_REGION_STRIPE=20000 differs from what this database recorded at its first start \(IDMINT_REGION=1/,
+    );
     // A second deployment given IDMINT_REGION=1 by mistake: biz sync between them names it.
     const twin = await spawnServer(envOf(schemas[4]!, 'rege', 1, false));
     servers.push(twin);
@@ -247,7 +271,9 @@ describe('two regions side by side (IDMINT_REGIONS=2)', () => {
     expect(createEverywhere.out).toContain(`${a.url}: {`);
     const refused = await idmint(['biz', 'create', 'nowhere', '--regions', `${b2.url},${twin.url}`, '--token', TOKEN]);
     expect(refused.out).toMatch(/both region 1/);
-    console.log(`two regions: ${[...c.ids].map(([t, ids]) => `${t} ${ids.length}`).join(', ')}, ${c.blocks.length} blocks, from the Kafka pools ${c.pooled.join(' / ')}`);
+    console.log(
+      `two regions: ${[...c.ids].map(([t, ids]) => `${t} ${ids.length}`).join(', ')}, ${c.blocks.length} blocks, from the Kafka pools ${c.pooled.join(' / ')}`,
+    );
   });
 
   it('one region becomes two under load (idmint regions plan, apply, restart region 0, start region 1): zero duplicates', async () => {
@@ -259,7 +285,14 @@ describe('two regions side by side (IDMINT_REGIONS=2)', () => {
     const urls = [single.url, ''];
     let running = true;
     let restarting = false;
-    const region0 = load(() => urls[0]!, 0, namespaceOf('regc'), c, () => running, () => restarting);
+    const region0 = load(
+      () => urls[0]!,
+      0,
+      namespaceOf('regc'),
+      c,
+      () => running,
+      () => restarting,
+    );
     await sleep(3000);
     // Each region's database by its URL: region 0 on the shared Postgres, region 1 on its own (one schema name on both).
     const flags = ['--regions', '2', '--stripe', String(STRIPE), '--from', need('DATABASE_URL'), '--to', pg1.url, '--schema', schemas[2]!];
@@ -272,18 +305,33 @@ describe('two regions side by side (IDMINT_REGIONS=2)', () => {
     const applied = await idmint(['regions', 'apply', ...flags]);
     expect(applied.code, applied.out).toBe(0);
     expect(applied.out).toMatch(/region 0: recorded, floors taken/);
-    await until('the old process to refuse Snowflake IDs', async () => (await fetch(`${single.url}/v1/ids/flakes?count=1`)).status === 503, { timeoutMs: 10_000 });
+    await until('the old process to refuse Snowflake IDs', async () => (await fetch(`${single.url}/v1/ids/flakes?count=1`)).status === 503, {
+      timeoutMs: 10_000,
+    });
     expect(await (await fetch(`${single.url}/v1/ids/uids?count=1`)).text()).toMatch(/IDMINT_REGIONS/);
     expect((await fetch(`${single.url}/v1/ids/orders?count=1`)).status).toBe(200);
     // Region 0's processes restart with the settings, then region 1 starts.
     await single.stop('SIGTERM');
-    const zero = await spawnServer({ ...env0, IDMINT_REGIONS: '2', IDMINT_REGION: '0', IDMINT_REGION_STRIPE: String(STRIPE), IDMINT_PORT: new URL(single.url).port });
+    const zero = await spawnServer({
+      ...env0,
+      IDMINT_REGIONS: '2',
+      IDMINT_REGION: '0',
+      IDMINT_REGION_STRIPE: String(STRIPE),
+      IDMINT_PORT: new URL(single.url).port,
+    });
     servers.push(zero);
     restarting = false;
     const one = await spawnServer({ ...envOf(schemas[2]!, 'regd', 1) });
     servers.push(one);
     urls[1] = one.url;
-    const region1 = load(() => urls[1]!, 1, namespaceOf('regd'), c, () => running, () => false);
+    const region1 = load(
+      () => urls[1]!,
+      1,
+      namespaceOf('regd'),
+      c,
+      () => running,
+      () => false,
+    );
     await sleep(4000);
     running = false;
     await Promise.all([region0, region1]);

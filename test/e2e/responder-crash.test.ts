@@ -79,7 +79,9 @@ describe('responder process killed with SIGKILL mid-stream', () => {
 
   it('clients that time out retry; zero duplicates overall', async () => {
     const first = await startResponder();
-    const clients: IdmintKafkaClient[] = Array.from({ length: 5 }, (_, i) => createKafkaClient({ verifyKey: TEST_VERIFY_KEY, kafka, requestTopic, clientId: `crash-${i}` }));
+    const clients: IdmintKafkaClient[] = Array.from({ length: 5 }, (_, i) =>
+      createKafkaClient({ verifyKey: TEST_VERIFY_KEY, kafka, requestTopic, clientId: `crash-${i}` }),
+    );
     await Promise.all(clients.map((c) => c.start()));
     const all: string[] = [];
     let timeouts = 0;
@@ -112,7 +114,9 @@ describe('responder process killed with SIGKILL mid-stream', () => {
     await load;
 
     // Late or redelivered replies found no caller and were dropped; reported for the curious.
-    process.stdout.write(`responder crash: ${timeouts} timeouts retried, ${clients.reduce((n, c) => n + c.droppedReplies, 0)} late/duplicate replies dropped\n`);
+    process.stdout.write(
+      `responder crash: ${timeouts} timeouts retried, ${clients.reduce((n, c) => n + c.droppedReplies, 0)} late/duplicate replies dropped\n`,
+    );
     await Promise.all(clients.map((c) => c.close()));
     expect(answered).toBe(5 * 4 * 40);
     expect(timeouts).toBeGreaterThan(0);

@@ -30,7 +30,11 @@ describe('SDK failover across two servers', () => {
       dirs.push(dir);
       servers.push(await spawnServer({ DATABASE_URL: url, IDMINT_PG_SCHEMA: schema, IDMINT_DATA_DIR: dir }));
     }
-    const created = await fetch(`${servers[0]!.url}/v1/biz`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"bizTag":"order","step":2000,"fallback":"error"}' });
+    const created = await fetch(`${servers[0]!.url}/v1/biz`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"bizTag":"order","step":2000,"fallback":"error"}',
+    });
     expect(created.status).toBe(201);
   });
 

@@ -47,10 +47,10 @@ afterAll(async () => {
   await infra?.close();
 });
 
-
 describe('secured connections', () => {
   it('with the right credentials every server is reached and IDs stay unique across two processes, HTTP and Kafka', async () => {
-    for (let i = 0; i < 2; i++) servers.push(await spawnServer({ ...infra.env, IDMINT_DATA_DIR: dataDir(), IDMINT_PG_SCHEMA: 'secure', IDMINT_TAG_CACHE_MS: '100' }));
+    for (let i = 0; i < 2; i++)
+      servers.push(await spawnServer({ ...infra.env, IDMINT_DATA_DIR: dataDir(), IDMINT_PG_SCHEMA: 'secure', IDMINT_TAG_CACHE_MS: '100' }));
     for (const server of servers) {
       const report = await untilReady(server.url, { output: server.output });
       expect(report.status, JSON.stringify(report)).toBe('ready');
@@ -58,7 +58,11 @@ describe('secured connections', () => {
       expect(report.checks.redis?.ok).toBe(true);
       expect(report.checks.kafka?.ok).toBe(true);
     }
-    const created = await fetch(`${servers[0]!.url}/v1/biz`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ bizTag: 'secured', step: 100 }) });
+    const created = await fetch(`${servers[0]!.url}/v1/biz`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ bizTag: 'secured', step: 100 }),
+    });
     expect(created.status).toBe(201);
     // The other process has cached the tag's absence for its IDMINT_TAG_CACHE_MS.
     await until('the second process to see the new tag', async () => (await fetch(`${servers[1]!.url}/v1/ids/secured?count=1`)).status === 200);
@@ -95,7 +99,7 @@ describe('secured connections', () => {
     expectNoDuplicates(ids);
   });
 
-  it('Kafka ACLs: an SDK principal reads its tag\'s pool topic but cannot write to it (nor forge blocks there)', async () => {
+  it("Kafka ACLs: an SDK principal reads its tag's pool topic but cannot write to it (nor forge blocks there)", async () => {
     const config = loadConfig({ ...infra.env });
     const admin = kafkaFor(config, 'acl-admin', silentLogger);
     const sink = new KafkaPoolSink({ signer: testSigner, kafka: admin, partitions: 2 });
@@ -104,7 +108,10 @@ describe('secured connections', () => {
     const grants = sdkPoolAcls('idmint-client');
     const kafkaAdmin = asKafkaJs(admin).admin();
     await kafkaAdmin.connect();
-    const sdk = new IdmintClient({ transport: kafkaPoolTransport({ verifyKey: TEST_VERIFY_KEY, kafka: kafkaFor(client, 'acl-sdk', silentLogger), takeTimeoutMs: 10_000 }), timeoutMs: 60_000 });
+    const sdk = new IdmintClient({
+      transport: kafkaPoolTransport({ verifyKey: TEST_VERIFY_KEY, kafka: kafkaFor(client, 'acl-sdk', silentLogger), takeTimeoutMs: 10_000 }),
+      timeoutMs: 60_000,
+    });
     const producer = asKafkaJs(kafkaFor(client, 'acl-forger', silentLogger)).producer();
     try {
       await kafkaAdmin.createAcls({ acl: grants });
@@ -115,9 +122,10 @@ describe('secured connections', () => {
       expectNoDuplicates(ids);
       // The same principal producing a block of its choosing is refused by the broker.
       await producer.connect();
-      const forged = await producer
-        .send({ topic: poolTopic(bizTag), messages: [{ value: encodePoolBlock(bizTag, 1, 5) }] })
-        .then(() => 'accepted', (err: { type?: string; message: string }) => err.type ?? err.message);
+      const forged = await producer.send({ topic: poolTopic(bizTag), messages: [{ value: encodePoolBlock(bizTag, 1, 5) }] }).then(
+        () => 'accepted',
+        (err: { type?: string; message: string }) => err.type ?? err.message,
+      );
       expect(forged).toBe('TOPIC_AUTHORIZATION_FAILED');
     } finally {
       await producer.disconnect().catch(() => undefined);
@@ -139,7 +147,12 @@ describe('secured connections', () => {
     const anonymous = new URL(REDIS_URL!);
     anonymous.username = '';
     anonymous.password = '';
-    const redis = new Redis(anonymous.toString(), { tls: { ca: infra.env.IDMINT_REDIS_TLS_CA ? (await import('node:fs')).readFileSync(infra.env.IDMINT_REDIS_TLS_CA, 'utf8') : undefined }, lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 });
+    const redis = new Redis(anonymous.toString(), {
+      tls: { ca: infra.env.IDMINT_REDIS_TLS_CA ? (await import('node:fs')).readFileSync(infra.env.IDMINT_REDIS_TLS_CA, 'utf8') : undefined },
+      lazyConnect: true,
+      retryStrategy: () => null,
+      maxRetriesPerRequest: 0,
+    });
     let reason = '';
     redis.on('error', (err: Error) => (reason = err.message));
     await redis.connect().catch(() => undefined);
@@ -150,7 +163,8 @@ describe('secured connections', () => {
 
   it("ZooKeeper: another client can read idmint's worker nodes but cannot rewrite or delete them", async () => {
     const client = zookeeper.createClient(infra.env.ZK_CONNECT!);
-    const call = <T>(fn: (cb: (err: Error | null, value: T) => void) => void) => new Promise<{ err: Error | null; value: T }>((resolve) => fn((err, value) => resolve({ err, value })));
+    const call = <T>(fn: (cb: (err: Error | null, value: T) => void) => void) =>
+      new Promise<{ err: Error | null; value: T }>((resolve) => fn((err, value) => resolve({ err, value })));
     await new Promise<void>((resolve) => {
       client.once('connected', () => resolve());
       client.connect();
@@ -179,21 +193,51 @@ describe('secured connections', () => {
   });
 
   const wrong: [string, (env: Record<string, string>) => Record<string, string>, RegExp][] = [
-    ['a wrong Redis password', (e) => ({ ...e, REDIS_URL: e.REDIS_URL!.replace(/:[^:@/]+@/, ':wrong-password@') }), /^idmint: BAD_REQUEST: Redis at rediss:\/\/idmint:\*\*\*@.* refused idmint's credentials .*REDIS_URL$/],
+    [
+      'a wrong Redis password',
+      (e) => ({ ...e, REDIS_URL: e.REDIS_URL!.replace(/:[^:@/]+@/, ':wrong-password@') }),
+      /^idmint: BAD_REQUEST: Redis at rediss:\/\/idmint:\*\*\*@.* refused idmint's credentials .*REDIS_URL$/,
+    ],
     ['Redis without its CA', (e) => ({ ...e, IDMINT_REDIS_TLS_CA: '' }), /^idmint: BAD_REQUEST: Redis at .*: TLS failed .*IDMINT_REDIS_TLS_CA$/],
-    ['a wrong Postgres password', (e) => ({ ...e, DATABASE_URL: e.DATABASE_URL!.replace(/:[^:@/]+@/, ':wrong-password@') }), /^idmint: BAD_REQUEST: Postgres at postgres:\/\/postgres:\*\*\*@.* refused idmint's credentials .*DATABASE_URL$/],
-    ['Postgres without its CA', (e) => ({ ...e, DATABASE_URL: e.DATABASE_URL!.replace(/&sslrootcert=[^&]*/, '') }), /^idmint: BAD_REQUEST: Postgres at .*: TLS failed .*DATABASE_URL$/],
-    ['a wrong Kafka password', (e) => ({ ...e, IDMINT_KAFKA_SASL_PASSWORD: 'wrong-password' }), /^idmint: BAD_REQUEST: Kafka at .* refused idmint's credentials .*_PASSWORD$/],
-    ['Kafka without its CA', (e) => ({ ...e, IDMINT_KAFKA_TLS_CA: '', IDMINT_KAFKA_TLS: 'true' }), /^idmint: BAD_REQUEST: Kafka at .*: TLS failed .*IDMINT_KAFKA_TLS_CA$/],
-    ['wrong ZooKeeper credentials', (e) => ({ ...e, IDMINT_ZK_AUTH: 'idmint:wrong-password' }), /^idmint: WORKER_ID_UNAVAILABLE: ZooKeeper at ZK_CONNECT=.* not authorized \(NO_AUTH\).*IDMINT_ZK_AUTH$/],
+    [
+      'a wrong Postgres password',
+      (e) => ({ ...e, DATABASE_URL: e.DATABASE_URL!.replace(/:[^:@/]+@/, ':wrong-password@') }),
+      /^idmint: BAD_REQUEST: Postgres at postgres:\/\/postgres:\*\*\*@.* refused idmint's credentials .*DATABASE_URL$/,
+    ],
+    [
+      'Postgres without its CA',
+      (e) => ({ ...e, DATABASE_URL: e.DATABASE_URL!.replace(/&sslrootcert=[^&]*/, '') }),
+      /^idmint: BAD_REQUEST: Postgres at .*: TLS failed .*DATABASE_URL$/,
+    ],
+    [
+      'a wrong Kafka password',
+      (e) => ({ ...e, IDMINT_KAFKA_SASL_PASSWORD: 'wrong-password' }),
+      /^idmint: BAD_REQUEST: Kafka at .* refused idmint's credentials .*_PASSWORD$/,
+    ],
+    [
+      'Kafka without its CA',
+      (e) => ({ ...e, IDMINT_KAFKA_TLS_CA: '', IDMINT_KAFKA_TLS: 'true' }),
+      /^idmint: BAD_REQUEST: Kafka at .*: TLS failed .*IDMINT_KAFKA_TLS_CA$/,
+    ],
+    [
+      'wrong ZooKeeper credentials',
+      (e) => ({ ...e, IDMINT_ZK_AUTH: 'idmint:wrong-password' }),
+      /^idmint: WORKER_ID_UNAVAILABLE: ZooKeeper at ZK_CONNECT=.* not authorized \(NO_AUTH\).*IDMINT_ZK_AUTH$/,
+    ],
   ];
   it.each(wrong)('%s stops the start with one line naming the server', async (_name, change, line) => {
     const env = change({ ...infra.env, IDMINT_DATA_DIR: dataDir(), IDMINT_PG_SCHEMA: 'secure', LOG_LEVEL: 'warn' });
     const { code, output } = await runUntilExit(env);
     expect(code, output).toBe(1);
     const lines = output.trim().split('\n');
-    expect(lines.filter((l) => l.startsWith('idmint: ')), output).toHaveLength(1);
-    expect(lines.find((l) => l.startsWith('idmint: ')), output).toMatch(line);
+    expect(
+      lines.filter((l) => l.startsWith('idmint: ')),
+      output,
+    ).toHaveLength(1);
+    expect(
+      lines.find((l) => l.startsWith('idmint: ')),
+      output,
+    ).toMatch(line);
     expect(output).not.toMatch(/\n\s+at /); // no stack trace
     expect(output).not.toContain(infra.password); // secrets stay out of messages
   });

@@ -42,7 +42,7 @@ describe('workers/snowflake.ts', () => {
     expect(await issued(server.url)).toBe(before);
   });
 
-  it('decodes in Leaf\'s shape with the worker id it holds', async () => {
+  it("decodes in Leaf's shape with the worker id it holds", async () => {
     const id = await (await fetch(`${server.url}/api/snowflake/get/x?gatePass=open-sesame`)).text();
     const decoded = (await (await fetch(`${server.url}/decodeSnowflakeId?snowflakeId=${id}`)).json()) as Record<string, string>;
     expect(decoded.workerId).toBe('7');

@@ -20,7 +20,11 @@ describe('the /status page of an embedded server (no Redis), in real headless Ch
   beforeAll(async () => {
     dataDir = mkdtempSync(join(tmpdir(), 'idmint-status-'));
     server = await spawnServer({ IDMINT_DATA_DIR: dataDir, IDMINT_ADMIN_TOKEN: TOKEN });
-    await fetch(`${server.url}/v1/biz`, { method: 'POST', headers: admin, body: JSON.stringify({ bizTag: 'invoice', step: 100, maxLimit: 1_000_000, description: '<b>escaped</b>' }) });
+    await fetch(`${server.url}/v1/biz`, {
+      method: 'POST',
+      headers: admin,
+      body: JSON.stringify({ bizTag: 'invoice', step: 100, maxLimit: 1_000_000, description: '<b>escaped</b>' }),
+    });
     await fetch(`${server.url}/v1/biz`, { method: 'POST', headers: admin, body: JSON.stringify({ bizTag: 'trace', mode: 'snowflake' }) });
     for (let i = 0; i < 20; i++) {
       await fetch(`${server.url}/v1/ids/invoice?count=50`);

@@ -128,7 +128,17 @@ describe('ZooKeeper down past the session timeout, then back (two API processes)
       }
       await sleep(200);
     }
-    console.log(`ZooKeeper ${kind}: during the outage (segment tag, count=150):`, Object.fromEntries(during), 'slowest ms:', Math.round(Math.max(...slowest)), 'over 1 s:', slowest.filter((ms) => ms > 1000).map(Math.round).join(' '));
+    console.log(
+      `ZooKeeper ${kind}: during the outage (segment tag, count=150):`,
+      Object.fromEntries(during),
+      'slowest ms:',
+      Math.round(Math.max(...slowest)),
+      'over 1 s:',
+      slowest
+        .filter((ms) => ms > 1000)
+        .map(Math.round)
+        .join(' '),
+    );
     // The fence's circuit: /readyz names it, and a refusal says when to ask again.
     expect(fenceChecks).toContain('down');
     expect(unavailableWithoutRetryAfter).toBe(0);
@@ -145,7 +155,8 @@ describe('ZooKeeper down past the session timeout, then back (two API processes)
       async () => {
         for (const [i, server] of servers.entries()) {
           const r = recovered[i]!;
-          if (Number.isNaN(r.segment) && ((await take(server, '/v1/ids/seg?count=150')).ids ?? []).some((id) => BigInt(id) > counterAtRestart)) r.segment = performance.now() - back;
+          if (Number.isNaN(r.segment) && ((await take(server, '/v1/ids/seg?count=150')).ids ?? []).some((id) => BigInt(id) > counterAtRestart))
+            r.segment = performance.now() - back;
           if (Number.isNaN(r.snowflake) && (await take(server, '/v1/ids/snow?count=10')).status === 200) r.snowflake = performance.now() - back;
           if (Number.isNaN(r.ready)) {
             const report = (await (await fetch(`${server.url}/readyz`)).json()) as { status: string };
@@ -154,7 +165,11 @@ describe('ZooKeeper down past the session timeout, then back (two API processes)
         }
         return recovered.every((r) => !Number.isNaN(r.segment) && !Number.isNaN(r.snowflake) && !Number.isNaN(r.ready));
       },
-      { timeoutMs: 10_000, intervalMs: 250, detail: () => `${JSON.stringify(recovered)}\n${servers.map((s) => s.output().split('\n').slice(-15).join('\n')).join('\n---\n')}` },
+      {
+        timeoutMs: 10_000,
+        intervalMs: 250,
+        detail: () => `${JSON.stringify(recovered)}\n${servers.map((s) => s.output().split('\n').slice(-15).join('\n')).join('\n---\n')}`,
+      },
     ).finally(() => {
       if (process.env.ZK_OUTAGE_DUMP) for (const [i, s] of servers.entries()) writeFileSync(`${process.env.ZK_OUTAGE_DUMP}-${kind}-${i}.log`, s.output());
     });
@@ -164,7 +179,9 @@ describe('ZooKeeper down past the session timeout, then back (two API processes)
     for (const [i, server] of servers.entries()) {
       const lines = logLines(server.output(), marks[i]);
       const logged = lines.filter((l) => l.level >= 30 && l.time <= to);
-      console.log(`ZooKeeper ${kind}: process ${i} logged ${logged.length} lines in ${((to - from) / 1000).toFixed(1)} s:\n${logged.map((l) => `  ${l.level} ${l.component ?? ''} ${l.msg}`).join('\n')}`);
+      console.log(
+        `ZooKeeper ${kind}: process ${i} logged ${logged.length} lines in ${((to - from) / 1000).toFixed(1)} s:\n${logged.map((l) => `  ${l.level} ${l.component ?? ''} ${l.msg}`).join('\n')}`,
+      );
       expectQuietOutage(lines, from, to);
     }
 

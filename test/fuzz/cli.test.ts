@@ -13,7 +13,29 @@ const TOKEN = 'fuzz-cli-token';
 // left out: they start servers or wait on networks, and have their own tests.
 const command = fc.constantFrom(['biz', 'create'], ['biz', 'list'], ['biz', 'update'], ['biz', 'delete'], ['get'], ['decode'], [], ['biz'], ['nope']);
 const word = fc.oneof(
-  fc.constantFrom('order', 'demo', '--step', '--max-limit', 'none', '--mode', 'sharded', '--shards', '--fallback', '--pool', 'redis-list', '-n', '--count', '--json', '--biz-tag', '--help', '-V', '--description', '--', '-', '--gate-pass'),
+  fc.constantFrom(
+    'order',
+    'demo',
+    '--step',
+    '--max-limit',
+    'none',
+    '--mode',
+    'sharded',
+    '--shards',
+    '--fallback',
+    '--pool',
+    'redis-list',
+    '-n',
+    '--count',
+    '--json',
+    '--biz-tag',
+    '--help',
+    '-V',
+    '--description',
+    '--',
+    '-',
+    '--gate-pass',
+  ),
   fc.constantFrom('0', '-1', '1e3', '0x10', '9007199254740992', '99999999999999999999', '1.5', ''),
   fc.string({ maxLength: 20 }),
 );

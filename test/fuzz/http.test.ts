@@ -12,7 +12,20 @@ import { fuzzParameters, STACK_TRACE } from './runs.js';
 // must be a documented one: a 2xx, or a 4xx/503/504 carrying {"error":{"code","message"}} with a
 // known code; never another 5xx, never a stack trace; and the server stays healthy.
 const TOKEN = 'fuzz-admin-token';
-const ROUTES = ['/v1/ids/', '/v1/decode/', '/v1/biz/', '/v1/biz', '/api/segment/get/', '/api/snowflake/get/', '/decodeSnowflakeId', '/healthz', '/readyz', '/v1/stats', '/status.json', '/'];
+const ROUTES = [
+  '/v1/ids/',
+  '/v1/decode/',
+  '/v1/biz/',
+  '/v1/biz',
+  '/api/segment/get/',
+  '/api/snowflake/get/',
+  '/decodeSnowflakeId',
+  '/healthz',
+  '/readyz',
+  '/v1/stats',
+  '/status.json',
+  '/',
+];
 const HTML_OR_TEXT = /^\/(metrics|status|ui|api\/(segment|snowflake)\/get)/;
 
 interface Answer {
@@ -43,7 +56,12 @@ const segment = fc.oneof(
 );
 const query = fc.oneof(
   fc.constant(''),
-  fc.dictionary(fc.constantFrom('count', 'bizTag', 'gatePass', 'token', 'snowflakeId', 'x'), fc.oneof(fc.integer({ min: -5, max: 200_000 }).map(String), fc.string({ maxLength: 12 }), fc.constantFrom('1e3', '0x10', '', 'NaN', '1.5')), { maxKeys: 3 })
+  fc
+    .dictionary(
+      fc.constantFrom('count', 'bizTag', 'gatePass', 'token', 'snowflakeId', 'x'),
+      fc.oneof(fc.integer({ min: -5, max: 200_000 }).map(String), fc.string({ maxLength: 12 }), fc.constantFrom('1e3', '0x10', '', 'NaN', '1.5')),
+      { maxKeys: 3 },
+    )
     .map((q) => `?${new URLSearchParams(q).toString()}`),
   fc.constantFrom('?count=1&count=2', '?%', '?count', '?=&&='),
 );
@@ -59,7 +77,18 @@ const body = fc.option(
   fc.oneof(
     fc.json({ maxDepth: 2 }),
     fc.string({ maxLength: 50 }),
-    fc.record({ bizTag: segment, mode: fc.string({ maxLength: 8 }), step: fc.oneof(fc.integer(), fc.string({ maxLength: 5 })), maxLimit: fc.oneof(fc.integer(), fc.constant(null)), description: fc.string({ maxLength: 10 }) }, { requiredKeys: [] }).map((b) => JSON.stringify(b)),
+    fc
+      .record(
+        {
+          bizTag: segment,
+          mode: fc.string({ maxLength: 8 }),
+          step: fc.oneof(fc.integer(), fc.string({ maxLength: 5 })),
+          maxLimit: fc.oneof(fc.integer(), fc.constant(null)),
+          description: fc.string({ maxLength: 10 }),
+        },
+        { requiredKeys: [] },
+      )
+      .map((b) => JSON.stringify(b)),
   ),
   { nil: undefined },
 );
@@ -81,26 +110,39 @@ describe('HTTP API under fuzzing (fast-check, real embedded server)', () => {
   it('answers every request with a documented status and body, never a stack trace, and stays healthy', async () => {
     const base = new URL(server.url);
     await fc.assert(
-      fc.asyncProperty(fc.constantFrom('GET', 'GET', 'POST', 'PATCH', 'DELETE', 'PUT', 'HEAD', 'OPTIONS'), fc.constantFrom(...ROUTES), segment, query, headers, body, async (method, route, seg, q, h, b) => {
-        const path = `${route}${route.endsWith('/') ? seg : ''}${q}`;
-        const answer = await send(base, method, path, h, method === 'GET' || method === 'HEAD' ? undefined : b);
-        const what = `${method} ${path} -> ${answer.status} ${answer.body.slice(0, 300)}`;
-        expect(answer.body, what).not.toMatch(STACK_TRACE);
-        expect([500, 501, 502].includes(answer.status) || answer.status > 504, what).toBe(false);
-        if (answer.status >= 400 && method !== 'HEAD' && !HTML_OR_TEXT.test(path)) {
-          const parsed = JSON.parse(answer.body) as { error?: { code?: string; message?: string } };
-          expect(Object.keys(ERROR_CODES), what).toContain(parsed.error?.code);
-          expect(typeof parsed.error?.message, what).toBe('string');
-          if (answer.status >= 500) expect(['NOT_READY', 'POOL_EMPTY', 'TIMEOUT', 'CLOCK_BACKWARDS', 'WORKER_ID_UNAVAILABLE'], what).toContain(parsed.error?.code);
-        }
-      }),
+      fc.asyncProperty(
+        fc.constantFrom('GET', 'GET', 'POST', 'PATCH', 'DELETE', 'PUT', 'HEAD', 'OPTIONS'),
+        fc.constantFrom(...ROUTES),
+        segment,
+        query,
+        headers,
+        body,
+        async (method, route, seg, q, h, b) => {
+          const path = `${route}${route.endsWith('/') ? seg : ''}${q}`;
+          const answer = await send(base, method, path, h, method === 'GET' || method === 'HEAD' ? undefined : b);
+          const what = `${method} ${path} -> ${answer.status} ${answer.body.slice(0, 300)}`;
+          expect(answer.body, what).not.toMatch(STACK_TRACE);
+          expect([500, 501, 502].includes(answer.status) || answer.status > 504, what).toBe(false);
+          if (answer.status >= 400 && method !== 'HEAD' && !HTML_OR_TEXT.test(path)) {
+            const parsed = JSON.parse(answer.body) as { error?: { code?: string; message?: string } };
+            expect(Object.keys(ERROR_CODES), what).toContain(parsed.error?.code);
+            expect(typeof parsed.error?.message, what).toBe('string');
+            if (answer.status >= 500)
+              expect(['NOT_READY', 'POOL_EMPTY', 'TIMEOUT', 'CLOCK_BACKWARDS', 'WORKER_ID_UNAVAILABLE'], what).toContain(parsed.error?.code);
+          }
+        },
+      ),
       fuzzParameters,
     );
     expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
     // Still serving: a tag created now hands out IDs (the fuzzer holds the admin token, so it may
     // have deleted or reshaped `demo` and any name it can spell).
     const bizTag = `after-fuzz-${Date.now()}`;
-    const created = await fetch(`${server.url}/v1/biz`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify({ bizTag }) });
+    const created = await fetch(`${server.url}/v1/biz`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ bizTag }),
+    });
     expect(created.status, await created.clone().text()).toBe(201);
     expect((await fetch(`${server.url}/v1/ids/${bizTag}?count=10`)).status).toBe(200);
   });

@@ -65,13 +65,31 @@ describe('Kafka responder under fuzzing (fast-check, real broker)', () => {
     const deadline = fc.oneof(fc.constant('future'), fc.constantFrom(-1, 0, 1, 'tomorrow', 2 ** 64, null));
     const replyTo = fc.oneof(fc.constant(replyTopic), fc.constant(replyTopic), fc.constantFrom(requestTopic, 'no such/topic', '', 'x'.repeat(300), 42, null));
     const request = fc.record(
-      { v: fc.oneof(fc.constant(1), fc.constant(1), anything), id: fc.oneof(fc.uuid(), anything), bizTag: fc.oneof(fc.constantFrom('order', 'ghost', 'Bad Tag', ''), anything), count, replyTo, deadline, extra: anything },
+      {
+        v: fc.oneof(fc.constant(1), fc.constant(1), anything),
+        id: fc.oneof(fc.uuid(), anything),
+        bizTag: fc.oneof(fc.constantFrom('order', 'ghost', 'Bad Tag', ''), anything),
+        count,
+        replyTo,
+        deadline,
+        extra: anything,
+      },
       { requiredKeys: [] },
     );
     const message = fc.oneof(
-      { weight: 6, arbitrary: request.map((r) => Buffer.from(JSON.stringify({ ...r, deadline: r.deadline === 'future' ? Date.now() + 60_000 : r.deadline }) ?? '')) },
+      {
+        weight: 6,
+        arbitrary: request.map((r) => Buffer.from(JSON.stringify({ ...r, deadline: r.deadline === 'future' ? Date.now() + 60_000 : r.deadline }) ?? '')),
+      },
       { weight: 1, arbitrary: fc.uint8Array({ maxLength: 200 }).map((b) => Buffer.from(b)) },
-      { weight: 1, arbitrary: fc.constantFrom(Buffer.alloc(0), Buffer.from('{"v":1,'), Buffer.from(`{"v":1,"id":"big","replyTo":"${replyTopic}","pad":"${'x'.repeat(200_000)}"}`)) },
+      {
+        weight: 1,
+        arbitrary: fc.constantFrom(
+          Buffer.alloc(0),
+          Buffer.from('{"v":1,'),
+          Buffer.from(`{"v":1,"id":"big","replyTo":"${replyTopic}","pad":"${'x'.repeat(200_000)}"}`),
+        ),
+      },
     );
     const messages = fc.sample(message, { numRuns: FUZZ_RUNS, ...(FUZZ_SEED === undefined ? {} : { seed: FUZZ_SEED }) });
     // Batches under the broker's 1 MB message limit, however many 200 KB messages the sample drew.

@@ -17,7 +17,10 @@ export async function expectShortChaosRun(topology: TopologyKind, seed: number, 
   const summary = await runChaos({ minutes: 1, seed, outDir, gapSeconds: 2, topology, log: () => undefined, command });
   const report = readFileSync(join(outDir, 'report.md'), 'utf8');
   expect(summary.duplicates).toEqual([]);
-  expect(summary.faults.filter((f) => f.result !== 'recovered'), report).toEqual([]);
+  expect(
+    summary.faults.filter((f) => f.result !== 'recovered'),
+    report,
+  ).toEqual([]);
   expect(new Set(summary.faults.map((f) => f.kind))).toEqual(new Set(faultsFor(topology).map((f) => f.kind)));
   expect(report).toContain('**Duplicates: 0**');
   expect(readFileSync(join(outDir, 'chart.svg'), 'utf8')).toMatch(/^<svg[\s\S]*<polyline[\s\S]*<\/svg>$/);
@@ -26,5 +29,8 @@ export async function expectShortChaosRun(topology: TopologyKind, seed: number, 
   const unexpected = Object.keys(json.errors).filter((key) => !allowed.has(key.split('\t')[1]!));
   expect(unexpected, JSON.stringify(json.errors)).toEqual([]);
   // The per-path table's row: path, IDs, IDs/s, answers, ... with an IDs cell other than 0.
-  for (const path of summary.paths) expect(report, `no IDs on ${path}`).toMatch(new RegExp(`^\\| ${path.replace(/[()]/g, '\\$&')} \\| (?!0 \\|)[0-9.]+(?: [kM])? \\| [0-9.]+(?: [kM])? \\| \\d+ \\|`, 'm'));
+  for (const path of summary.paths)
+    expect(report, `no IDs on ${path}`).toMatch(
+      new RegExp(`^\\| ${path.replace(/[()]/g, '\\$&')} \\| (?!0 \\|)[0-9.]+(?: [kM])? \\| [0-9.]+(?: [kM])? \\| \\d+ \\|`, 'm'),
+    );
 }

@@ -78,7 +78,9 @@ export async function render(options: RenderOptions = {}): Promise<K8sObject[]> 
 }
 
 /** The workloads (StatefulSet, Deployment) and their pod templates. */
-export function workloads(objects: K8sObject[]): Array<K8sObject & { spec: { replicas?: number; selector: { matchLabels: Record<string, string> }; template: PodTemplate } }> {
+export function workloads(
+  objects: K8sObject[],
+): Array<K8sObject & { spec: { replicas?: number; selector: { matchLabels: Record<string, string> }; template: PodTemplate } }> {
   return objects.filter((o) => o.kind === 'StatefulSet' || o.kind === 'Deployment') as never;
 }
 
@@ -132,7 +134,11 @@ export function preStopSeconds(container: Container): number {
  * IP `podIp`, namespace `namespace`): envFrom (the Secret's and ConfigMap's keys, from `objects`),
  * then env in order with fieldRefs and `$(VAR)` references expanded, as the kubelet does.
  */
-export function podEnv(objects: K8sObject[], container: Container, pod: { name: string; namespace: string; ip: string; ordinal?: number; labels: Record<string, string> }): Record<string, string> {
+export function podEnv(
+  objects: K8sObject[],
+  container: Container,
+  pod: { name: string; namespace: string; ip: string; ordinal?: number; labels: Record<string, string> },
+): Record<string, string> {
   const env: Record<string, string> = {};
   const find = (kind: string, name: string) => {
     const o = objects.find((x) => x.kind === kind && x.metadata.name === name);
@@ -147,7 +153,10 @@ export function podEnv(objects: K8sObject[], container: Container, pod: { name: 
     if (from.secretRef) Object.assign(env, secretData(find('Secret', from.secretRef.name)));
     if (from.configMapRef) Object.assign(env, find('ConfigMap', from.configMapRef.name).data ?? {});
   }
-  const labels: Record<string, string> = { ...pod.labels, ...(pod.ordinal === undefined ? {} : { 'apps.kubernetes.io/pod-index': String(pod.ordinal), 'statefulset.kubernetes.io/pod-name': pod.name }) };
+  const labels: Record<string, string> = {
+    ...pod.labels,
+    ...(pod.ordinal === undefined ? {} : { 'apps.kubernetes.io/pod-index': String(pod.ordinal), 'statefulset.kubernetes.io/pod-name': pod.name }),
+  };
   const field = (path: string): string => {
     if (path === 'metadata.name') return pod.name;
     if (path === 'metadata.namespace') return pod.namespace;

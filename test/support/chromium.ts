@@ -3,7 +3,15 @@ import { fileURLToPath } from 'node:url';
 import { chromium, type Browser } from 'playwright-core';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'];
+const FLAGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
+];
 
 /** Headless Chromium from Debian (scripts/ensure-chromium.sh finds or installs it), quiet: no background requests of its own. */
 export async function launchChromium(): Promise<Browser> {

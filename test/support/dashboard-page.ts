@@ -20,10 +20,10 @@ export async function screenshot(page: Page, name: string): Promise<string> {
 
 /** An element's colour as drawn (the CSS applied), e.g. 'rgb(198, 40, 40)'. */
 export async function colourOf(page: Page, selector: string, property: 'color' | 'backgroundColor' = 'color'): Promise<string> {
-  return page.locator(selector).first().evaluate(
-    (el, p) => (globalThis as unknown as { getComputedStyle(e: unknown): Record<string, string> }).getComputedStyle(el)[p]!,
-    property,
-  );
+  return page
+    .locator(selector)
+    .first()
+    .evaluate((el, p) => (globalThis as unknown as { getComputedStyle(e: unknown): Record<string, string> }).getComputedStyle(el)[p]!, property);
 }
 
 /** The page's red (a server down, a silent process) and grey (a stopped process). */

@@ -52,9 +52,7 @@ function bringUp(): InfraEnv {
 
 export default function setup(project: TestProject): void {
   const named = INFRA_VARS.every((k) => process.env[k]);
-  const env: InfraEnv = named
-    ? (Object.fromEntries(INFRA_VARS.map((k) => [k, process.env[k]!])) as InfraEnv)
-    : bringUp();
+  const env: InfraEnv = named ? (Object.fromEntries(INFRA_VARS.map((k) => [k, process.env[k]!])) as InfraEnv) : bringUp();
   // Workers are spawned after globalSetup and inherit process.env; provide() also reaches them.
   Object.assign(process.env, env);
   project.provide('infraEnv', env);

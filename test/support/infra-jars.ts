@@ -17,7 +17,29 @@ export function javaLogFlags(dir: string, logFile: string): string[] {
   const log4j = join(dir, 'log4j.properties');
   const log4j2 = join(dir, 'log4j2.properties');
   const pattern = '[%d] %p %m (%c)%n';
-  writeFileSync(log4j, ['log4j.rootLogger=WARN, file', 'log4j.appender.file=org.apache.log4j.FileAppender', `log4j.appender.file.File=${logFile}`, 'log4j.appender.file.layout=org.apache.log4j.PatternLayout', `log4j.appender.file.layout.ConversionPattern=${pattern}`, ''].join('\n'));
-  writeFileSync(log4j2, ['appender.file.type=File', 'appender.file.name=file', `appender.file.fileName=${logFile}`, 'appender.file.layout.type=PatternLayout', `appender.file.layout.pattern=${pattern}`, 'rootLogger.level=WARN', 'rootLogger.appenderRef.file.ref=file', ''].join('\n'));
+  writeFileSync(
+    log4j,
+    [
+      'log4j.rootLogger=WARN, file',
+      'log4j.appender.file=org.apache.log4j.FileAppender',
+      `log4j.appender.file.File=${logFile}`,
+      'log4j.appender.file.layout=org.apache.log4j.PatternLayout',
+      `log4j.appender.file.layout.ConversionPattern=${pattern}`,
+      '',
+    ].join('\n'),
+  );
+  writeFileSync(
+    log4j2,
+    [
+      'appender.file.type=File',
+      'appender.file.name=file',
+      `appender.file.fileName=${logFile}`,
+      'appender.file.layout.type=PatternLayout',
+      `appender.file.layout.pattern=${pattern}`,
+      'rootLogger.level=WARN',
+      'rootLogger.appenderRef.file.ref=file',
+      '',
+    ].join('\n'),
+  );
   return [`-Dlog4j.configuration=file:${log4j}`, `-Dlog4j2.configurationFile=file:${log4j2}`];
 }

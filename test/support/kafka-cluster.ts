@@ -97,12 +97,23 @@ export async function startKafkaCluster(size = 3, timings: KafkaClusterTimings =
           'super.users=User:idmint;User:ANONYMOUS',
         ];
   const security: Pick<KafkaConfig, 'ssl' | 'sasl'> =
-    password === undefined ? {} : { ssl: { ca: [readFileSync(join(tls, 'ca.pem'), 'utf8')] }, sasl: { mechanism: 'scram-sha-512', username: 'idmint', password } };
+    password === undefined
+      ? {}
+      : { ssl: { ca: [readFileSync(join(tls, 'ca.pem'), 'utf8')] }, sasl: { mechanism: 'scram-sha-512', username: 'idmint', password } };
   const clientPassword = `${password}-client`;
   const clientSecurity: Pick<KafkaConfig, 'ssl' | 'sasl'> =
-    password === undefined ? {} : { ssl: { ca: [readFileSync(join(tls, 'ca.pem'), 'utf8')] }, sasl: { mechanism: 'scram-sha-512', username: 'idmint-client', password: clientPassword } };
+    password === undefined
+      ? {}
+      : { ssl: { ca: [readFileSync(join(tls, 'ca.pem'), 'utf8')] }, sasl: { mechanism: 'scram-sha-512', username: 'idmint-client', password: clientPassword } };
   const clusterEnv: Record<string, string> =
-    password === undefined ? {} : { IDMINT_KAFKA_TLS_CA: join(tls, 'ca.pem'), IDMINT_KAFKA_SASL_MECHANISM: 'scram-sha-512', IDMINT_KAFKA_SASL_USERNAME: 'idmint', IDMINT_KAFKA_SASL_PASSWORD: password };
+    password === undefined
+      ? {}
+      : {
+          IDMINT_KAFKA_TLS_CA: join(tls, 'ca.pem'),
+          IDMINT_KAFKA_SASL_MECHANISM: 'scram-sha-512',
+          IDMINT_KAFKA_SASL_USERNAME: 'idmint',
+          IDMINT_KAFKA_SASL_PASSWORD: password,
+        };
   const replicas = Math.min(3, size);
   const conf = (id: number): string => join(dir, `node-${id}`, 'server.properties');
   const logFlags = javaLogFlags(dir, join(dir, 'kafka.log'));
@@ -145,19 +156,56 @@ export async function startKafkaCluster(size = 3, timings: KafkaClusterTimings =
   }
   const id = clusterId();
   await Promise.all(
-    nodeIds.map((n) => run('java', ['-Xmx128m', '-XX:TieredStopAtLevel=1', ...logFlags, '-cp', `${LIB}/*`, 'kafka.tools.StorageTool', 'format', '-t', id, '-c', conf(n), ...(password === undefined ? [] : ['--add-scram', `SCRAM-SHA-512=[name=idmint,password=${password}]`, '--add-scram', `SCRAM-SHA-512=[name=idmint-client,password=${clientPassword}]`])])),
+    nodeIds.map((n) =>
+      run('java', [
+        '-Xmx128m',
+        '-XX:TieredStopAtLevel=1',
+        ...logFlags,
+        '-cp',
+        `${LIB}/*`,
+        'kafka.tools.StorageTool',
+        'format',
+        '-t',
+        id,
+        '-c',
+        conf(n),
+        ...(password === undefined
+          ? []
+          : [
+              '--add-scram',
+              `SCRAM-SHA-512=[name=idmint,password=${password}]`,
+              '--add-scram',
+              `SCRAM-SHA-512=[name=idmint-client,password=${clientPassword}]`,
+            ]),
+      ]),
+    ),
   );
 
   const procs = new Map<number, ChildProcess>();
   const startNode = (n: number): void => {
     const child = spawn(
       'java',
-      ['-Xmx256m', '-Xms64m', '-XX:+UseSerialGC', '-XX:TieredStopAtLevel=1', '-Djava.awt.headless=true', ...logFlags, '-cp', `${LIB}/*`, 'kafka.Kafka', conf(n)],
+      [
+        '-Xmx256m',
+        '-Xms64m',
+        '-XX:+UseSerialGC',
+        '-XX:TieredStopAtLevel=1',
+        '-Djava.awt.headless=true',
+        ...logFlags,
+        '-cp',
+        `${LIB}/*`,
+        'kafka.Kafka',
+        conf(n),
+      ],
       { stdio: 'ignore' },
     );
     procs.set(n, child);
   };
-  const admin = createKafka({ brokers, clientId: 'kafka-cluster-test', config: { ...security, retry: { retries: 2, initialRetryTime: 100, maxRetryTime: 500 } } }).admin();
+  const admin = createKafka({
+    brokers,
+    clientId: 'kafka-cluster-test',
+    config: { ...security, retry: { retries: 2, initialRetryTime: 100, maxRetryTime: 500 } },
+  }).admin();
   const live = async (): Promise<number[]> => {
     try {
       await admin.connect();
@@ -173,25 +221,39 @@ export async function startKafkaCluster(size = 3, timings: KafkaClusterTimings =
     security,
     clientSecurity,
     async leaderOf(topic, partition = 0) {
-      return untilValue(`the leader of ${topic}/${partition}`, async () => {
-        const meta = await admin.fetchTopicMetadata({ topics: [topic] }).catch(() => undefined);
-        const leader = meta?.topics[0]?.partitions.find((p) => p.partitionId === partition)?.leader;
-        return leader !== undefined && leader >= 0 && procs.has(leader) ? leader : undefined;
-      }, (leader) => leader !== undefined, { timeoutMs: 30_000 }) as Promise<number>;
+      return untilValue(
+        `the leader of ${topic}/${partition}`,
+        async () => {
+          const meta = await admin.fetchTopicMetadata({ topics: [topic] }).catch(() => undefined);
+          const leader = meta?.topics[0]?.partitions.find((p) => p.partitionId === partition)?.leader;
+          return leader !== undefined && leader >= 0 && procs.has(leader) ? leader : undefined;
+        },
+        (leader) => leader !== undefined,
+        { timeoutMs: 30_000 },
+      ) as Promise<number>;
     },
     async controllerLeader() {
-      return untilValue('the KRaft quorum leader', async () => {
-        let best: { epoch: number; leader: number } | undefined;
-        for (const n of procs.keys()) {
-          try {
-            const state = JSON.parse(readFileSync(join(dir, `node-${n}`, 'data', '__cluster_metadata-0', 'quorum-state'), 'utf8')) as { leaderId?: number; leaderEpoch?: number };
-            if (state.leaderId !== undefined && state.leaderId >= 0 && procs.has(state.leaderId) && (!best || (state.leaderEpoch ?? 0) > best.epoch)) best = { epoch: state.leaderEpoch ?? 0, leader: state.leaderId };
-          } catch {
-            // not written yet
+      return untilValue(
+        'the KRaft quorum leader',
+        async () => {
+          let best: { epoch: number; leader: number } | undefined;
+          for (const n of procs.keys()) {
+            try {
+              const state = JSON.parse(readFileSync(join(dir, `node-${n}`, 'data', '__cluster_metadata-0', 'quorum-state'), 'utf8')) as {
+                leaderId?: number;
+                leaderEpoch?: number;
+              };
+              if (state.leaderId !== undefined && state.leaderId >= 0 && procs.has(state.leaderId) && (!best || (state.leaderEpoch ?? 0) > best.epoch))
+                best = { epoch: state.leaderEpoch ?? 0, leader: state.leaderId };
+            } catch {
+              // not written yet
+            }
           }
-        }
-        return best?.leader;
-      }, (leader) => leader !== undefined, { timeoutMs: 30_000 }) as Promise<number>;
+          return best?.leader;
+        },
+        (leader) => leader !== undefined,
+        { timeoutMs: 30_000 },
+      ) as Promise<number>;
     },
     async kill(n) {
       const child = procs.get(n);
@@ -206,10 +268,14 @@ export async function startKafkaCluster(size = 3, timings: KafkaClusterTimings =
       await until(`kafka node ${n} back in the cluster`, async () => (await live()).includes(n), { timeoutMs: 90_000 });
     },
     async untilInSync() {
-      await until('every replica in sync', async () => {
-        const meta = await admin.fetchTopicMetadata().catch(() => undefined);
-        return meta !== undefined && meta.topics.every((t) => t.partitions.every((p) => p.leader >= 0 && p.isr.length === p.replicas.length));
-      }, { timeoutMs: 90_000, intervalMs: 250 });
+      await until(
+        'every replica in sync',
+        async () => {
+          const meta = await admin.fetchTopicMetadata().catch(() => undefined);
+          return meta !== undefined && meta.topics.every((t) => t.partitions.every((p) => p.leader >= 0 && p.isr.length === p.replicas.length));
+        },
+        { timeoutMs: 90_000, intervalMs: 250 },
+      );
     },
     pause: (n) => void procs.get(n)?.kill('SIGSTOP'),
     resume: (n) => void procs.get(n)?.kill('SIGCONT'),
@@ -224,7 +290,10 @@ export async function startKafkaCluster(size = 3, timings: KafkaClusterTimings =
   };
   try {
     for (const n of nodeIds) startNode(n);
-    await until(`${size} Kafka brokers up`, async () => (await live()).length === size, { timeoutMs: 120_000, detail: () => `logs in ${join(dir, 'kafka.log')}` });
+    await until(`${size} Kafka brokers up`, async () => (await live()).length === size, {
+      timeoutMs: 120_000,
+      detail: () => `logs in ${join(dir, 'kafka.log')}`,
+    });
   } catch (err) {
     // close() deletes the directory and its log: keep the log's last lines in the error (a start
     // that never came up in a chaos run left nothing to read).

@@ -27,7 +27,11 @@ export function testKafkaOptions(clientId = 'idmint-test'): KafkaConnectionOptio
  * idmint's parts, it runs them on TEST_KAFKA_DRIVER: with the default, as the (deprecated)
  * KafkaJS instance it is; with another driver, the connection options it also carries.
  */
-export function testKafka(clientId = 'idmint-test', brokers: string = env('KAFKA_BROKERS'), options: Omit<KafkaConnectionOptions, 'brokers' | 'clientId' | 'driver' | 'logger'> = {}): Kafka {
+export function testKafka(
+  clientId = 'idmint-test',
+  brokers: string = env('KAFKA_BROKERS'),
+  options: Omit<KafkaConnectionOptions, 'brokers' | 'clientId' | 'driver' | 'logger'> = {},
+): Kafka {
   const kafka = createKafka({ brokers, clientId, logger: silentLogger, config: kafkaJsConfig({ ...options, brokers }) });
   if (TEST_KAFKA_DRIVER === 'kafkajs') return kafka;
   const connection: KafkaConnectionOptions = { ...options, brokers, clientId, driver: TEST_KAFKA_DRIVER };
@@ -87,5 +91,11 @@ export function sdkPoolAcls(principal: string) {
     { resourceType: AclResourceTypes.TOPIC, resourceName: POOL_TOPIC_PREFIX, operation: AclOperationTypes.READ },
     { resourceType: AclResourceTypes.TOPIC, resourceName: POOL_TOPIC_PREFIX, operation: AclOperationTypes.DESCRIBE },
     { resourceType: AclResourceTypes.GROUP, resourceName: POOL_GROUP_PREFIX, operation: AclOperationTypes.READ },
-  ].map((g) => ({ ...g, resourcePatternType: ResourcePatternTypes.PREFIXED, principal: `User:${principal}`, host: '*', permissionType: AclPermissionTypes.ALLOW }));
+  ].map((g) => ({
+    ...g,
+    resourcePatternType: ResourcePatternTypes.PREFIXED,
+    principal: `User:${principal}`,
+    host: '*',
+    permissionType: AclPermissionTypes.ALLOW,
+  }));
 }

@@ -58,7 +58,13 @@ export class LocalPod {
     const template = spec.workload.spec.template;
     this.container = template.spec.containers[0]!;
     this.grace = template.spec.terminationGracePeriodSeconds ?? 30;
-    this.env = podEnv(spec.objects, this.container, { name: spec.name, namespace: spec.namespace, ip: this.ip, ...(spec.ordinal === undefined ? {} : { ordinal: spec.ordinal }), labels: template.metadata.labels });
+    this.env = podEnv(spec.objects, this.container, {
+      name: spec.name,
+      namespace: spec.namespace,
+      ip: this.ip,
+      ...(spec.ordinal === undefined ? {} : { ordinal: spec.ordinal }),
+      labels: template.metadata.labels,
+    });
   }
 
   get url(): string {
@@ -113,9 +119,10 @@ export class LocalPod {
       return r !== undefined && r.status >= 200 && r.status < 400;
     };
     const startup = c.startupProbe!;
-    for (let failures = 0; this.alive && !this.started; ) {
+    for (let failures = 0; this.alive && !this.started;) {
       if (await get(startup)) this.started = true;
-      else if (++failures >= (startup.failureThreshold ?? 3)) throw new Error(`${this.spec.name}: startup probe failed ${failures} times (the kubelet would restart it)\n${this.log}`);
+      else if (++failures >= (startup.failureThreshold ?? 3))
+        throw new Error(`${this.spec.name}: startup probe failed ${failures} times (the kubelet would restart it)\n${this.log}`);
       else await sleep((startup.periodSeconds ?? 10) * 1000);
     }
     const readiness = c.readinessProbe!;

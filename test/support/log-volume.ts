@@ -28,7 +28,10 @@ export function expectQuietOutage(lines: LogLine[], fromMs: number, toMs: number
   const minutes = Math.max(1, Math.ceil((toMs - fromMs) / 60_000));
   for (let m = 0; m < minutes; m++) {
     const inMinute = during.filter((l) => l.time >= fromMs + m * 60_000 && l.time < fromMs + (m + 1) * 60_000 + (m === minutes - 1 ? 1 : 0));
-    expect(inMinute.length, `log lines in minute ${m + 1} of the outage (at most ${perMinute}):\n${inMinute.map((l) => `${l.level} ${l.component ?? ''} ${l.msg}`).join('\n')}`).toBeLessThanOrEqual(perMinute);
+    expect(
+      inMinute.length,
+      `log lines in minute ${m + 1} of the outage (at most ${perMinute}):\n${inMinute.map((l) => `${l.level} ${l.component ?? ''} ${l.msg}`).join('\n')}`,
+    ).toBeLessThanOrEqual(perMinute);
   }
 }
 

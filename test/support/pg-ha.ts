@@ -32,7 +32,15 @@ export class PgHa {
     chmodSync(dir, 0o755); // Patroni runs as the postgres user when we are root: it must reach its configs
     // Three Postgres ports from here, their REST ports at +100.
     const port = 21000 + Math.floor(Math.random() * 4000);
-    const env = { ...process.env, IDMINT_PG_HA_DIR: join(dir, 'cluster'), IDMINT_PG_HA_PORT: String(port), IDMINT_PG_HA_SCOPE: options.scope, IDMINT_PG_HA_SYNC: options.sync ? '1' : '0', IDMINT_PG_HA_TTL: String(options.ttlSeconds ?? 20), ZK_CONNECT: zkConnect };
+    const env = {
+      ...process.env,
+      IDMINT_PG_HA_DIR: join(dir, 'cluster'),
+      IDMINT_PG_HA_PORT: String(port),
+      IDMINT_PG_HA_SCOPE: options.scope,
+      IDMINT_PG_HA_SYNC: options.sync ? '1' : '0',
+      IDMINT_PG_HA_TTL: String(options.ttlSeconds ?? 20),
+      ZK_CONNECT: zkConnect,
+    };
     const ha = new PgHa(dir, port, env, '');
     try {
       const url = /^DATABASE_URL=(.+)$/m.exec(await ha.run('up'))?.[1];
@@ -79,7 +87,12 @@ export class PgHa {
 
   /** Until a leader other than `old` is elected; the new leader. */
   async promotedAfter(old: Member, timeoutMs = 90_000): Promise<Member> {
-    return (await untilValue('Patroni to promote a replica', () => this.leader(), (l) => l !== '' && l !== old, { timeoutMs, intervalMs: 500 })) as Member;
+    return (await untilValue(
+      'Patroni to promote a replica',
+      () => this.leader(),
+      (l) => l !== '' && l !== old,
+      { timeoutMs, intervalMs: 500 },
+    )) as Member;
   }
 
   /** Until every replica that answers has replayed what the leader had written when this was called. */
@@ -87,7 +100,10 @@ export class PgHa {
     const leader = await this.leader();
     if (leader === '') throw new Error('no leader');
     const query = async (member: Member, sql: string): Promise<string | undefined> => {
-      const client = new pg.Client({ connectionString: `postgres://postgres:postgres@127.0.0.1:${this.portOf(member)}/postgres`, connectionTimeoutMillis: 2000 });
+      const client = new pg.Client({
+        connectionString: `postgres://postgres:postgres@127.0.0.1:${this.portOf(member)}/postgres`,
+        connectionTimeoutMillis: 2000,
+      });
       try {
         await client.connect();
         return (await client.query<{ lsn: string }>(sql)).rows[0]?.lsn;
@@ -100,7 +116,12 @@ export class PgHa {
     const target = await query(leader, 'SELECT pg_current_wal_lsn()::text AS lsn');
     if (!target) throw new Error(`the leader ${leader} does not answer`);
     for (const member of (['n1', 'n2', 'n3'] as const).filter((m) => m !== leader)) {
-      await untilValue(`${member} to replay up to the leader's ${target}`, () => query(member, `SELECT (pg_last_wal_replay_lsn() >= '${target}'::pg_lsn)::text AS lsn`), (ok) => ok === undefined || ok === 'true', { timeoutMs, intervalMs: 200 });
+      await untilValue(
+        `${member} to replay up to the leader's ${target}`,
+        () => query(member, `SELECT (pg_last_wal_replay_lsn() >= '${target}'::pg_lsn)::text AS lsn`),
+        (ok) => ok === undefined || ok === 'true',
+        { timeoutMs, intervalMs: 200 },
+      );
     }
   }
 

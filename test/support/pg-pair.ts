@@ -45,11 +45,25 @@ export class PgPair {
   static async start(options: { synchronous?: boolean } = {}): Promise<PgPair> {
     const bin = binDir();
     const dir = mkdtempSync(join(tmpdir(), 'idmint-pgpair-'));
-    if (process.getuid?.() === 0) chownSync(dir, Number((await run('id', ['-u', 'postgres'])).stdout.trim()), Number((await run('id', ['-g', 'postgres'])).stdout.trim()));
+    if (process.getuid?.() === 0)
+      chownSync(dir, Number((await run('id', ['-u', 'postgres'])).stdout.trim()), Number((await run('id', ['-g', 'postgres'])).stdout.trim()));
     const pair = new PgPair(dir, await freePort(), await freePort(), bin, options.synchronous === true);
     await asPostgres(join(bin, 'initdb'), ['-D', pair.data('primary'), '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--locale=C.UTF-8', '--no-sync']);
     await pair.pgctl('primary', 'start');
-    await asPostgres(join(bin, 'pg_basebackup'), ['-h', '127.0.0.1', '-p', String(pair.primaryPort), '-U', 'postgres', '-D', pair.data('standby'), '-R', '-X', 'stream', '--no-sync']);
+    await asPostgres(join(bin, 'pg_basebackup'), [
+      '-h',
+      '127.0.0.1',
+      '-p',
+      String(pair.primaryPort),
+      '-U',
+      'postgres',
+      '-D',
+      pair.data('standby'),
+      '-R',
+      '-X',
+      'stream',
+      '--no-sync',
+    ]);
     await pair.pgctl('standby', 'start');
     return pair;
   }
@@ -75,18 +89,26 @@ export class PgPair {
 
   /** Waits until the standby has replayed everything the primary wrote. */
   async caughtUp(): Promise<void> {
-    await until('the standby replaying the primary', async () => {
-      const rows = await this.sql<{ done: boolean }>('primary', 'SELECT replay_lsn >= pg_current_wal_lsn() AS done FROM pg_stat_replication');
-      return rows[0]?.done === true;
-    }, { timeoutMs: 30_000 });
+    await until(
+      'the standby replaying the primary',
+      async () => {
+        const rows = await this.sql<{ done: boolean }>('primary', 'SELECT replay_lsn >= pg_current_wal_lsn() AS done FROM pg_stat_replication');
+        return rows[0]?.done === true;
+      },
+      { timeoutMs: 30_000 },
+    );
   }
 
   /** A one-value query (`... AS v`) on the standby once it has replayed everything it received. */
   async replayedValue(text: string): Promise<string> {
-    await until('the standby replaying what it received', async () => {
-      const rows = await this.sql<{ done: boolean }>('standby', 'SELECT pg_last_wal_replay_lsn() >= pg_last_wal_receive_lsn() AS done');
-      return rows[0]?.done === true;
-    }, { timeoutMs: 30_000 });
+    await until(
+      'the standby replaying what it received',
+      async () => {
+        const rows = await this.sql<{ done: boolean }>('standby', 'SELECT pg_last_wal_replay_lsn() >= pg_last_wal_receive_lsn() AS done');
+        return rows[0]?.done === true;
+      },
+      { timeoutMs: 30_000 },
+    );
     return (await this.sql<{ v: string }>('standby', text))[0]!.v;
   }
 
@@ -108,14 +130,18 @@ export class PgPair {
         // already gone
       }
     }
-    await until('the crashed primary refusing connections', async () => {
-      try {
-        await this.sql('primary', 'SELECT 1');
-        return false;
-      } catch {
-        return true;
-      }
-    }, { timeoutMs: 10_000 });
+    await until(
+      'the crashed primary refusing connections',
+      async () => {
+        try {
+          await this.sql('primary', 'SELECT 1');
+          return false;
+        } catch {
+          return true;
+        }
+      },
+      { timeoutMs: 10_000 },
+    );
   }
 
   /**

@@ -35,7 +35,11 @@ export async function untilValue<T>(what: string, probe: () => T | Promise<T>, o
       last = await probe();
       return ok(last);
     },
-    { ...options, detail: () => [options.detail?.(), `last value: ${JSON.stringify(last, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v))}`].filter(Boolean).join('\n') },
+    {
+      ...options,
+      detail: () =>
+        [options.detail?.(), `last value: ${JSON.stringify(last, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v))}`].filter(Boolean).join('\n'),
+    },
   );
   return last as T;
 }

@@ -34,9 +34,25 @@ export interface RedisClusterSet {
   close(): Promise<void>;
 }
 
-async function askNode<T>(port: number, login: { password?: string | undefined; user?: string | undefined }, ca: string | undefined, fn: (client: Redis) => Promise<T>): Promise<T | undefined> {
+async function askNode<T>(
+  port: number,
+  login: { password?: string | undefined; user?: string | undefined },
+  ca: string | undefined,
+  fn: (client: Redis) => Promise<T>,
+): Promise<T | undefined> {
   const { password, user } = login;
-  const client = new Redis({ port, host: '127.0.0.1', ...(password === undefined ? {} : { password }), ...(user === undefined ? {} : { username: user }), ...(ca === undefined ? {} : { tls: { ca } }), lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0, connectTimeout: 1000, commandTimeout: 1000 });
+  const client = new Redis({
+    port,
+    host: '127.0.0.1',
+    ...(password === undefined ? {} : { password }),
+    ...(user === undefined ? {} : { username: user }),
+    ...(ca === undefined ? {} : { tls: { ca } }),
+    lazyConnect: true,
+    retryStrategy: () => null,
+    maxRetriesPerRequest: 0,
+    connectTimeout: 1000,
+    commandTimeout: 1000,
+  });
   client.on('error', () => undefined);
   try {
     await client.connect();
@@ -69,7 +85,24 @@ export async function startRedisCluster(options: { password?: string; user?: str
   const listen = (port: number): string[] =>
     ca === undefined
       ? ['--port', String(port)]
-      : ['--port', '0', '--tls-port', String(port), '--tls-cluster', 'yes', '--tls-replication', 'yes', '--tls-cert-file', tlsFile('server.pem'), '--tls-key-file', tlsFile('server.key'), '--tls-ca-cert-file', tlsFile('ca.pem'), '--tls-auth-clients', 'no'];
+      : [
+          '--port',
+          '0',
+          '--tls-port',
+          String(port),
+          '--tls-cluster',
+          'yes',
+          '--tls-replication',
+          'yes',
+          '--tls-cert-file',
+          tlsFile('server.pem'),
+          '--tls-key-file',
+          tlsFile('server.key'),
+          '--tls-ca-cert-file',
+          tlsFile('ca.pem'),
+          '--tls-auth-clients',
+          'no',
+        ];
   const procs = new Map<number, ChildProcess>();
   const ports = await Promise.all(Array.from({ length: 6 }, () => freePort()));
   // Each node's cluster bus on a port of its own choosing: Redis's default, port + 10000, is a port
@@ -77,7 +110,17 @@ export async function startRedisCluster(options: { password?: string; user?: str
   const busPorts = await Promise.all(ports.map(() => freePort()));
   for (const [i, port] of ports.entries()) {
     const args = [...listen(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, '--dbfilename', `n${port}.rdb`];
-    args.push(...auth, '--cluster-enabled', 'yes', '--cluster-port', String(busPorts[i]), '--cluster-config-file', `nodes-${port}.conf`, '--cluster-node-timeout', '1000');
+    args.push(
+      ...auth,
+      '--cluster-enabled',
+      'yes',
+      '--cluster-port',
+      String(busPorts[i]),
+      '--cluster-config-file',
+      `nodes-${port}.conf`,
+      '--cluster-node-timeout',
+      '1000',
+    );
     procs.set(port, spawn('redis-server', args, { cwd: dir, stdio: 'ignore' }));
   }
   const live = (): number[] => [...procs.keys()];
@@ -98,13 +141,29 @@ export async function startRedisCluster(options: { password?: string; user?: str
   };
   const roleOf = async (port: number): Promise<string | undefined> => (await ask(port, (c) => c.info('replication')))?.match(/role:(\w+)/)?.[1];
   const promoted = async (slot: number, from: number): Promise<number> =>
-    untilValue('the cluster to promote a replica', () => slotOwner(slot), (p) => p !== undefined && p !== from, { timeoutMs: 60_000, intervalMs: 200 }) as Promise<number>;
+    untilValue(
+      'the cluster to promote a replica',
+      () => slotOwner(slot),
+      (p) => p !== undefined && p !== from,
+      { timeoutMs: 60_000, intervalMs: 200 },
+    ) as Promise<number>;
   const set: RedisClusterSet = {
     nodes: ports.map((p) => `127.0.0.1:${p}`).join(','),
-    env: { REDIS_CLUSTER_NODES: ports.slice(0, 3).map((p) => `127.0.0.1:${p}`).join(','), ...(ca === undefined ? {} : { IDMINT_REDIS_TLS_CA: tlsFile('ca.pem') }) },
+    env: {
+      REDIS_CLUSTER_NODES: ports
+        .slice(0, 3)
+        .map((p) => `127.0.0.1:${p}`)
+        .join(','),
+      ...(ca === undefined ? {} : { IDMINT_REDIS_TLS_CA: tlsFile('ca.pem') }),
+    },
     async ownerOf(key) {
       const slot = await slotOf(key);
-      return untilValue(`the owner of slot ${slot}`, () => slotOwner(slot), (p) => p !== undefined, { timeoutMs: 30_000, intervalMs: 200 }) as Promise<number>;
+      return untilValue(
+        `the owner of slot ${slot}`,
+        () => slotOwner(slot),
+        (p) => p !== undefined,
+        { timeoutMs: 30_000, intervalMs: 200 },
+      ) as Promise<number>;
     },
     async killOwner(key) {
       const slot = await slotOf(key);
@@ -130,7 +189,13 @@ export async function startRedisCluster(options: { password?: string; user?: str
       await untilValue(
         'the cluster healthy: every slot served, each primary with an in-sync replica',
         async () => {
-          const infos = await Promise.all(live().map(async (port) => ({ port, cluster: await ask(port, (c) => c.call('CLUSTER', 'INFO') as Promise<string>), repl: await ask(port, (c) => c.info('replication')) })));
+          const infos = await Promise.all(
+            live().map(async (port) => ({
+              port,
+              cluster: await ask(port, (c) => c.call('CLUSTER', 'INFO') as Promise<string>),
+              repl: await ask(port, (c) => c.info('replication')),
+            })),
+          );
           if (infos.some((i) => !i.cluster?.includes('cluster_state:ok'))) return false;
           const primaries = infos.filter((i) => i.repl?.includes('role:master') && !/cluster_slots_assigned:0\b/.test(i.cluster ?? ''));
           const synced = infos.filter((i) => i.repl?.includes('master_link_status:up')).length;
@@ -149,8 +214,27 @@ export async function startRedisCluster(options: { password?: string; user?: str
     },
   };
   try {
-    await untilValue('the cluster nodes answering', async () => (await Promise.all(ports.map((p) => ask(p, (c) => c.ping())))).every((r) => r === 'PONG'), (ok) => ok, { timeoutMs: 30_000, intervalMs: 100 });
-    await run('redis-cli', [...(user === undefined ? [] : ['--user', user]), ...(password === undefined ? [] : ['--no-auth-warning', '-a', password]), ...(ca === undefined ? [] : ['--tls', '--cacert', tlsFile('ca.pem')]), '--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '1', '--cluster-yes'], { timeout: 60_000 });
+    await untilValue(
+      'the cluster nodes answering',
+      async () => (await Promise.all(ports.map((p) => ask(p, (c) => c.ping())))).every((r) => r === 'PONG'),
+      (ok) => ok,
+      { timeoutMs: 30_000, intervalMs: 100 },
+    );
+    await run(
+      'redis-cli',
+      [
+        ...(user === undefined ? [] : ['--user', user]),
+        ...(password === undefined ? [] : ['--no-auth-warning', '-a', password]),
+        ...(ca === undefined ? [] : ['--tls', '--cacert', tlsFile('ca.pem')]),
+        '--cluster',
+        'create',
+        ...ports.map((p) => `127.0.0.1:${p}`),
+        '--cluster-replicas',
+        '1',
+        '--cluster-yes',
+      ],
+      { timeout: 60_000 },
+    );
     await set.untilHealthy();
   } catch (err) {
     await set.close();

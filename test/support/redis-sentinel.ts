@@ -49,14 +49,26 @@ export interface RedisSentinelSet {
  * carries them as idmint takes them (REDIS_URL's password and `rediss:` scheme, REDIS_SENTINEL_PASSWORD,
  * IDMINT_REDIS_TLS_CA).
  */
-export async function startRedisSentinels(name = 'idmint-pools', replicas = 1, auth: { password?: string; user?: string; sentinelPassword?: string; tls?: boolean } = {}): Promise<RedisSentinelSet> {
+export async function startRedisSentinels(
+  name = 'idmint-pools',
+  replicas = 1,
+  auth: { password?: string; user?: string; sentinelPassword?: string; tls?: boolean } = {},
+): Promise<RedisSentinelSet> {
   const dir = mkdtempSync(join(tmpdir(), 'idmint-sentinel-'));
   const ca = auth.tls ? makeTls(join(dir, 'tls')) : undefined;
   /** A server's listening settings as [name, value] pairs: its port, or (tls) its TLS port and files only. */
   const listening = (port: number): Array<[string, string]> =>
     ca === undefined
       ? [['port', String(port)]]
-      : [['port', '0'], ['tls-port', String(port)], ['tls-cert-file', join(dir, 'tls', 'server.pem')], ['tls-key-file', join(dir, 'tls', 'server.key')], ['tls-ca-cert-file', join(dir, 'tls', 'ca.pem')], ['tls-auth-clients', 'no'], ['tls-replication', 'yes']];
+      : [
+          ['port', '0'],
+          ['tls-port', String(port)],
+          ['tls-cert-file', join(dir, 'tls', 'server.pem')],
+          ['tls-key-file', join(dir, 'tls', 'server.key')],
+          ['tls-ca-cert-file', join(dir, 'tls', 'ca.pem')],
+          ['tls-auth-clients', 'no'],
+          ['tls-replication', 'yes'],
+        ];
   const listen = (port: number): string[] => listening(port).flatMap(([k, v]) => [`--${k}`, v]);
   const clientTls = ca === undefined ? {} : { tls: { ca } };
   // With `user`: an ACL user with the password, the default user off (replicas and sentinels log in as that user).
@@ -65,9 +77,28 @@ export async function startRedisSentinels(name = 'idmint-pools', replicas = 1, a
       ? []
       : auth.user === undefined
         ? ['--requirepass', auth.password, '--masterauth', auth.password]
-        : ['--user', 'default', 'off', '--user', auth.user, 'on', `>${auth.password}`, '~*', '&*', '+@all', '--masteruser', auth.user, '--masterauth', auth.password];
+        : [
+            '--user',
+            'default',
+            'off',
+            '--user',
+            auth.user,
+            'on',
+            `>${auth.password}`,
+            '~*',
+            '&*',
+            '+@all',
+            '--masteruser',
+            auth.user,
+            '--masterauth',
+            auth.password,
+          ];
   const sentinelAuth = { ...(auth.sentinelPassword === undefined ? {} : { password: auth.sentinelPassword }), ...clientTls };
-  const dataClientAuth = { ...(auth.password === undefined ? {} : { password: auth.password }), ...(auth.user === undefined ? {} : { username: auth.user }), ...clientTls };
+  const dataClientAuth = {
+    ...(auth.password === undefined ? {} : { password: auth.password }),
+    ...(auth.user === undefined ? {} : { username: auth.user }),
+    ...clientTls,
+  };
   const procs = new Map<number, ChildProcess>();
   const start = (port: number, args: string[]): void => {
     const child = spawn('redis-server', args, { cwd: dir, stdio: 'ignore' });
@@ -78,7 +109,8 @@ export async function startRedisSentinels(name = 'idmint-pools', replicas = 1, a
   const sentinelPorts = await Promise.all([0, 1, 2].map(() => freePort()));
   const common = ['--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir];
   start(master, [...listen(master), ...common, ...dataAuth, '--dbfilename', `m${master}.rdb`]);
-  for (const replica of replicaPorts) start(replica, [...listen(replica), ...common, ...dataAuth, '--dbfilename', `r${replica}.rdb`, '--replicaof', '127.0.0.1', String(master)]);
+  for (const replica of replicaPorts)
+    start(replica, [...listen(replica), ...common, ...dataAuth, '--dbfilename', `r${replica}.rdb`, '--replicaof', '127.0.0.1', String(master)]);
   for (const port of sentinelPorts) {
     const conf = join(dir, `sentinel-${port}.conf`);
     writeFileSync(
@@ -117,7 +149,16 @@ export async function startRedisSentinels(name = 'idmint-pools', replicas = 1, a
     return undefined;
   };
   const info = async (port: number): Promise<string | undefined> => {
-    const client = new Redis({ port, host: '127.0.0.1', ...dataClientAuth, lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0, connectTimeout: 1000, commandTimeout: 1000 });
+    const client = new Redis({
+      port,
+      host: '127.0.0.1',
+      ...dataClientAuth,
+      lazyConnect: true,
+      retryStrategy: () => null,
+      maxRetriesPerRequest: 0,
+      connectTimeout: 1000,
+      commandTimeout: 1000,
+    });
     client.on('error', () => undefined);
     try {
       await client.connect();
@@ -130,14 +171,19 @@ export async function startRedisSentinels(name = 'idmint-pools', replicas = 1, a
   };
   const promoted = async (from: number): Promise<number> =>
     untilValue('the sentinels to promote a replica', ask, (p) => p !== undefined && p !== from, { timeoutMs: 60_000, intervalMs: 200 }) as Promise<number>;
-  const masterPort = async (): Promise<number> => untilValue('a master named by the sentinels', ask, (p) => p !== undefined, { timeoutMs: 30_000, intervalMs: 200 }) as Promise<number>;
+  const masterPort = async (): Promise<number> =>
+    untilValue('a master named by the sentinels', ask, (p) => p !== undefined, { timeoutMs: 30_000, intervalMs: 200 }) as Promise<number>;
   const set: RedisSentinelSet = {
     name,
     sentinels,
     env: {
       REDIS_SENTINELS: sentinels,
       REDIS_SENTINEL_NAME: name,
-      ...(auth.password === undefined && ca === undefined ? {} : { REDIS_URL: `${ca === undefined ? 'redis' : 'rediss'}://${auth.password === undefined ? '' : `${auth.user ?? ''}:${auth.password}@`}sentinel-master:6379` }),
+      ...(auth.password === undefined && ca === undefined
+        ? {}
+        : {
+            REDIS_URL: `${ca === undefined ? 'redis' : 'rediss'}://${auth.password === undefined ? '' : `${auth.user ?? ''}:${auth.password}@`}sentinel-master:6379`,
+          }),
       ...(ca === undefined ? {} : { IDMINT_REDIS_TLS_CA: join(dir, 'tls', 'ca.pem') }),
       ...(auth.sentinelPassword === undefined ? {} : { REDIS_SENTINEL_PASSWORD: auth.sentinelPassword }),
     },
@@ -162,7 +208,16 @@ export async function startRedisSentinels(name = 'idmint-pools', replicas = 1, a
         'a replica the sentinels can promote',
         async () => {
           for (const port of sentinelPorts) {
-            const client = new Redis({ port, host: '127.0.0.1', ...sentinelAuth, lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0, connectTimeout: 1000, commandTimeout: 1000 });
+            const client = new Redis({
+              port,
+              host: '127.0.0.1',
+              ...sentinelAuth,
+              lazyConnect: true,
+              retryStrategy: () => null,
+              maxRetriesPerRequest: 0,
+              connectTimeout: 1000,
+              commandTimeout: 1000,
+            });
             client.on('error', () => undefined);
             try {
               await client.connect();

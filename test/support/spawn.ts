@@ -9,7 +9,6 @@ export { freePort };
 const BIN = fileURLToPath(new URL('../../bin/idmint.js', import.meta.url));
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
-
 export interface SpawnedServer {
   readonly url: string;
   readonly child: ChildProcess;
@@ -50,7 +49,10 @@ export async function spawnServer(env: Record<string, string>, options: { timeou
       `${url}/healthz`,
       async () => {
         if (exitedEarly()) throw new Error(`idmint serve exited early:\n${output}`);
-        return fetch(`${url}/healthz`).then((r) => r.ok, () => false);
+        return fetch(`${url}/healthz`).then(
+          (r) => r.ok,
+          () => false,
+        );
       },
       { timeoutMs: options.timeoutMs ?? 60_000, intervalMs: 100, detail: () => output },
     );
@@ -100,7 +102,11 @@ export async function untilReady(url: string, options: { status?: string; timeou
   const want = options.status ?? 'ready';
   return untilValue(
     `${url}/readyz to say ${want}`,
-    async (): Promise<ReadyReport | undefined> => fetch(`${url}/readyz`).then((r) => r.json() as Promise<ReadyReport>, () => undefined),
+    async (): Promise<ReadyReport | undefined> =>
+      fetch(`${url}/readyz`).then(
+        (r) => r.json() as Promise<ReadyReport>,
+        () => undefined,
+      ),
     (report) => report?.status === want,
     { ...(options.timeoutMs ? { timeoutMs: options.timeoutMs } : {}), ...(options.output ? { detail: options.output } : {}) },
   ) as Promise<ReadyReport>;

@@ -35,7 +35,9 @@ export async function freshStore(prefix = 't'): Promise<TestStore> {
     schema,
     url: url.toString(),
     async ledger(bizTag) {
-      const { rows } = await db.query<{ start_id: bigint; end_id: bigint }>('SELECT start_id, end_id FROM idmint_ledger WHERE biz_tag = $1 ORDER BY start_id', [bizTag]);
+      const { rows } = await db.query<{ start_id: bigint; end_id: bigint }>('SELECT start_id, end_id FROM idmint_ledger WHERE biz_tag = $1 ORDER BY start_id', [
+        bizTag,
+      ]);
       return rows.map((r) => ({ start: Number(r.start_id), end: Number(r.end_id) }));
     },
     async close() {

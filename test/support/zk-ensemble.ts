@@ -54,14 +54,38 @@ export async function startZkEnsemble(size = 3): Promise<ZkEnsemble> {
     writeFileSync(join(data, 'myid'), `${id}\n`);
     writeFileSync(
       cfg(id),
-      ['tickTime=500', 'initLimit=20', 'syncLimit=5', `dataDir=${data}`, `clientPort=${ports.get(id)!.client}`, 'clientPortAddress=127.0.0.1', 'maxClientCnxns=0', '4lw.commands.whitelist=*', 'admin.enableServer=false', ...servers, ''].join('\n'),
+      [
+        'tickTime=500',
+        'initLimit=20',
+        'syncLimit=5',
+        `dataDir=${data}`,
+        `clientPort=${ports.get(id)!.client}`,
+        'clientPortAddress=127.0.0.1',
+        'maxClientCnxns=0',
+        '4lw.commands.whitelist=*',
+        'admin.enableServer=false',
+        ...servers,
+        '',
+      ].join('\n'),
     );
   }
   const procs = new Map<number, ChildProcess>();
   const startServer = (id: number): void => {
     const child = spawn(
       'java',
-      ['-Xmx96m', '-Xms32m', '-XX:+UseSerialGC', '-XX:TieredStopAtLevel=1', '-Djava.awt.headless=true', ...logFlags, '-Dzookeeper.admin.enableServer=false', '-cp', `${LIB}/*`, 'org.apache.zookeeper.server.quorum.QuorumPeerMain', cfg(id)],
+      [
+        '-Xmx96m',
+        '-Xms32m',
+        '-XX:+UseSerialGC',
+        '-XX:TieredStopAtLevel=1',
+        '-Djava.awt.headless=true',
+        ...logFlags,
+        '-Dzookeeper.admin.enableServer=false',
+        '-cp',
+        `${LIB}/*`,
+        'org.apache.zookeeper.server.quorum.QuorumPeerMain',
+        cfg(id),
+      ],
       { stdio: 'ignore' },
     );
     procs.set(id, child);
@@ -77,10 +101,14 @@ export async function startZkEnsemble(size = 3): Promise<ZkEnsemble> {
     mode,
     async leader() {
       let found: number | undefined;
-      await until('a ZooKeeper leader', async () => {
-        for (const id of procs.keys()) if ((await mode(id)) === 'leader') found = id;
-        return found !== undefined;
-      }, { timeoutMs: 60_000, detail: () => `logs in ${join(dir, 'zookeeper.log')}` });
+      await until(
+        'a ZooKeeper leader',
+        async () => {
+          for (const id of procs.keys()) if ((await mode(id)) === 'leader') found = id;
+          return found !== undefined;
+        },
+        { timeoutMs: 60_000, detail: () => `logs in ${join(dir, 'zookeeper.log')}` },
+      );
       return found!;
     },
     async kill(id) {
@@ -102,10 +130,14 @@ export async function startZkEnsemble(size = 3): Promise<ZkEnsemble> {
   };
   try {
     for (const id of ids) startServer(id);
-    await until(`${size} ZooKeeper servers in a quorum`, async () => {
-      const modes = await Promise.all(ids.map(mode));
-      return modes.every((m) => m === 'leader' || m === 'follower');
-    }, { timeoutMs: 90_000, detail: () => `logs in ${join(dir, 'zookeeper.log')}` });
+    await until(
+      `${size} ZooKeeper servers in a quorum`,
+      async () => {
+        const modes = await Promise.all(ids.map(mode));
+        return modes.every((m) => m === 'leader' || m === 'follower');
+      },
+      { timeoutMs: 90_000, detail: () => `logs in ${join(dir, 'zookeeper.log')}` },
+    );
   } catch (err) {
     await ensemble.close();
     throw err;

@@ -7,7 +7,9 @@ import { describe, expect, it } from 'vitest';
 // The README is the path a new user walks; the reference lives in docs/. A page moved or a heading
 // renamed must not leave a link pointing nowhere, and no page may fall out of the README's list.
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const DOCS = readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`);
+const DOCS = readdirSync(join(ROOT, 'docs'))
+  .filter((f) => f.endsWith('.md'))
+  .map((f) => `docs/${f}`);
 const PAGES = ['README.md', ...DOCS];
 
 /** GitHub's heading anchor: lower case, punctuation dropped, spaces as hyphens, repeats numbered. */
@@ -17,7 +19,10 @@ function anchors(tokens: Token[]): Set<string> {
   for (const token of tokens) {
     if (token.type !== 'heading') continue;
     const text = (token as Tokens.Heading).text.replace(/<[^>]*>/g, '').replace(/\[([^\]]*)\]\([^)]*\)/g, '$1');
-    const base = text.toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, '').replace(/\s/g, '-');
+    const base = text
+      .toLowerCase()
+      .replace(/[^\p{L}\p{N}\s_-]/gu, '')
+      .replace(/\s/g, '-');
     const n = seen.get(base) ?? 0;
     seen.set(base, n + 1);
     out.add(n === 0 ? base : `${base}-${n}`);

@@ -5,8 +5,7 @@ export const METRICS_REQUEST = 'idmint:metrics-request';
 export const METRICS_REPLY = 'idmint:metrics-reply';
 
 export type MetricsMessage =
-  | { type: typeof METRICS_REQUEST; id: string }
-  | { type: typeof METRICS_REPLY; id: string; text?: string; contentType?: string; error?: string };
+  { type: typeof METRICS_REQUEST; id: string } | { type: typeof METRICS_REPLY; id: string; text?: string; contentType?: string; error?: string };
 
 /** What `/metrics` serves: one registry, or (in an IDMINT_PROCESSES group) the group's. */
 export type MetricsSource = Pick<Registry, 'contentType' | 'metrics'>;

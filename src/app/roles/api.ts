@@ -77,9 +77,24 @@ export async function buildApiServer(options: ApiRoleOptions): Promise<FastifyIn
   const metricsSource = config.IDMINT_PROCESS_INDEX !== undefined && process.send ? groupMetrics(options.registry) : options.registry;
   const region = regionOf(config);
   const metricsToken = config.IDMINT_METRICS_TOKEN ? { metricsToken: config.IDMINT_METRICS_TOKEN } : {};
-  const reporterParts = { config, history: options.dashboard.history, roles: options.roles, readiness, metrics: options.metrics, kafkaPools: options.dashboard.kafkaPools, logger: options.logger };
+  const reporterParts = {
+    config,
+    history: options.dashboard.history,
+    roles: options.roles,
+    readiness,
+    metrics: options.metrics,
+    kafkaPools: options.dashboard.kafkaPools,
+    logger: options.logger,
+  };
   if (!options.api || !parts) {
-    const ops = await buildOpsServer({ registry: metricsSource, readiness, ...metricsToken, host: config.IDMINT_HOST, limits: connectionLimits(config), logger: options.logger });
+    const ops = await buildOpsServer({
+      registry: metricsSource,
+      readiness,
+      ...metricsToken,
+      host: config.IDMINT_HOST,
+      limits: connectionLimits(config),
+      logger: options.logger,
+    });
     // Its health and Kafka pool topics still reach the dashboard, through the shared history.
     runDashboardReporter(ops, dashboardReporter({ ...reporterParts, sampler: false }));
     return ops;
@@ -89,15 +104,24 @@ export async function buildApiServer(options: ApiRoleOptions): Promise<FastifyIn
   const tags = new RememberedTags(store);
   // The BullMQ dashboard and refill stats only where Redis pools are: nothing else loads them.
   const [bullBoardModule, refillStats] = redis ? await Promise.all([import('../../dashboard/bull-board.js'), import('../../refill/stats.js')]) : [];
-  const stats = redis && refillStats
-    ? () => refillStats.collectRefillStats({ store: tags, sinks: { 'redis-list': redis.list, 'redis-counter': redis.counter }, meta: redis.statsMeta, queue: redis.queue, autoKind: DEFAULT_REDIS_POOL })
-    : undefined;
+  const stats =
+    redis && refillStats
+      ? () =>
+          refillStats.collectRefillStats({
+            store: tags,
+            sinks: { 'redis-list': redis.list, 'redis-counter': redis.counter },
+            meta: redis.statsMeta,
+            queue: redis.queue,
+            autoKind: DEFAULT_REDIS_POOL,
+          })
+      : undefined;
   // `/v1/stats` and the /status page: the pools, and whether the refill role runs here.
   const serverStats = stats ? async () => ({ ...(await stats()), refillRole: options.refillState() }) : undefined;
   // The dashboard samples every Redis pool, or without Redis this process's buffers.
   const pools = stats
     ? async () => fromPoolStats((await stats()).pools)
-    : async () => (options.metrics.depthSource?.() ?? []).map((d) => ({ bizTag: d.bizTag, shard: d.shard, kind: 'buffer', depth: d.depth, target: null, rate: 0 }));
+    : async () =>
+        (options.metrics.depthSource?.() ?? []).map((d) => ({ bizTag: d.bizTag, shard: d.shard, kind: 'buffer', depth: d.depth, target: null, rate: 0 }));
   const reporter = dashboardReporter({ ...reporterParts, pools, sampler: true, tags });
   const bullBoard = redis !== undefined;
   const app = await buildHttpServer({
@@ -121,7 +145,13 @@ export async function buildApiServer(options: ApiRoleOptions): Promise<FastifyIn
     ...(options.changes ? { changes: options.changes } : {}),
     rateLimits: { perClient: config.IDMINT_RATE_LIMIT_CLIENT, perTag: config.IDMINT_RATE_LIMIT_TAG, windowMs: config.IDMINT_RATE_LIMIT_WINDOW_MS },
     extensions: [
-      statusPage({ store, tags, depths: () => options.metrics.depthSource?.() ?? [], history: () => options.metrics.history.snapshot(), ...(serverStats ? { stats: serverStats } : {}) }),
+      statusPage({
+        store,
+        tags,
+        depths: () => options.metrics.depthSource?.() ?? [],
+        history: () => options.metrics.history.snapshot(),
+        ...(serverStats ? { stats: serverStats } : {}),
+      }),
       regionsRoute(() => regionsReport(db, KEY_FINGERPRINT_SETTING)),
       dashboardPage({ config, history: options.dashboard.history, reporter, tags, db, bullBoard }),
       // Read-only by default off loopback: the board's buttons retry, clean and remove jobs.

@@ -39,7 +39,11 @@ export interface RefillRole {
 /** The refill role: a BullMQ worker and the sweep scheduler, filling the process's pools from the store. */
 export async function startRefillRole(options: RefillRoleOptions): Promise<RefillRole> {
   const { config, store, redis, logger, registry } = options;
-  const sinks: Partial<Record<SinkKind, PoolSink>> = { 'redis-list': redis.list, 'redis-counter': redis.counter, ...(options.kafkaSink ? { kafka: options.kafkaSink } : {}) };
+  const sinks: Partial<Record<SinkKind, PoolSink>> = {
+    'redis-list': redis.list,
+    'redis-counter': redis.counter,
+    ...(options.kafkaSink ? { kafka: options.kafkaSink } : {}),
+  };
   const filling = createRefillProcessor({
     store,
     sinks,
@@ -75,13 +79,17 @@ export async function startRefillRole(options: RefillRoleOptions): Promise<Refil
   }
   // Redis back after an outage: sweep now, so pools refill (a restarted Redis may have lost them) without waiting for the schedule.
   worker.onRedisBack = () => {
-    redis.queue.sweepNow().catch((err: unknown) => logger.debug({ err: (err as Error).message }, 'could not request a sweep after Redis came back; the schedule will run one'));
+    redis.queue
+      .sweepNow()
+      .catch((err: unknown) => logger.debug({ err: (err as Error).message }, 'could not request a sweep after Redis came back; the schedule will run one'));
   };
   // Redis data loss (FLUSHALL, a restart without persistence) removes BullMQ's scheduler keys:
   // re-assert the sweep on every sweep interval (an idempotent upsert), or cron refills and
   // deleted-tag cleanup would stop until a restart.
   const reassert = setInterval(() => {
-    redis.queue.scheduleSweeps().catch((err: unknown) => logger.debug({ err: (err as Error).message }, 'could not re-assert the sweep scheduler; retrying next interval'));
+    redis.queue
+      .scheduleSweeps()
+      .catch((err: unknown) => logger.debug({ err: (err as Error).message }, 'could not re-assert the sweep scheduler; retrying next interval'));
   }, config.IDMINT_REFILL_EVERY_MS);
   reassert.unref();
   // Kafka pool topics: demand and threshold refills from their committed offsets (the SDK consumers have no Redis).

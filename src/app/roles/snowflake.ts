@@ -26,9 +26,20 @@ export async function startSnowflakeProcess({ config, logger }: { config: Config
       db = await openDatabase(config, logger, closers);
       const changes = await openChangeFeed(db, { logger });
       closers.add('change feed', () => changes.close());
-      deployment = await openDeployment(config, db, { serving: true, signs: false, roles: ['snowflake'], address: advertisedAddress(config), changes, registry: new Registry(), logger, closers });
+      deployment = await openDeployment(config, db, {
+        serving: true,
+        signs: false,
+        roles: ['snowflake'],
+        address: advertisedAddress(config),
+        changes,
+        registry: new Registry(),
+        logger,
+        closers,
+      });
     } else {
-      logger.warn('no DATABASE_URL: this Snowflake server is checked against no deployment record; its worker ids are unique only among processes of its own registry');
+      logger.warn(
+        'no DATABASE_URL: this Snowflake server is checked against no deployment record; its worker ids are unique only among processes of its own registry',
+      );
     }
     const watch = deployment?.watch;
     const source = await createSnowflakeSourceFromConfig(config, {

@@ -25,8 +25,19 @@ export function blockRefusal(block: PoolBlock | null, place: BlockPlace, now = D
   const { keys } = place;
   if (keys) {
     if (block.sig === undefined || block.kid === undefined || block.seq === undefined || block.at === undefined) return 'unsigned';
-    const signed = { namespace: place.namespace, topic: place.topic, partition: place.partition, seq: block.seq, at: block.at, bizTag: block.bizTag, shard: block.shard ?? 0, start: block.start, end: block.end };
-    if (!keys.verify(block.kid, blockBytes(signed), block.sig)) return keys.kids.includes(block.kid) ? 'badly signed, or signed for another place' : 'signed by an unknown key';
+    const signed = {
+      namespace: place.namespace,
+      topic: place.topic,
+      partition: place.partition,
+      seq: block.seq,
+      at: block.at,
+      bizTag: block.bizTag,
+      shard: block.shard ?? 0,
+      start: block.start,
+      end: block.end,
+    };
+    if (!keys.verify(block.kid, blockBytes(signed), block.sig))
+      return keys.kids.includes(block.kid) ? 'badly signed, or signed for another place' : 'signed by an unknown key';
     const age = now - Number(block.at);
     if (age > place.maxBlockAgeMs || age < -FUTURE_SLACK_MS) return 'signed too long ago (or ahead of this clock)';
   }

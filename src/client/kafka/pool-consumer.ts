@@ -128,7 +128,10 @@ export class KafkaPoolConsumer {
   constructor(options: KafkaPoolConsumerOptions) {
     const { kafka: _kafka, bizTag: _bizTag, shard: _shard, logger: _logger, verifyKey, insecureSkipVerify, namespace, ...rest } = options;
     if ((rest as { blockKey?: unknown }).blockKey !== undefined) {
-      throw new BadRequestError('Kafka pool consumer: blockKey (a shared HMAC key) is replaced by verifyKey, the deployment\'s public Ed25519 key (`idmint keys public`)', 'blockKey');
+      throw new BadRequestError(
+        "Kafka pool consumer: blockKey (a shared HMAC key) is replaced by verifyKey, the deployment's public Ed25519 key (`idmint keys public`)",
+        'blockKey',
+      );
     }
     delete (rest as { blockKey?: unknown }).blockKey;
     this.settings = resolveOptions<KafkaPoolConsumerSettings>(KAFKA_POOL_CONSUMER_DEFAULTS, rest, (o) => {
@@ -149,7 +152,11 @@ export class KafkaPoolConsumer {
   start(): Promise<void> {
     if (this.closing) return Promise.reject(new IdmintError('NOT_READY', 'Kafka pool consumer is closed'));
     this.starting ??= (async () => {
-      if (!this.verification.keys) this.logger.warn({ topic: this.topic }, 'insecureSkipVerify: pool blocks are not authenticated; anyone who can write the topic decides the IDs handed out');
+      if (!this.verification.keys)
+        this.logger.warn(
+          { topic: this.topic },
+          'insecureSkipVerify: pool blocks are not authenticated; anyone who can write the topic decides the IDs handed out',
+        );
       const driver = await openKafka(this.kafka, this.logger);
       this.admin = driver.admin();
       const { sessionTimeoutMs } = this.settings;
@@ -166,14 +173,18 @@ export class KafkaPoolConsumer {
       });
       await this.reader.start((batch) => this.onBatch(batch), {
         joined: (assigned) => {
-          if (assigned === 0 && this.assigned !== 0) this.logger.info({ topic: this.topic }, 'no partition of the pool topic for this instance (more consumers than partitions); its fallback serves');
+          if (assigned === 0 && this.assigned !== 0)
+            this.logger.info({ topic: this.topic }, 'no partition of the pool topic for this instance (more consumers than partitions); its fallback serves');
           this.assigned = assigned;
           // Partitions may have moved: each one's floor is read again from what its last owner committed.
           this.floors.clear();
           this.wake();
         },
         failed: (err) => {
-          this.logger.warn({ topic: this.topic, err }, 'the Kafka pool consumer stopped (a crash its driver does not restart from, or no fetch for stallTimeoutMs); a new one takes over');
+          this.logger.warn(
+            { topic: this.topic, err },
+            'the Kafka pool consumer stopped (a crash its driver does not restart from, or no fetch for stallTimeoutMs); a new one takes over',
+          );
           this.failed = true;
           this.wake();
         },
@@ -227,7 +238,10 @@ export class KafkaPoolConsumer {
       }
       if (this.failed) {
         if (out.length > 0) break;
-        throw new IdmintError('NOT_READY', `the Kafka pool consumer of "${this.bizTag}" stopped (a crash its driver does not restart from, or no fetch for stallTimeoutMs)`);
+        throw new IdmintError(
+          'NOT_READY',
+          `the Kafka pool consumer of "${this.bizTag}" stopped (a crash its driver does not restart from, or no fetch for stallTimeoutMs)`,
+        );
       }
       // Something in hand, or nothing will come: answer now rather than wait for the rest.
       if (out.length > 0 || (this.assigned === 0 && !options.waitForPartition)) break;
@@ -329,7 +343,16 @@ export class KafkaPoolConsumer {
   private accept(message: ReceivedRecord, partition: number, floor: number): { pending: Pending; seq: number } | null {
     const block = decodePoolBlock(message.value);
     const { namespace, topic, bizTag, shard } = this;
-    const why = blockRefusal(block, { namespace, topic, partition, bizTag, shard, floor, keys: this.verification.keys, maxBlockAgeMs: this.settings.maxBlockAgeMs });
+    const why = blockRefusal(block, {
+      namespace,
+      topic,
+      partition,
+      bizTag,
+      shard,
+      floor,
+      keys: this.verification.keys,
+      maxBlockAgeMs: this.settings.maxBlockAgeMs,
+    });
     if (why === undefined && block) {
       if (this.dropping.active) this.dropping.recover({ rejected: this.rejected });
       return { pending: { next: Number(block.start), end: Number(block.end), link: blockLink(message.headers) }, seq: Number(block.seq ?? block.start) };

@@ -121,8 +121,9 @@ export class IdmintKafkaClient {
     if (!options.kafka && !options.brokers) throw new OptionsError('Kafka client', 'brokers', 'or `kafka` is required');
     this.settings = s;
     this.logger = (options.logger ?? silentLogger).child({ component: 'kafka-client' });
-    this.forged = new Episode(this.logger, 'ignoring messages on the reply topic that are not the deployment\'s replies (unsigned, badly signed or malformed)');
-    if (!this.verification.keys) this.logger.warn('insecureSkipVerify: replies are not authenticated; anyone who reads the request topic can answer with IDs of their choosing');
+    this.forged = new Episode(this.logger, "ignoring messages on the reply topic that are not the deployment's replies (unsigned, badly signed or malformed)");
+    if (!this.verification.keys)
+      this.logger.warn('insecureSkipVerify: replies are not authenticated; anyone who reads the request topic can answer with IDs of their choosing');
     this.kafka = options.kafka ?? { brokers: options.brokers!, clientId: s.clientId, ...(options.logger ? { logger: options.logger } : {}) };
     const suffix = randomUUID();
     const safeId = s.clientId.replace(/[^A-Za-z0-9._-]/g, '_').slice(0, 100);
@@ -184,14 +185,17 @@ export class IdmintKafkaClient {
     if (!BIZ_TAG_PATTERN.test(bizTag)) throw new BadRequestError(`invalid biz tag "${bizTag}"`, 'bizTag');
     if (!Number.isSafeInteger(count) || count < 1) throw new BadRequestError(`count must be a positive integer, got ${count}`, 'count');
     await this.start();
-    return retry(() => traceKafkaRequest(this.settings.requestTopic, bizTag, count, () => this.request(bizTag, count, options.timeoutMs ?? this.settings.timeoutMs, as)), {
-      what: `a Kafka ID request for "${bizTag}"`,
-      retriable: (err) => err instanceof TimeoutError && !this.closing,
-      attempts: (options.retries ?? this.settings.retries) + 1,
-      // At once: the request already waited its timeout.
-      initialMs: 0,
-      onRetry: ({ attempt }) => this.logger.debug({ bizTag, attempt: attempt - 1 }, 'Kafka ID request timed out; retrying with a new request id'),
-    });
+    return retry(
+      () => traceKafkaRequest(this.settings.requestTopic, bizTag, count, () => this.request(bizTag, count, options.timeoutMs ?? this.settings.timeoutMs, as)),
+      {
+        what: `a Kafka ID request for "${bizTag}"`,
+        retriable: (err) => err instanceof TimeoutError && !this.closing,
+        attempts: (options.retries ?? this.settings.retries) + 1,
+        // At once: the request already waited its timeout.
+        initialMs: 0,
+        onRetry: ({ attempt }) => this.logger.debug({ bizTag, attempt: attempt - 1 }, 'Kafka ID request timed out; retrying with a new request id'),
+      },
+    );
   }
 
   /** The same IDs as `bigint` (63-bit IDs exceed JS numbers). */
@@ -263,7 +267,10 @@ export class IdmintKafkaClient {
     const batch = this.outbox;
     this.outbox = [];
     // start() made the producer before any request could be queued.
-    this.producer!.send(this.settings.requestTopic, batch.map((b) => b.message)).catch((err: unknown) => {
+    this.producer!.send(
+      this.settings.requestTopic,
+      batch.map((b) => b.message),
+    ).catch((err: unknown) => {
       const reason = err instanceof Error ? err.message : String(err);
       for (const { id } of batch) this.settle(id)?.reject(new IdmintError('NOT_READY', `sending the Kafka ID request failed: ${reason}`, { cause: err }));
     });
@@ -284,7 +291,8 @@ export class IdmintKafkaClient {
     }
     linkReply(waiter.span, headers);
     if ('error' in reply) waiter.reject(new IdmintError(reply.error.code, reply.error.message, { details: { requestId: reply.id } }));
-    else if ('blocks' in reply) waiter.resolve({ bizTag: waiter.bizTag, blocks: reply.blocks.map((b) => ({ start: Number(b.start), end: Number(b.end) })), source: reply.source });
+    else if ('blocks' in reply)
+      waiter.resolve({ bizTag: waiter.bizTag, blocks: reply.blocks.map((b) => ({ start: Number(b.start), end: Number(b.end) })), source: reply.source });
     else waiter.resolve({ bizTag: waiter.bizTag, ids: reply.ids, source: reply.source, ...(reply.format === undefined ? {} : { format: reply.format }) });
   }
 

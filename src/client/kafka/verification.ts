@@ -11,7 +11,10 @@ export interface Verification {
  * public key (`verifyKey`, else IDMINT_VERIFY_KEY), and refuses to be built without one unless told
  * `insecureSkipVerify: true`, since then whoever can write the topics decides the IDs it hands out.
  */
-export function verifierFrom(options: { verifyKey?: string | readonly string[] | undefined; insecureSkipVerify?: boolean | undefined }, component: string): Verification {
+export function verifierFrom(
+  options: { verifyKey?: string | readonly string[] | undefined; insecureSkipVerify?: boolean | undefined },
+  component: string,
+): Verification {
   const given = options.verifyKey ?? (process.env.IDMINT_VERIFY_KEY || undefined);
   if (given !== undefined) return { keys: parseVerifyKeys(given, options.verifyKey !== undefined ? 'verifyKey' : 'IDMINT_VERIFY_KEY') };
   if (options.insecureSkipVerify === true) return { keys: undefined };

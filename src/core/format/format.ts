@@ -68,8 +68,7 @@ export function createCodec(format: IdFormat, parts: CodecParts): IdCodec {
   if (obfuscate && !permutation) throw new BadRequestError(`format "${format}" needs a key (IDMINT_OBFUSCATION_KEY)`, 'format');
   if (format.endsWith('sqids') && !sqids) throw new BadRequestError(`format "${format}" needs the Sqids codec`, 'format');
   const last = first + domain - 1n;
-  const invalid = (formatted: string): BadRequestError =>
-    new BadRequestError(`"${formatted.slice(0, 40)}" is not an ID of format ${format}`, 'id');
+  const invalid = (formatted: string): BadRequestError => new BadRequestError(`"${formatted.slice(0, 40)}" is not an ID of format ${format}`, 'id');
 
   const scramble = (raw: bigint): bigint => (obfuscate ? permutation!.forward(raw - first) + first : raw);
   const unscramble = (v: bigint): bigint => (obfuscate ? permutation!.inverse(v - first) + first : v);
@@ -85,7 +84,12 @@ export function createCodec(format: IdFormat, parts: CodecParts): IdCodec {
       // Long input decodes to numbers beyond 2^53, which Sqids' own encode refuses: not an ID.
       if (!numbers.every((n) => Number.isSafeInteger(n))) return undefined;
       // Sqids decodes some strings it would never produce; only the canonical form is an ID.
-      const v = numbers.length === 1 ? BigInt(numbers[0]!) : numbers.length === 2 && numbers[1]! <= 0xffffffff ? (BigInt(numbers[0]!) << 32n) | BigInt(numbers[1]!) : undefined;
+      const v =
+        numbers.length === 1
+          ? BigInt(numbers[0]!)
+          : numbers.length === 2 && numbers[1]! <= 0xffffffff
+            ? (BigInt(numbers[0]!) << 32n) | BigInt(numbers[1]!)
+            : undefined;
       return v !== undefined && toText(v) === s ? v : undefined;
     }
     return DECIMAL.test(s) ? BigInt(s) : undefined;

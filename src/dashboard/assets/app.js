@@ -22,7 +22,7 @@ function writeView() {
   if (view.filter) params.set('filter', view.filter);
   if (view.attentionOnly) params.set('attention', '1');
   if (view.sort !== 'attention') params.set('sort', view.sort);
-  history.replaceState(null, "", params.toString() ? `#${params}` : location.pathname + location.search);
+  history.replaceState(null, '', params.toString() ? `#${params}` : location.pathname + location.search);
 }
 
 function controls() {
@@ -87,7 +87,10 @@ async function poll() {
     trim(data.now - config.historyMs);
     state.data = data;
     draw();
-    status(`updated ${new Date(data.now).toLocaleTimeString()}${data.down.length ? ` · ${data.down.map((d) => d.name).join(', ')} down` : ''}`, data.down.length ? 'degraded' : 'ok');
+    status(
+      `updated ${new Date(data.now).toLocaleTimeString()}${data.down.length ? ` · ${data.down.map((d) => d.name).join(', ')} down` : ''}`,
+      data.down.length ? 'degraded' : 'ok',
+    );
   } catch (err) {
     // The server answered; something in this page failed. Say so, not that the server is unreachable.
     status(`this page could not draw the answer (${err.message}); retrying`, 'error');

@@ -50,15 +50,38 @@ export function chart(series, refills, now, from) {
   const marks = refills.map((e) => {
     const cls = e.status === 'pushed' ? `r-${e.reason}` : `r-${e.status}`;
     const w = Math.max(3, (e.ms / spanMs) * W);
-    const title = `${new Date(e.at).toLocaleTimeString()} ${e.reason} refill of shard ${e.shard}: ${e.status}` + (e.status === 'pushed' ? `, ${e.segments} segment(s), ${e.ids.toLocaleString('en-US')} IDs, ${e.ms} ms` : `, ${e.why || ''}`);
-    return s('rect', { class: `refill ${cls}`, 'data-reason': e.reason, 'data-status': e.status, x: (x(e.at) - w).toFixed(1), y: H - BAND, width: w.toFixed(1), height: BAND - 2 }, s('title', {}, title));
+    const title =
+      `${new Date(e.at).toLocaleTimeString()} ${e.reason} refill of shard ${e.shard}: ${e.status}` +
+      (e.status === 'pushed' ? `, ${e.segments} segment(s), ${e.ids.toLocaleString('en-US')} IDs, ${e.ms} ms` : `, ${e.why || ''}`);
+    return s(
+      'rect',
+      {
+        class: `refill ${cls}`,
+        'data-reason': e.reason,
+        'data-status': e.status,
+        x: (x(e.at) - w).toFixed(1),
+        y: H - BAND,
+        width: w.toFixed(1),
+        height: BAND - 2,
+      },
+      s('title', {}, title),
+    );
   });
   const lastDepth = series.length ? series[series.length - 1].depth : '';
   const label = series.length ? `max ${num(max / 1.1)}` : 'no pool readings yet (pools are read every sample interval)';
   const ago = spanMs < 120000 ? `${Math.round(spanMs / 1000)} s ago` : `${Math.round(spanMs / 60000)} min ago`;
   return s(
     'svg',
-    { class: 'chart', viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: 'img', 'aria-label': 'pool depth and target over time, refills below', 'data-points': series.length, 'data-last-depth': lastDepth },
+    {
+      class: 'chart',
+      viewBox: `0 0 ${W} ${H}`,
+      width: W,
+      height: H,
+      role: 'img',
+      'aria-label': 'pool depth and target over time, refills below',
+      'data-points': series.length,
+      'data-last-depth': lastDepth,
+    },
     s('rect', { class: 'plot', width: W, height: plotH }),
     s('rect', { class: 'band', y: H - BAND, width: W, height: BAND - 2 }),
     target ? s('polyline', { class: 'target', points: target }) : null,

@@ -36,7 +36,8 @@ export function s(tag, attrs, ...children) {
 export const num = (v) => (v === null || v === undefined ? '—' : Math.round(v).toLocaleString('en-US'));
 
 /** A length of time: '12 s', '4 min', '2 h'. */
-export const span = (ms) => (ms < 120000 ? `${Math.max(0, Math.round(ms / 1000))} s` : ms < 7200000 ? `${Math.round(ms / 60000)} min` : `${Math.round(ms / 3600000)} h`);
+export const span = (ms) =>
+  ms < 120000 ? `${Math.max(0, Math.round(ms / 1000))} s` : ms < 7200000 ? `${Math.round(ms / 60000)} min` : `${Math.round(ms / 3600000)} h`;
 
 /** How long ago: 'just now', '12 s ago'. */
 export const ago = (ms) => (ms < 1500 ? 'just now' : `${span(ms)} ago`);

@@ -24,9 +24,18 @@ export function renderSummary(data, pick) {
   const items = ITEMS.map(([key, field, one, many]) => {
     const names = data.summary[field];
     const cls = names.length === 0 ? 'quiet' : key === 'servers-down' || key === 'failing-refills' || key === 'silent-processes' ? 'bad' : 'warn';
-    const show = names.length > 0 && (key === 'failing-refills' || key === 'below-target') ? h('button', { type: 'button', 'data-pick': key }, 'show them') : null;
+    const show =
+      names.length > 0 && (key === 'failing-refills' || key === 'below-target') ? h('button', { type: 'button', 'data-pick': key }, 'show them') : null;
     if (show) show.addEventListener('click', () => pick(key));
-    return h('li', { 'data-summary': key, class: cls }, h('b', { class: 'count' }, names.length), ` ${names.length === 1 ? one : many}`, names.length ? h('span', { class: 'names' }, `: ${some(names)}`) : '', show ? ' ' : '', show);
+    return h(
+      'li',
+      { 'data-summary': key, class: cls },
+      h('b', { class: 'count' }, names.length),
+      ` ${names.length === 1 ? one : many}`,
+      names.length ? h('span', { class: 'names' }, `: ${some(names)}`) : '',
+      show ? ' ' : '',
+      show,
+    );
   });
   const total = ITEMS.reduce((n, [, field]) => n + data.summary[field].length, 0);
   list.replaceChildren(...items);
@@ -40,12 +49,17 @@ const STATE_TEXT = { not_ready: 'not ready', unheard: 'not heard' };
 /** Every process: named host:port with its roles; stopped ones grey, silent ones red, unheard ones grey with why. */
 export function renderProcesses(data) {
   const rows = data.processes.map((p) => {
-    const checks = Object.entries(p.checks).map(([name, c]) => h('span', { class: `check ${c.ok ? 'ok' : 'bad'}`, 'data-check': name, title: c.message || (c.ok ? 'ok' : 'failing') }, name));
+    const checks = Object.entries(p.checks).map(([name, c]) =>
+      h('span', { class: `check ${c.ok ? 'ok' : 'bad'}`, 'data-check': name, title: c.message || (c.ok ? 'ok' : 'failing') }, name),
+    );
     const last =
-      p.state === 'stopped' ? `stopped ${ago(data.now - (p.stoppedAt ?? p.at))}` :
-      p.state === 'silent' ? `silent for ${span(p.silentMs)}` :
-      p.state === 'unheard' ? `last heard ${ago(p.silentMs)}` :
-      ago(p.silentMs);
+      p.state === 'stopped'
+        ? `stopped ${ago(data.now - (p.stoppedAt ?? p.at))}`
+        : p.state === 'silent'
+          ? `silent for ${span(p.silentMs)}`
+          : p.state === 'unheard'
+            ? `last heard ${ago(p.silentMs)}`
+            : ago(p.silentMs);
     const who = [h('span', { class: 'name' }, p.name), p.self ? ' (this page)' : '', p.pid ? h('small', { title: p.id }, ` pid ${p.pid}`) : ''];
     return h(
       'tr',
@@ -53,7 +67,11 @@ export function renderProcesses(data) {
       h('td', {}, who),
       h('td', {}, p.roles.join(', ')),
       h('td', {}, h('span', { class: `status ${STATE[p.state] || 'bad'}`, title: p.note || '' }, STATE_TEXT[p.state] || p.state)),
-      h('td', {}, checks.flatMap((c) => [c, ' '])),
+      h(
+        'td',
+        {},
+        checks.flatMap((c) => [c, ' ']),
+      ),
       h('td', {}, p.version),
       h('td', {}, last, p.note ? h('div', { class: 'note' }, p.note) : ''),
     );

@@ -9,7 +9,8 @@ const last = (v) => (v === null || v === undefined ? Infinity : v);
 const byName = (a, b) => a.bizTag.localeCompare(b.bizTag);
 const SORTS = {
   // Failing refills, then below target, then the emptiest, then by name.
-  attention: (a, b) => b.attention.length - a.attention.length || Number(b.failing !== null) - Number(a.failing !== null) || last(a.fill) - last(b.fill) || byName(a, b),
+  attention: (a, b) =>
+    b.attention.length - a.attention.length || Number(b.failing !== null) - Number(a.failing !== null) || last(a.fill) - last(b.fill) || byName(a, b),
   name: byName,
   depth: (a, b) => last(a.depth) - last(b.depth) || byName(a, b),
   fill: (a, b) => last(a.fill) - last(b.fill) || byName(a, b),
@@ -31,7 +32,9 @@ export function renderTags(ctx) {
   const shown = chosen.slice(0, view.limit);
   const needing = data.tags.filter((t) => t.attention.length > 0).length;
   document.getElementById('tag-count').textContent =
-    `showing ${shown.length} of ${data.tags.length}` + (chosen.length !== data.tags.length ? ` (${chosen.length} match)` : '') + (needing ? `, ${needing} need attention` : '');
+    `showing ${shown.length} of ${data.tags.length}` +
+    (chosen.length !== data.tags.length ? ` (${chosen.length} match)` : '') +
+    (needing ? `, ${needing} need attention` : '');
   const more = document.getElementById('show-more');
   more.hidden = chosen.length <= shown.length;
   more.textContent = `show all ${chosen.length}`;
@@ -68,23 +71,54 @@ function card(tag, series, refills, samples, now, from) {
     stat('depth', 'depth', num(depth)),
     stat('target', 'target', num(target)),
     stat('fill', 'fill', tag.fill === null ? '—' : `${Math.round(tag.fill * 100)} %`, 'depth / target in the newest sample'),
-    stat('demand', 'demand', latest ? `${num(latest.rate)}/s` : tag.rate === null ? '—' : `${num(tag.rate)}/s`, 'IDs per second asked of the pool over its demand window'),
-    stat('issued', 'issued', minute ? `${num((minute.pool + minute.segment + minute.snowflake) / Math.max(1, minute.seconds))}/s` : '—', 'IDs per second handed out by every process, last minute'),
+    stat(
+      'demand',
+      'demand',
+      latest ? `${num(latest.rate)}/s` : tag.rate === null ? '—' : `${num(tag.rate)}/s`,
+      'IDs per second asked of the pool over its demand window',
+    ),
+    stat(
+      'issued',
+      'issued',
+      minute ? `${num((minute.pool + minute.segment + minute.snowflake) / Math.max(1, minute.seconds))}/s` : '—',
+      'IDs per second handed out by every process, last minute',
+    ),
     stat('fallback share', 'fallback', share, 'Share of IDs not from the pool (segment or Snowflake fallback), last 5 minutes'),
     stat('last refill', 'last-refill', lastAt === null ? 'none yet' : ago(now - lastAt)),
-    stat('refills', 'refills', `${pushed.length}${meanMs !== undefined ? `, mean ${Math.round(meanMs)} ms` : ''}`, 'Refills in the history shown, and how long they took'),
+    stat(
+      'refills',
+      'refills',
+      `${pushed.length}${meanMs !== undefined ? `, mean ${Math.round(meanMs)} ms` : ''}`,
+      'Refills in the history shown, and how long they took',
+    ),
   );
   const kafka = latest ? latest.pools.filter((p) => p.kafka) : [];
   const kafkaTable = kafka.length
     ? h(
         'table',
         { class: 'kafka' },
-        h('thead', {}, h('tr', {}, ['topic', 'group', 'depth (IDs)', 'lag per partition (blocks)', 'IDs per block'].map((t) => h('th', {}, t)))),
+        h(
+          'thead',
+          {},
+          h(
+            'tr',
+            {},
+            ['topic', 'group', 'depth (IDs)', 'lag per partition (blocks)', 'IDs per block'].map((t) => h('th', {}, t)),
+          ),
+        ),
         h(
           'tbody',
           {},
           kafka.map((p) =>
-            h('tr', { 'data-topic': p.kafka.topic }, h('td', {}, p.kafka.topic), h('td', {}, p.kafka.group), h('td', { class: 'n' }, num(p.depth)), h('td', {}, p.kafka.lagBlocks.join(' · ') || '—'), h('td', { class: 'n' }, num(p.kafka.blockIds))),
+            h(
+              'tr',
+              { 'data-topic': p.kafka.topic },
+              h('td', {}, p.kafka.topic),
+              h('td', {}, p.kafka.group),
+              h('td', { class: 'n' }, num(p.depth)),
+              h('td', {}, p.kafka.lagBlocks.join(' · ') || '—'),
+              h('td', { class: 'n' }, num(p.kafka.blockIds)),
+            ),
           ),
         ),
       )
@@ -92,9 +126,21 @@ function card(tag, series, refills, samples, now, from) {
   const kinds = latest ? ` (${[...new Set(latest.pools.map((p) => p.kind))].join(', ')})` : '';
   const what = `${tag.mode}${pooled ? `, pool ${tag.pool}${kinds}` : ''}, ${tag.shards} shard${tag.shards === 1 ? '' : 's'}, fallback ${tag.fallback}`;
   const badges = tag.attention.map((a) =>
-    h('span', { class: `badge ${a}`, title: a === 'failing-refills' && tag.failing ? `${tag.failing.failures} failed refill(s) on ${tag.failing.shards} shard(s) since ${new Date(tag.failing.since).toLocaleTimeString()}: ${tag.failing.why}` : '' }, REASONS[a] || a),
+    h(
+      'span',
+      {
+        class: `badge ${a}`,
+        title:
+          a === 'failing-refills' && tag.failing
+            ? `${tag.failing.failures} failed refill(s) on ${tag.failing.shards} shard(s) since ${new Date(tag.failing.since).toLocaleTimeString()}: ${tag.failing.why}`
+            : '',
+      },
+      REASONS[a] || a,
+    ),
   );
-  const failing = tag.failing ? h('p', { class: 'failing' }, `${tag.failing.failures} refill(s) failed since ${new Date(tag.failing.since).toLocaleTimeString()}: ${tag.failing.why}`) : null;
+  const failing = tag.failing
+    ? h('p', { class: 'failing' }, `${tag.failing.failures} refill(s) failed since ${new Date(tag.failing.since).toLocaleTimeString()}: ${tag.failing.why}`)
+    : null;
   return h(
     'article',
     { class: 'tag', 'data-tag': tag.bizTag, 'data-attention': tag.attention.join(' ') || null },

@@ -31,10 +31,14 @@ export class MemoryPool implements IdSource {
   private readonly options: Readonly<Required<Omit<MemoryPoolOptions, 'by' | 'name'>> & { by: string | undefined }>;
 
   constructor(options: MemoryPoolOptions) {
-    const { name, ...rest } = resolveOptions({ ...MEMORY_POOL_DEFAULTS, clock: systemClock, logger: silentLogger, by: undefined as string | undefined }, options, (s) => {
-      checkInteger('MemoryPool', s, 'maxStepFactor', 1);
-      if (!(s.waitTimeoutMs > 0)) throw new OptionsError('MemoryPool', 'waitTimeoutMs', `must be positive, got ${s.waitTimeoutMs}`);
-    });
+    const { name, ...rest } = resolveOptions(
+      { ...MEMORY_POOL_DEFAULTS, clock: systemClock, logger: silentLogger, by: undefined as string | undefined },
+      options,
+      (s) => {
+        checkInteger('MemoryPool', s, 'maxStepFactor', 1);
+        if (!(s.waitTimeoutMs > 0)) throw new OptionsError('MemoryPool', 'waitTimeoutMs', `must be positive, got ${s.waitTimeoutMs}`);
+      },
+    );
     this.name = name;
     this.options = rest;
   }

@@ -33,7 +33,11 @@ export class SnowflakeSource implements IdSource {
   private closing: Promise<void> | null = null;
 
   constructor(generator: SnowflakeGenerator, lease: WorkerIdLease) {
-    if (generator.workerId !== lease.workerId) throw new ConfigError(`generator worker id ${generator.workerId} differs from the lease's ${lease.workerId}; build the generator with the lease's id`, 'workerId');
+    if (generator.workerId !== lease.workerId)
+      throw new ConfigError(
+        `generator worker id ${generator.workerId} differs from the lease's ${lease.workerId}; build the generator with the lease's id`,
+        'workerId',
+      );
     this.generator = generator;
     this.lease = lease;
     this.guard = (ms) => lease.assertIssuable(ms);
@@ -100,7 +104,14 @@ export class SnowflakeSource implements IdSource {
  */
 export async function createSnowflakeSource(options: SnowflakeSourceOptions): Promise<SnowflakeSource> {
   // The generator checks and defaults the rest of its options (core/snowflake.ts).
-  const { provider, layout, clock, logger: parent, datacenterId, maxBackwardsMs } = resolveOptions({ layout: LEAF_LAYOUT, clock: systemClock, logger: silentLogger }, options);
+  const {
+    provider,
+    layout,
+    clock,
+    logger: parent,
+    datacenterId,
+    maxBackwardsMs,
+  } = resolveOptions({ layout: LEAF_LAYOUT, clock: systemClock, logger: silentLogger }, options);
   const logger = parent.child({ component: 'snowflake-source' });
   assertLayoutUsable(layout, clock.now(), logger);
   const lease = await provider.acquire({ maxWorkerId: layout.maxWorkerId });

@@ -80,7 +80,10 @@ export class KafkaJsTopicAdmin implements TopicAdmin {
   topicMetadata(topics: readonly string[]): Promise<TopicMetadata[]> {
     return this.call(async (a) => {
       const meta = await a.fetchTopicMetadata({ topics: [...topics] });
-      return meta.topics.map((t) => ({ name: t.name, partitions: t.partitions.map((p) => ({ partition: p.partitionId, leader: p.leader, replicas: p.replicas })) }));
+      return meta.topics.map((t) => ({
+        name: t.name,
+        partitions: t.partitions.map((p) => ({ partition: p.partitionId, leader: p.leader, replicas: p.replicas })),
+      }));
     });
   }
 

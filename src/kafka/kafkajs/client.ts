@@ -34,7 +34,8 @@ export function parseBrokers(brokers: string[] | string): string[] {
  * `retries` "may invalidate EoS guarantees" (idmint never relies on exactly-once: a lost reply is
  * a gap). Logged at debug; a real failure surfaces as the caller's error.
  */
-const EXPECTED = /coordinator (is )?not available|coordinator is loading|not the correct coordinator|leadership election|no leader for this topic-partition|does not host this topic-partition|invalidate EoS guarantees|group is rebalancing|not aware of this member/i;
+const EXPECTED =
+  /coordinator (is )?not available|coordinator is loading|not the correct coordinator|leadership election|no leader for this topic-partition|does not host this topic-partition|invalidate EoS guarantees|group is rebalancing|not aware of this member/i;
 
 export function isExpectedKafkaCondition(message: string, error: unknown): boolean {
   return EXPECTED.test(message) || (typeof error === 'string' && EXPECTED.test(error));
@@ -49,7 +50,8 @@ const RESTART = /^Restarting the consumer in \d+(\.\d+)?ms$/;
  * (about 180 lines a minute from a responder, 400 from a refill while Kafka was down). These are
  * one outage: one episode per client (core/episode.ts, `"dependency":"kafka"`).
  */
-const UNREACHABLE = /ECONNREFUSED|ECONNRESET|EHOSTUNREACH|ENETUNREACH|ETIMEDOUT|EPIPE|Connection (error|timeout|closed)|Closed connection|connect to seed broker|KafkaJSConnection|Broker not connected|Request .* timed out|KafkaJSRequestTimeoutError/i;
+const UNREACHABLE =
+  /ECONNREFUSED|ECONNRESET|EHOSTUNREACH|ENETUNREACH|ETIMEDOUT|EPIPE|Connection (error|timeout|closed)|Closed connection|connect to seed broker|KafkaJSConnection|Broker not connected|Request .* timed out|KafkaJSRequestTimeoutError/i;
 
 /** The episode ends when a consumer joins its group again, or once no such line came for this long (a producer says nothing when it is back). */
 export const QUIET_MS = 15_000;
@@ -80,7 +82,10 @@ export function pinoLogCreator(logger: Logger): logCreator {
       const loud = level === logLevel.ERROR || level === logLevel.WARN;
       const group = String((extra as { groupId?: unknown }).groupId ?? '');
       const error = (extra as { error?: unknown }).error;
-      if (loud && (isUnreachableLine(message, error) || (outage.active && (message.startsWith('Crash: ') || RESTART.test(message)) && !expectedCrash.has(group)))) {
+      if (
+        loud &&
+        (isUnreachableLine(message, error) || (outage.active && (message.startsWith('Crash: ') || RESTART.test(message)) && !expectedCrash.has(group)))
+      ) {
         expectedCrash.delete(group);
         return unreachable(fields, typeof error === 'string' ? `${message}: ${error}` : message);
       }

@@ -56,7 +56,8 @@ export function installFetchGuard(): RunnerLike {
   // Another copy of this module (the server's and the SDK's in one process) may have wrapped it.
   if (proto[GUARDED]) return (guarded = proto);
   const original = proto.fetch;
-  if (typeof original !== 'function') throw new Error('KafkaJS has no Runner.prototype.fetch: the fetch guard (src/kafka/kafkajs/fetch-guard.ts) does not fit this KafkaJS version');
+  if (typeof original !== 'function')
+    throw new Error('KafkaJS has no Runner.prototype.fetch: the fetch guard (src/kafka/kafkajs/fetch-guard.ts) does not fit this KafkaJS version');
   proto.fetch = async function guardedFetch(this: RunnerLike, nodeId: number): Promise<unknown[]> {
     if (!this.running) {
       await sleep(EMPTY_PAUSE_MS);

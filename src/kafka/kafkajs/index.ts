@@ -49,7 +49,11 @@ export function kafkaJsDriver(options: KafkaConnectionOptions): KafkaDriver {
 /** The names of `err` and the errors KafkaJS wrapped in it (`originalError`, `cause`). */
 function errorNames(err: unknown): string[] {
   const names: string[] = [];
-  for (let e = err as { name?: unknown; originalError?: unknown; cause?: unknown } | undefined; e && names.length < 5; e = (e.originalError ?? e.cause) as typeof e) {
+  for (
+    let e = err as { name?: unknown; originalError?: unknown; cause?: unknown } | undefined;
+    e && names.length < 5;
+    e = (e.originalError ?? e.cause) as typeof e
+  ) {
     if (typeof e.name === 'string') names.push(e.name);
   }
   return names;

@@ -30,7 +30,9 @@ export function installQueueGuard(): RequestQueueLike {
   const proto = RequestQueue.prototype;
   if (proto[GUARDED]) return (guarded = proto);
   if (typeof proto.scheduleCheckPendingRequests !== 'function' || typeof proto.checkPendingRequests !== 'function') {
-    throw new Error('KafkaJS has no RequestQueue.prototype.scheduleCheckPendingRequests: the queue guard (src/kafka/kafkajs/queue-guard.ts) does not fit this KafkaJS version');
+    throw new Error(
+      'KafkaJS has no RequestQueue.prototype.scheduleCheckPendingRequests: the queue guard (src/kafka/kafkajs/queue-guard.ts) does not fit this KafkaJS version',
+    );
   }
   proto.scheduleCheckPendingRequests = function guardedSchedule(this: RequestQueueLike): void {
     if (this.throttleCheckTimeoutId) return;

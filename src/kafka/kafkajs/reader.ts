@@ -57,7 +57,10 @@ export class KafkaJsGroupReader implements GroupReader {
   /** Why it is not joined, when a crash said so. */
   private trouble: string | undefined;
 
-  constructor(kafka: Kafka, private readonly options: GroupReaderOptions) {
+  constructor(
+    kafka: Kafka,
+    private readonly options: GroupReaderOptions,
+  ) {
     installFetchGuard(); // `kafka` may be the caller's own KafkaJS instance
     this.consumer = kafka.consumer({
       groupId: options.groupId,
@@ -131,7 +134,8 @@ export class KafkaJsGroupReader implements GroupReader {
     if (this.failed) return { ok: false, message: `the consumer of ${topic} stopped for good; it is being replaced` };
     if (!this.joined) return { ok: false, message: `not joined to group ${groupId}${this.trouble ? `: ${this.trouble}` : ''}` };
     const silentMs = Date.now() - this.lastFetch;
-    if (silentMs > fetchWindowMs(this.options.maxWaitMs)) return { ok: false, message: `no fetch from ${topic} completed for ${Math.round(silentMs / 1000)} s` };
+    if (silentMs > fetchWindowMs(this.options.maxWaitMs))
+      return { ok: false, message: `no fetch from ${topic} completed for ${Math.round(silentMs / 1000)} s` };
     return { ok: true };
   }
 

@@ -90,7 +90,7 @@ export class PlatformaticTopicAdmin implements TopicAdmin {
             .map((p) => ({ partition: p.partitionIndex, high: p.offset.toString(), low: (lows.get(p.partitionIndex) ?? 0n).toString() }))
             .sort((x, y) => x.partition - y.partition);
         }),
-      { what: 'reading the topic\'s offsets', retriable: isLeaderMoving, timeoutMs: ADMIN_READ_RETRY_MS },
+      { what: "reading the topic's offsets", retriable: isLeaderMoving, timeoutMs: ADMIN_READ_RETRY_MS },
     );
   }
 
@@ -101,11 +101,15 @@ export class PlatformaticTopicAdmin implements TopicAdmin {
         this.call(async (a) => {
           const meta = await a.metadata({ topics: [topic] });
           const count = meta.topics.get(topic)?.partitionsCount ?? 0;
-          const [group] = await a.listConsumerGroupOffsets({ groups: [{ groupId, topics: [{ name: topic, partitionIndexes: Array.from({ length: count }, (_, i) => i) }] }] });
+          const [group] = await a.listConsumerGroupOffsets({
+            groups: [{ groupId, topics: [{ name: topic, partitionIndexes: Array.from({ length: count }, (_, i) => i) }] }],
+          });
           const parts = group?.topics.find((t) => t.name === topic)?.partitions ?? [];
-          return parts.map((p) => ({ partition: p.partitionIndex, offset: p.committedOffset.toString(), metadata: p.metadata ?? null })).sort((x, y) => x.partition - y.partition);
+          return parts
+            .map((p) => ({ partition: p.partitionIndex, offset: p.committedOffset.toString(), metadata: p.metadata ?? null }))
+            .sort((x, y) => x.partition - y.partition);
         }),
-      { what: 'reading the group\'s committed offsets', retriable: isCoordinatorMoving, timeoutMs: ADMIN_READ_RETRY_MS },
+      { what: "reading the group's committed offsets", retriable: isCoordinatorMoving, timeoutMs: ADMIN_READ_RETRY_MS },
     );
   }
 

@@ -44,7 +44,10 @@ export class OffsetCommitter {
     const broker = meta.brokers.get(coordinatorId);
     if (!broker) throw new Error(`the group coordinator (broker ${coordinatorId}) is not in the cluster's metadata`);
     const connection = await this.pool.get({ host: broker.host, port: broker.port });
-    const topics = new Map<string, { name: string; partitions: { partitionIndex: number; committedOffset: bigint; committedLeaderEpoch: number; committedMetadata: string | null }[] }>();
+    const topics = new Map<
+      string,
+      { name: string; partitions: { partitionIndex: number; committedOffset: bigint; committedLeaderEpoch: number; committedMetadata: string | null }[] }
+    >();
     for (const o of offsets) {
       let t = topics.get(o.topic);
       if (!t) topics.set(o.topic, (t = { name: o.topic, partitions: [] }));

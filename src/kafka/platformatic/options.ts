@@ -42,7 +42,10 @@ export function brokerList(brokers: string[] | string): string[] {
 const SASL_MECHANISMS = { plain: 'PLAIN', 'scram-sha-256': 'SCRAM-SHA-256', 'scram-sha-512': 'SCRAM-SHA-512' } as const;
 
 /** @platformatic/kafka's base options (brokers, TLS, SASL, timeouts, retries) from idmint's connection options. */
-export function platformaticOptions(options: KafkaConnectionOptions, requestTimeoutMs = options.requestTimeoutMs ?? REQUEST_TIMEOUT_MS): PlatformaticBaseOptions {
+export function platformaticOptions(
+  options: KafkaConnectionOptions,
+  requestTimeoutMs = options.requestTimeoutMs ?? REQUEST_TIMEOUT_MS,
+): PlatformaticBaseOptions {
   const base: PlatformaticBaseOptions = {
     clientId: options.clientId ?? 'idmint',
     bootstrapBrokers: brokerList(options.brokers),

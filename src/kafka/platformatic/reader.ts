@@ -119,7 +119,9 @@ export class PlatformaticGroupReader implements GroupReader {
     });
     this.committer = new OffsetCommitter(this.consumer, base);
     this.outage = new Episode(logger, 'Kafka unreachable; its clients keep retrying', { dependency: 'kafka' });
-    this.consumer.on('consumer:group:join', (payload) => this.onJoin(payload.generationId ?? this.consumer.generationId, payload.memberId, payload.assignments ?? []));
+    this.consumer.on('consumer:group:join', (payload) =>
+      this.onJoin(payload.generationId ?? this.consumer.generationId, payload.memberId, payload.assignments ?? []),
+    );
     this.consumer.on('consumer:group:rebalance', () => {
       this.membership = undefined;
       this.trouble = 'its group is rebalancing';
@@ -171,7 +173,8 @@ export class PlatformaticGroupReader implements GroupReader {
     if (this.failed) return { ok: false, message: `the consumer of ${topic} stopped for good; it is being replaced` };
     if (!this.membership) return { ok: false, message: `not joined to group ${groupId}${this.trouble ? `: ${this.trouble}` : ''}` };
     const silentMs = Date.now() - this.lastFetch;
-    if (silentMs > fetchWindowMs(this.options.maxWaitMs)) return { ok: false, message: `no fetch from ${topic} completed for ${Math.round(silentMs / 1000)} s` };
+    if (silentMs > fetchWindowMs(this.options.maxWaitMs))
+      return { ok: false, message: `no fetch from ${topic} completed for ${Math.round(silentMs / 1000)} s` };
     return { ok: true };
   }
 
@@ -324,7 +327,14 @@ export class PlatformaticGroupReader implements GroupReader {
     const { partition, membership } = fetched[0]!;
     const active = (): boolean => {
       const now = this.membership;
-      return !this.closed && !this.failed && now !== undefined && now.generationId === membership.generationId && now.memberId === membership.memberId && now.partitions.has(partition);
+      return (
+        !this.closed &&
+        !this.failed &&
+        now !== undefined &&
+        now.generationId === membership.generationId &&
+        now.memberId === membership.memberId &&
+        now.partitions.has(partition)
+      );
     };
     const last = fetched[fetched.length - 1]!.message;
     let committedUpTo: bigint | null = null;
@@ -345,7 +355,8 @@ export class PlatformaticGroupReader implements GroupReader {
         if (!active()) return;
         const next = BigInt(offset) + 1n;
         const prev = this.done.get(partition);
-        if (!prev || prev.offset < next) this.done.set(partition, { topic, partition, offset: next, leaderEpoch: last.leaderEpoch, metadata: null, membership });
+        if (!prev || prev.offset < next)
+          this.done.set(partition, { topic, partition, offset: next, leaderEpoch: last.leaderEpoch, metadata: null, membership });
       },
       commit: async (nextOffset, metadata) => {
         if (!active()) return false;
@@ -372,7 +383,9 @@ export class PlatformaticGroupReader implements GroupReader {
   private async commitIfDue(): Promise<void> {
     const { commit } = this.options;
     if (commit.kind !== 'interval' || Date.now() - this.lastCommit < commit.intervalMs) return;
-    await this.commitDone().catch((err: unknown) => this.logger.debug({ err, topic: this.options.topic }, 'committing handled offsets failed; the next interval tries again'));
+    await this.commitDone().catch((err: unknown) =>
+      this.logger.debug({ err, topic: this.options.topic }, 'committing handled offsets failed; the next interval tries again'),
+    );
   }
 
   /** Interval commits: what was marked done under the current membership. */
@@ -382,7 +395,11 @@ export class PlatformaticGroupReader implements GroupReader {
     if (this.options.commit.kind !== 'interval' || !now || this.done.size === 0) return;
     const offsets = [...this.done.values()].filter((o) => o.membership.generationId === now.generationId && o.membership.memberId === now.memberId);
     this.done.clear();
-    if (offsets.length > 0) await this.commitAs(now, offsets.map(({ membership: _m, ...o }) => o));
+    if (offsets.length > 0)
+      await this.commitAs(
+        now,
+        offsets.map(({ membership: _m, ...o }) => o),
+      );
   }
 
   /**

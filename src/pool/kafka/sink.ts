@@ -38,7 +38,11 @@ export interface KafkaPoolSinkSettings {
   partitions: number;
 }
 
-export const KAFKA_POOL_SINK_DEFAULTS: Readonly<KafkaPoolSinkSettings> = Object.freeze({ blockSize: 1000, maxBlockSize: 1_000_000, partitions: DEFAULT_POOL_PARTITIONS });
+export const KAFKA_POOL_SINK_DEFAULTS: Readonly<KafkaPoolSinkSettings> = Object.freeze({
+  blockSize: 1000,
+  maxBlockSize: 1_000_000,
+  partitions: DEFAULT_POOL_PARTITIONS,
+});
 
 export interface KafkaPoolSinkOptions extends Partial<KafkaPoolSinkSettings> {
   /** The brokers (or a ready driver); the driver is loaded at the first push or read. */
@@ -129,7 +133,8 @@ export class KafkaPoolSink implements PoolSink {
   /** Publishes the segment as blocks. One send: a failed push publishes nothing usable twice, since a retry takes a new segment. */
   async push(segment: Segment): Promise<void> {
     const key = this.signer();
-    if (!key) throw new IdmintError('NOT_READY', 'this refill has no signing key the deployment accepts (see /readyz): its blocks would be dropped by every consumer');
+    if (!key)
+      throw new IdmintError('NOT_READY', 'this refill has no signing key the deployment accepts (see /readyz): its blocks would be dropped by every consumer');
     const topic = this.names.poolTopic(segment.bizTag, segment.shard);
     await this.ensureTopic(topic);
     const per = this.blockIdsFor(segment.end - segment.start + 1);
@@ -144,8 +149,21 @@ export class KafkaPoolSink implements PoolSink {
       const partition = load.indexOf(Math.min(...load));
       load[partition]! += 1;
       const seq = this.nextSeq(topic, partition, start);
-      const place = { namespace: this.namespace, topic, partition, seq: String(seq), at: String(at), bizTag: segment.bizTag, shard: segment.shard, start: String(start), end: String(end) };
-      messages.push({ partition, value: encodePoolBlock(segment.bizTag, start, end, { shard: segment.shard, seq, at, signature: { kid: key.kid, sig: key.sign(blockBytes(place)) } }) });
+      const place = {
+        namespace: this.namespace,
+        topic,
+        partition,
+        seq: String(seq),
+        at: String(at),
+        bizTag: segment.bizTag,
+        shard: segment.shard,
+        start: String(start),
+        end: String(end),
+      };
+      messages.push({
+        partition,
+        value: encodePoolBlock(segment.bizTag, start, end, { shard: segment.shard, seq, at, signature: { kid: key.kid, sig: key.sign(blockBytes(place)) } }),
+      });
     }
     try {
       const writer = await this.writer();
@@ -200,7 +218,7 @@ export class KafkaPoolSink implements PoolSink {
    */
   async remove(bizTag: string): Promise<void> {
     this.metrics.depth.remove({ biz_tag: bizTag });
-    this.logger.info({ bizTag }, 'a deleted tag\'s Kafka pool is left to expire (its group keeps the floors that drop replays)');
+    this.logger.info({ bizTag }, "a deleted tag's Kafka pool is left to expire (its group keeps the floors that drop replays)");
   }
 
   /** Deletes the tag's pool topics (every shard) and its consumer groups: for tests and operators who know no copy of its blocks is kept. */
@@ -260,7 +278,7 @@ export class KafkaPoolSink implements PoolSink {
       if (has < partitions) {
         await admin.createPartitions(topic, partitions).catch((err: unknown) => {
           // Another refill raised it meanwhile: fine; anything else leaves the topic as it was, still usable.
-          this.logger.warn({ err, topic, has, partitions }, 'could not raise the pool topic\'s partitions; consumers beyond its count use their fallback');
+          this.logger.warn({ err, topic, has, partitions }, "could not raise the pool topic's partitions; consumers beyond its count use their fallback");
         });
         this.logger.info({ topic, from: has, to: partitions }, 'pool topic partitions raised');
         this.producer?.refresh();

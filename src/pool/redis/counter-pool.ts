@@ -46,7 +46,12 @@ export class RedisCounterPool extends RedisPoolBase {
     let reply: [number, number];
     try {
       reply = (await runScript(this.pushRedis, 'idmintCounterPush', [
-        keys.counter, keys.ranges, keys.meta, this.settings.fence ? '1' : '0', String(segment.start), String(segment.end),
+        keys.counter,
+        keys.ranges,
+        keys.meta,
+        this.settings.fence ? '1' : '0',
+        String(segment.start),
+        String(segment.end),
       ])) as [number, number];
     } catch (err) {
       throw redisFailure(`Redis (pushing to counter pool of "${segment.bizTag}")`, err);

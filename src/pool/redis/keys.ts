@@ -5,7 +5,6 @@ import { MAX_SHARDS } from '../../core/ports.js';
  * pool: `idmint:{order}:ids`; other shards add their number: `idmint:{order}:3:ids`.
  */
 
-
 export interface PoolKeys {
   /** List pool: IDs as decimal strings. */
   readonly ids: string;

@@ -44,7 +44,11 @@ export class RedisPoolMeta implements DemandStore {
   /** IDs per second asked of this pool, over the window (or since demand was first seen in it). */
   async rate(bizTag: string, shard: number): Promise<number> {
     const { bucketSeconds, windowSeconds } = this.options;
-    const res = await this.redis.multi().time().hgetall(poolKeys(this.options.keyPrefix, bizTag, shard).meta).exec();
+    const res = await this.redis
+      .multi()
+      .time()
+      .hgetall(poolKeys(this.options.keyPrefix, bizTag, shard).meta)
+      .exec();
     if (!res || res[0]?.[0] || res[1]?.[0]) throw res?.[0]?.[0] ?? res?.[1]?.[0] ?? new Error('transaction aborted');
     const [sec, usec] = res[0]?.[1] as [string, string];
     const now = Number(sec) + Number(usec) / 1e6;
@@ -93,7 +97,11 @@ export class RedisPoolMeta implements DemandStore {
   async swap<K extends string>(bizTag: string, shard: number, values: Record<K, number>): Promise<Record<K, number | null>> {
     const key = poolKeys(this.options.keyPrefix, bizTag, shard).meta;
     const fields = Object.keys(values) as K[];
-    const res = await this.redis.multi().hmget(key, ...fields).hset(key, values).exec();
+    const res = await this.redis
+      .multi()
+      .hmget(key, ...fields)
+      .hset(key, values)
+      .exec();
     const old = (res?.[0]?.[1] ?? []) as Array<string | null>;
     return Object.fromEntries(fields.map((f, i) => [f, typeof old[i] === 'string' ? Number(old[i]) : null])) as Record<K, number | null>;
   }

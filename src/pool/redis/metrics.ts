@@ -11,9 +11,19 @@ export interface RedisPoolMetrics {
 const onRegistry = perRegistry((registry: Registry): RedisPoolMetrics => {
   const registers = [registry];
   return {
-    depth: new Gauge({ name: 'idmint_pool_depth', help: 'IDs ready in a Redis pool, as last seen by a take or push', labelNames: ['biz_tag', 'shard', 'kind'], registers }),
+    depth: new Gauge({
+      name: 'idmint_pool_depth',
+      help: 'IDs ready in a Redis pool, as last seen by a take or push',
+      labelNames: ['biz_tag', 'shard', 'kind'],
+      registers,
+    }),
     taken: new Counter({ name: 'idmint_pool_taken_total', help: 'IDs handed out from Redis pools', labelNames: ['biz_tag', 'kind'], registers }),
-    refillRequests: new Counter({ name: 'idmint_pool_refill_requests_total', help: 'Refills asked for by takes that left a pool under its threshold', labelNames: ['biz_tag', 'kind'], registers }),
+    refillRequests: new Counter({
+      name: 'idmint_pool_refill_requests_total',
+      help: 'Refills asked for by takes that left a pool under its threshold',
+      labelNames: ['biz_tag', 'kind'],
+      registers,
+    }),
   };
 });
 

@@ -25,9 +25,7 @@ let sources: Record<ScriptName, string> | undefined;
 function scriptSources(): Record<ScriptName, string> {
   if (!sources) {
     const prologue = readLua('fence.lua');
-    sources = Object.fromEntries(
-      Object.entries(SCRIPTS).map(([name, s]) => [name, `${prologue}\n${readLua(s.file)}`]),
-    ) as Record<ScriptName, string>;
+    sources = Object.fromEntries(Object.entries(SCRIPTS).map(([name, s]) => [name, `${prologue}\n${readLua(s.file)}`])) as Record<ScriptName, string>;
   }
   return sources;
 }

@@ -30,7 +30,12 @@ function runFixture(name: string): { child: ChildProcess; output: () => string; 
 }
 
 const untilListening = (output: () => string): Promise<string> =>
-  untilValue('the fixture to say it listens', async () => output(), (o) => o.includes('"listening"'), { timeoutMs: 30_000, detail: output });
+  untilValue(
+    'the fixture to say it listens',
+    async () => output(),
+    (o) => o.includes('"listening"'),
+    { timeoutMs: 30_000, detail: output },
+  );
 
 // A Ctrl-C between "listening" and the end of the start found SIGINT's default action: the
 // process was killed (exit 130 under npm start, in CI) instead of stopping.
@@ -41,21 +46,28 @@ it('a signal during the start stops the process once it has started, and it exit
   const [code, signal] = await exited;
   expect({ code, signal }, output()).toEqual({ code: 0, signal: null });
   const order = ['shutting down', 'started', 'closed', 'stopped cleanly'].map((line) => output().indexOf(`"${line}"`));
-  expect(order.every((at, i) => at >= 0 && (i === 0 || at > order[i - 1]!)), output()).toBe(true);
+  expect(
+    order.every((at, i) => at >= 0 && (i === 0 || at > order[i - 1]!)),
+    output(),
+  ).toBe(true);
 });
 
 // An orchestrator's SIGTERM during a start hung on a server that never answers: the process must
 // still stop (issue 42: a fixture left by a timed-out test ran for two hours).
-it('a SIGTERM during a start that never finishes stops the process at the close deadline, exit 1, saying why', async () => {
-  const { child, output, exited } = runFixture('never-starts');
-  await untilListening(output);
-  child.kill('SIGTERM');
-  const [code, signal] = await exited;
-  expect({ code, signal }, output()).toEqual({ code: 1, signal: null });
-  expect(output()).toContain('stop asked for during the start');
-  expect(output()).toContain(`shutdown took over ${CLOSE_DEADLINE_MS} ms`);
-  expect(output()).not.toContain('"closed"');
-}, 4 * CLOSE_DEADLINE_MS);
+it(
+  'a SIGTERM during a start that never finishes stops the process at the close deadline, exit 1, saying why',
+  async () => {
+    const { child, output, exited } = runFixture('never-starts');
+    await untilListening(output);
+    child.kill('SIGTERM');
+    const [code, signal] = await exited;
+    expect({ code, signal }, output()).toEqual({ code: 1, signal: null });
+    expect(output()).toContain('stop asked for during the start');
+    expect(output()).toContain(`shutdown took over ${CLOSE_DEADLINE_MS} ms`);
+    expect(output()).not.toContain('"closed"');
+  },
+  4 * CLOSE_DEADLINE_MS,
+);
 
 // A CI run saw "started" after "stopped cleanly": the logger's lines written just before an exit
 // must all come out, in order.

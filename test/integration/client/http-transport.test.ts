@@ -33,7 +33,6 @@ const json =
 const ids = (...values: string[]): Script => json(200, { bizTag: 'order', ids: values, source: 'pool' });
 const error = (status: number, code: string, message: string): Script => json(status, { error: { code, message } });
 
-
 afterEach(async () => {
   const s = server;
   server = undefined;
@@ -133,7 +132,10 @@ describe('httpTransport', () => {
       expect(() => httpTransport(options)).toThrow(expect.objectContaining({ code: 'BAD_REQUEST', field: 'url' }));
     }
     // Checked by resolveOptions: a misconfiguration, never an HTTP 400.
-    for (const options of [{ url: 'http://x', retries: -1 }, { url: 'http://x', timeoutMs: 0 }]) {
+    for (const options of [
+      { url: 'http://x', retries: -1 },
+      { url: 'http://x', timeoutMs: 0 },
+    ]) {
       expect(() => httpTransport(options)).toThrow(expect.objectContaining({ code: 'CONFIG_INVALID' }));
     }
   });
@@ -159,7 +161,7 @@ describe('failoverTransport', () => {
     await t.close();
   });
 
-  it('returns the first answer, and a caller\'s mistake at once without trying the next server', async () => {
+  it("returns the first answer, and a caller's mistake at once without trying the next server", async () => {
     const url = await serve(error(503, 'NOT_READY', 'starting'), ids('5'), error(404, 'UNKNOWN_BIZ_TAG', 'no such tag'));
     const t = failoverTransport({ urls: [url, `${url}/b`] });
     expect((await t.fetch('order', 1)).ids).toEqual(['5']);

@@ -23,7 +23,8 @@ async function drain(client: IdmintClient, bizTag: string, total: number, caller
     Array.from({ length: callers }, async (_, n) => {
       for (let i = 0; left > 0; i++) {
         // Past the deadline, say what the retries met rather than run into the test's timeout silently.
-        if (Date.now() > deadline) throw new Error(`${ids.length} of ${total} IDs after ${timeoutMs} ms; errors retried: ${JSON.stringify(Object.fromEntries(errors))}`);
+        if (Date.now() > deadline)
+          throw new Error(`${ids.length} of ${total} IDs after ${timeoutMs} ms; errors retried: ${JSON.stringify(Object.fromEntries(errors))}`);
         const want = Math.min(left, 1 + ((n * 13 + i) % 50));
         left -= want;
         try {
@@ -40,7 +41,6 @@ async function drain(client: IdmintClient, bizTag: string, total: number, caller
   );
   return ids;
 }
-
 
 // Real Kafka and a real dispenser over Postgres (the Kafka engineer's helpers); names unique per run.
 describe('client over Kafka', () => {
@@ -70,7 +70,13 @@ describe('client over Kafka', () => {
   });
 
   it('kafkaTransport: 2 clients × 16 callers take 20,000 IDs over request/reply with zero duplicates', async () => {
-    const second = createKafkaClient({ verifyKey: TEST_VERIFY_KEY, kafka: testKafkaOptions('sdk-test-2'), requestTopic, clientId: 'sdk-test-2', timeoutMs: 20_000 });
+    const second = createKafkaClient({
+      verifyKey: TEST_VERIFY_KEY,
+      kafka: testKafkaOptions('sdk-test-2'),
+      requestTopic,
+      clientId: 'sdk-test-2',
+      timeoutMs: 20_000,
+    });
     const clients = [
       createIdmintClient({ transport: kafkaTransport(rpc), batchSize: 200, timeoutMs: 30_000 }),
       createIdmintClient({ transport: kafkaTransport(second, { closeClient: true }), batchSize: 200, timeoutMs: 30_000 }),
@@ -91,7 +97,7 @@ describe('client over Kafka', () => {
     await client.close();
   });
 
-  it('kafkaPoolTransport: 2 clients share the tag\'s pool group and take 16,001 IDs with zero duplicates', async () => {
+  it("kafkaPoolTransport: 2 clients share the tag's pool group and take 16,001 IDs with zero duplicates", async () => {
     const bizTag = uniqueName('client-pool');
     await ts.store.createBiz({ bizTag, pool: 'kafka', step: 1000 });
     const sink = new KafkaPoolSink({ signer: testSigner, kafka: testKafkaOptions('sdk-test-refill'), blockSize: 100, partitions: 2 });
@@ -117,7 +123,12 @@ describe('client over Kafka', () => {
     try {
       for (let i = 0; i < 25; i++) await publish();
       const clients = [0, 1].map(() =>
-        createIdmintClient({ transport: kafkaPoolTransport({ verifyKey: TEST_VERIFY_KEY, kafka: testKafkaOptions('sdk-pool'), takeTimeoutMs: 5000 }), batchSize: 100, maxBatchSize: 1000, timeoutMs: 60_000 }),
+        createIdmintClient({
+          transport: kafkaPoolTransport({ verifyKey: TEST_VERIFY_KEY, kafka: testKafkaOptions('sdk-pool'), takeTimeoutMs: 5000 }),
+          batchSize: 100,
+          maxBatchSize: 1000,
+          timeoutMs: 60_000,
+        }),
       );
       // The first joins alone and holds both partitions; the second's join moves one while the first takes.
       const first = await clients[0]!.next(bizTag);
@@ -145,7 +156,11 @@ describe('client over Kafka', () => {
     try {
       await ts.store.createBiz({ bizTag, pool: 'kafka', step: 10 });
       await sink.push(await ts.store.allocate(bizTag, 10));
-      const client = createIdmintClient({ transport: kafkaPoolTransport({ verifyKey: TEST_VERIFY_KEY, kafka: testKafkaOptions('sdk-dry'), takeTimeoutMs: 2000 }), batchSize: 10, timeoutMs: 60_000 });
+      const client = createIdmintClient({
+        transport: kafkaPoolTransport({ verifyKey: TEST_VERIFY_KEY, kafka: testKafkaOptions('sdk-dry'), takeTimeoutMs: 2000 }),
+        batchSize: 10,
+        timeoutMs: 60_000,
+      });
       expect(await client.nextMany(bizTag, 10)).toHaveLength(10);
       await expect(client.next(bizTag)).rejects.toMatchObject({ code: 'POOL_EMPTY' });
       await client.close();

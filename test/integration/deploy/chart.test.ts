@@ -35,7 +35,8 @@ const MODELS: Record<string, new (data: never) => { validate(): void }> = {
 const files = valuesFiles();
 const rendered = new Map<string, K8sObject[]>();
 /** The chart's values with a file's on top, merged as helm merges them (maps deeply). */
-const values = (file: string): Record<string, Record<string, unknown>> => merge(parse(readFileSync(join(CHART, 'values.yaml'), 'utf8')), parse(readFileSync(join(CHART, file), 'utf8'))) as never;
+const values = (file: string): Record<string, Record<string, unknown>> =>
+  merge(parse(readFileSync(join(CHART, 'values.yaml'), 'utf8')), parse(readFileSync(join(CHART, file), 'utf8'))) as never;
 function merge(a: unknown, b: unknown): unknown {
   if (typeof a !== 'object' || a === null || Array.isArray(a) || typeof b !== 'object' || b === null || Array.isArray(b)) return b === undefined ? a : b;
   const out: Record<string, unknown> = { ...(a as Record<string, unknown>) };
@@ -76,7 +77,8 @@ describe('the Helm chart (deploy/helm/idmint)', () => {
     const pods = workloads(objects);
     for (const w of pods) expect(matches(w.spec.selector.matchLabels, w.spec.template.metadata.labels), `${w.kind} ${w.metadata.name}`).toBe(true);
     const selecting = (selector: Record<string, string>) => pods.filter((w) => matches(selector, w.spec.template.metadata.labels));
-    for (const s of objects.filter((o) => o.kind === 'Service')) expect(selecting((s.spec as { selector: Record<string, string> }).selector).length, `Service ${s.metadata.name}`).toBeGreaterThan(0);
+    for (const s of objects.filter((o) => o.kind === 'Service'))
+      expect(selecting((s.spec as { selector: Record<string, string> }).selector).length, `Service ${s.metadata.name}`).toBeGreaterThan(0);
     for (const p of objects.filter((o) => o.kind === 'PodDisruptionBudget')) {
       expect(selecting((p.spec as { selector: { matchLabels: Record<string, string> } }).selector.matchLabels), `PDB ${p.metadata.name}`).toHaveLength(1);
     }
@@ -91,7 +93,10 @@ describe('the Helm chart (deploy/helm/idmint)', () => {
     }
     for (const sm of objects.filter((o) => o.kind === 'ServiceMonitor')) {
       const sel = (sm.spec as { selector: { matchLabels: Record<string, string> } }).selector.matchLabels;
-      expect(objects.filter((o) => o.kind === 'Service' && matches(sel, o.metadata.labels ?? {})), 'the ServiceMonitor selects a service').toHaveLength(1);
+      expect(
+        objects.filter((o) => o.kind === 'Service' && matches(sel, o.metadata.labels ?? {})),
+        'the ServiceMonitor selects a service',
+      ).toHaveLength(1);
     }
   });
 
@@ -105,13 +110,18 @@ describe('the Helm chart (deploy/helm/idmint)', () => {
           expect(probe?.httpGet, `${w.metadata.name}: every probe is an HTTP GET`).toBeDefined();
           const { path, port } = probe!.httpGet!;
           expect((await app.inject({ method: 'GET', url: path })).statusCode, `${path} is a route`).not.toBe(404);
-          expect(c.ports!.some((p) => p.name === port || p.containerPort === port), `probe port ${port}`).toBe(true);
+          expect(
+            c.ports!.some((p) => p.name === port || p.containerPort === port),
+            `probe port ${port}`,
+          ).toBe(true);
         }
         expect(c.readinessProbe!.httpGet!.path).toBe('/readyz');
         expect(c.livenessProbe!.httpGet!.path).toBe('/healthz');
         // A StatefulSet pod may wait for its ordinal (IDMINT_WORKER_ID_WAIT_MS) before it listens.
         const startup = c.startupProbe!;
-        expect((startup.periodSeconds ?? 10) * (startup.failureThreshold ?? 3)).toBeGreaterThan(Number(values(file).workerIds!.waitMs) / 1000 + Number(values(file).workerIds!.leaseMs) / 1000);
+        expect((startup.periodSeconds ?? 10) * (startup.failureThreshold ?? 3)).toBeGreaterThan(
+          Number(values(file).workerIds!.waitMs) / 1000 + Number(values(file).workerIds!.leaseMs) / 1000,
+        );
         expect(spec.terminationGracePeriodSeconds!, `${w.metadata.name}`).toBeGreaterThan(preStopSeconds(c) + CLOSE_DEADLINE_MS / 1000);
         expect(preStopSeconds(c)).toBeGreaterThan(0);
       }
@@ -166,8 +176,15 @@ describe('the Helm chart (deploy/helm/idmint)', () => {
     for (const w of workloads(objects)) {
       const c = w.spec.template.spec.containers[0]!;
       const ordinal = w.kind === 'StatefulSet' ? 2 : undefined;
-      const env = podEnv(objects, c, { name: `${w.metadata.name}-${ordinal ?? 'x7k2p'}`, namespace: 'idmint', ip: '10.1.2.3', ordinal, labels: w.spec.template.metadata.labels });
-      for (const name of Object.keys(env)) if (!name.startsWith('POD_')) expect(documented.has(name), `${w.metadata.name}: ${name} is not a variable idmint reads`).toBe(true);
+      const env = podEnv(objects, c, {
+        name: `${w.metadata.name}-${ordinal ?? 'x7k2p'}`,
+        namespace: 'idmint',
+        ip: '10.1.2.3',
+        ordinal,
+        labels: w.spec.template.metadata.labels,
+      });
+      for (const name of Object.keys(env))
+        if (!name.startsWith('POD_')) expect(documented.has(name), `${w.metadata.name}: ${name} is not a variable idmint reads`).toBe(true);
       for (const [name, value] of Object.entries(env)) expect(value, `${name} is set but empty`).not.toBe('');
       // The CA file the chart mounts from your Secret: a stand-in, since loadConfig reads it.
       for (const name of ['IDMINT_REDIS_TLS_CA', 'IDMINT_KAFKA_TLS_CA']) if (env[name]) env[name] = ca;
@@ -180,7 +197,7 @@ describe('the Helm chart (deploy/helm/idmint)', () => {
     }
   });
 
-  it('the PrometheusRule carries monitoring/alerts.yml, and the chart\'s copy of it is the same file', () => {
+  it("the PrometheusRule carries monitoring/alerts.yml, and the chart's copy of it is the same file", () => {
     const shipped = readFileSync(join(CHART, 'files/alerts.yml'), 'utf8');
     expect(shipped).toBe(readFileSync(join(ROOT, 'monitoring/alerts.yml'), 'utf8'));
     const rule = rendered.get('values-replicated.yaml')!.find((o) => o.kind === 'PrometheusRule')!;
@@ -197,7 +214,9 @@ describe('the Helm chart (deploy/helm/idmint)', () => {
   it('refuses what would break an invariant: an unpinned image, a file worker id, an HPA beyond the worker-id space, a grace period shorter than the drain', async () => {
     await expect(render({ set: { 'image.tag': 'latest' } })).rejects.toThrow(/image\/tag/);
     await expect(render({ set: { 'workerIds.provider': 'file' } })).rejects.toThrow(/workerIds\/provider/);
-    await expect(render({ values: ['values-replicated.yaml'], set: { 'api.hpa.maxReplicas': 1022 } })).rejects.toThrow(/would need 1025 worker ids, more than workerIds.space \(1024\)/);
+    await expect(render({ values: ['values-replicated.yaml'], set: { 'api.hpa.maxReplicas': 1022 } })).rejects.toThrow(
+      /would need 1025 worker ids, more than workerIds.space \(1024\)/,
+    );
     await expect(render({ set: { terminationGracePeriodSeconds: 12 } })).rejects.toThrow(/must exceed preStopSleepSeconds \+ drainSeconds/);
   });
 });

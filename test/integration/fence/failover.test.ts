@@ -24,7 +24,9 @@ describe('Postgres failover', () => {
     for (const c of cleanups.splice(0).reverse()) await c().catch((err: unknown) => console.warn('cleanup failed:', err));
   });
 
-  async function setUp(options: { synchronous?: boolean } = {}): Promise<{ pair: PgPair; db: PgDatabase; store: PostgresBizStore; failovers: Array<[PgIdentity, PgIdentity]> }> {
+  async function setUp(
+    options: { synchronous?: boolean } = {},
+  ): Promise<{ pair: PgPair; db: PgDatabase; store: PostgresBizStore; failovers: Array<[PgIdentity, PgIdentity]> }> {
     const pair = await PgPair.start(options);
     cleanups.push(() => pair.stop());
     const failovers: Array<[PgIdentity, PgIdentity]> = [];
@@ -36,7 +38,12 @@ describe('Postgres failover', () => {
 
   /** Allocates until the new primary answers (the first tries fail NOT_READY while the pool re-picks). */
   async function allocateAfterFailover(allocate: () => Promise<Segment>): Promise<Segment> {
-    return untilValue('a segment from the promoted primary', () => allocate().catch(() => undefined), (s) => s !== undefined, { timeoutMs: 30_000, intervalMs: 100 }) as Promise<Segment>;
+    return untilValue(
+      'a segment from the promoted primary',
+      () => allocate().catch(() => undefined),
+      (s) => s !== undefined,
+      { timeoutMs: 30_000, intervalMs: 100 },
+    ) as Promise<Segment>;
   }
 
   it('a multi-host URL finds the primary, follows the promotion, and sees the new timeline', async () => {
@@ -50,7 +57,11 @@ describe('Postgres failover', () => {
     await pair.promote();
     const after = await allocateAfterFailover(() => store.allocate(bizTag, STEP));
     expect(after.start).toBe(before.end + 1); // nothing was lost: the standby had replayed it all
-    await untilValue('the failover noted', () => failovers.length, (n) => n === 1);
+    await untilValue(
+      'the failover noted',
+      () => failovers.length,
+      (n) => n === 1,
+    );
     expect(failovers[0]![0].timeline).toBe(1);
     expect(failovers[0]![1].timeline).toBe(2);
     expect(db.server()).toMatchObject({ host: `127.0.0.1:${pair.standbyPort}`, timeline: 2, failovers: 1 });
@@ -111,7 +122,11 @@ describe('Postgres failover', () => {
     const after = await allocateAfterFailover(() => allocator.allocate(bizTag, STEP));
     expect(after.start).toBe(before[4]!.end + 1);
     expect(rewinds()).toBe(0);
-    await untilValue('the failover noted', () => failovers.length, (n) => n === 1);
+    await untilValue(
+      'the failover noted',
+      () => failovers.length,
+      (n) => n === 1,
+    );
   });
 
   it('with synchronous replication the lost-tail failover loses no handed-out segment: no rewind, no repeat', async () => {
@@ -125,7 +140,12 @@ describe('Postgres failover', () => {
     await pair.stopWalDelivery();
     // Their commits wait for the standby, which never confirms: never handed out.
     let returned = 0;
-    const waiting = Array.from({ length: 3 }, () => allocator.allocate(bizTag, STEP).then((s) => void (returned++, handedOut.push(s)), () => undefined));
+    const waiting = Array.from({ length: 3 }, () =>
+      allocator.allocate(bizTag, STEP).then(
+        (s) => void (returned++, handedOut.push(s)),
+        () => undefined,
+      ),
+    );
     await sleep(500);
     expect(returned).toBe(0);
     await pair.crashPrimary();

@@ -31,7 +31,9 @@ describe('segment fence in ZooKeeper', () => {
   });
 
   it('refuses a root that is no absolute path as a misconfiguration naming it; a trailing / is the same root', async () => {
-    expect(() => new ZookeeperFence({ connect: env('ZK_CONNECT'), root: 'idmint/fence' })).toThrow(expect.objectContaining({ code: 'CONFIG_INVALID', field: 'root' }));
+    expect(() => new ZookeeperFence({ connect: env('ZK_CONNECT'), root: 'idmint/fence' })).toThrow(
+      expect.objectContaining({ code: 'CONFIG_INVALID', field: 'root' }),
+    );
     expect(() => new ZookeeperFence({ connect: env('ZK_CONNECT'), root: '/' })).toThrow(expect.objectContaining({ code: 'CONFIG_INVALID', field: 'root' }));
     const slashed = await ZookeeperFence.open({ connect: env('ZK_CONNECT'), root: `${root}/`, probeEveryMs: undefined });
     try {
@@ -50,7 +52,12 @@ describe('segment fence in ZooKeeper', () => {
     const ends = Array.from({ length: 40 }, (_, i) => 6000 + ((i * 7919) % 40) * 100);
     await Promise.all(ends.map((e) => fence.raise('marks', 1, e)));
     expect(await fence.current('marks', 1)).toBe(Math.max(...ends));
-    expect(await fence.all()).toEqual(expect.arrayContaining([{ bizTag: 'marks', shard: 0, end: 5000 }, { bizTag: 'marks', shard: 1, end: Math.max(...ends) }]));
+    expect(await fence.all()).toEqual(
+      expect.arrayContaining([
+        { bizTag: 'marks', shard: 0, end: 5000 },
+        { bizTag: 'marks', shard: 1, end: Math.max(...ends) },
+      ]),
+    );
   });
 
   it('a rewound counter repeats segments without the fence, and never with it', async () => {
@@ -95,7 +102,14 @@ describe('segment fence in ZooKeeper', () => {
     const bizTag = uniqueName('stale');
     await st.store.createBiz({ bizTag, step: STEP });
     const a = fenceStore(st.store, fence);
-    const staleOnce = { ...fence, current: async () => 0, claim: fence.claim.bind(fence), raise: fence.raise.bind(fence), all: fence.all.bind(fence), close: async () => undefined };
+    const staleOnce = {
+      ...fence,
+      current: async () => 0,
+      claim: fence.claim.bind(fence),
+      raise: fence.raise.bind(fence),
+      all: fence.all.bind(fence),
+      close: async () => undefined,
+    };
     let stale = true;
     const bFence = { ...staleOnce, current: async (t: string, sh: number) => (stale ? ((stale = false), 0) : fence.current(t, sh)) };
     const discards: Segment[] = [];
@@ -118,11 +132,13 @@ describe('segment fence in ZooKeeper', () => {
     const b = fenceStore(st.store, other, hooks);
     try {
       const segments = await Promise.all(
-        Array.from({ length: 16 }, (_, i) => (async () => {
-          const out: Segment[] = [];
-          for (let n = 0; n < 10; n++) out.push(await (i % 2 ? a : b).allocate(tags[i % 4 < 2 ? 0 : 1]!, 100));
-          return out;
-        })()),
+        Array.from({ length: 16 }, (_, i) =>
+          (async () => {
+            const out: Segment[] = [];
+            for (let n = 0; n < 10; n++) out.push(await (i % 2 ? a : b).allocate(tags[i % 4 < 2 ? 0 : 1]!, 100));
+            return out;
+          })(),
+        ),
       );
       const all = segments.flat();
       for (const bizTag of tags) expectDisjoint(all.filter((s) => s.bizTag === bizTag));

@@ -19,7 +19,12 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'idmint-decode-'));
   const config = loadConfig({ IDMINT_DATA_DIR: dir, IDMINT_PORT: '0', IDMINT_ADMIN_TOKEN: TOKEN, IDMINT_OBFUSCATION_KEY: 'decode-test-obfuscation-key-01' });
   runtime = await startRuntime({ config, logger: silentLogger });
-  for (const [bizTag, format, mode] of [['sq', 'sqids', 'segment'], ['ob', 'obfuscated', 'segment'], ['obflake', 'obfuscated+base62', 'snowflake'], ['plain', 'decimal', 'segment']]) {
+  for (const [bizTag, format, mode] of [
+    ['sq', 'sqids', 'segment'],
+    ['ob', 'obfuscated', 'segment'],
+    ['obflake', 'obfuscated+base62', 'snowflake'],
+    ['plain', 'decimal', 'segment'],
+  ]) {
     const created = await runtime.app.inject({ method: 'POST', url: '/v1/biz', headers: admin, payload: { bizTag, format, mode } });
     expect(created.statusCode, created.body).toBe(201);
   }

@@ -55,11 +55,17 @@ describe('HTTP in process: every route', () => {
 
   it('tag administration and tokens', async () => {
     expect((await runtime.app.inject({ method: 'POST', url: '/v1/biz', headers: admin, payload: { bizTag: 'inproc', step: 100 } })).statusCode).toBe(201);
-    expect((await runtime.app.inject({ url: '/v1/biz', headers: admin })).json()).toMatchObject({ tags: expect.arrayContaining([expect.objectContaining({ bizTag: 'inproc' })]) });
+    expect((await runtime.app.inject({ url: '/v1/biz', headers: admin })).json()).toMatchObject({
+      tags: expect.arrayContaining([expect.objectContaining({ bizTag: 'inproc' })]),
+    });
     expect((await runtime.app.inject({ url: '/v1/biz/inproc', headers: admin })).json()).toMatchObject({ step: 100 });
-    expect((await runtime.app.inject({ method: 'PATCH', url: '/v1/biz/inproc', headers: admin, payload: { description: 'x' } })).json()).toMatchObject({ description: 'x' });
+    expect((await runtime.app.inject({ method: 'PATCH', url: '/v1/biz/inproc', headers: admin, payload: { description: 'x' } })).json()).toMatchObject({
+      description: 'x',
+    });
     const token = (await runtime.app.inject({ method: 'POST', url: '/v1/biz/inproc/tokens', headers: admin })).json() as { id: string; token: string };
-    expect((await runtime.app.inject({ url: '/v1/biz/inproc/tokens', headers: admin })).json()).toMatchObject({ tokens: [expect.objectContaining({ id: token.id })] });
+    expect((await runtime.app.inject({ url: '/v1/biz/inproc/tokens', headers: admin })).json()).toMatchObject({
+      tokens: [expect.objectContaining({ id: token.id })],
+    });
     expect((await runtime.app.inject({ url: `/v1/ids/inproc?token=${token.token}` })).statusCode).toBe(200);
     expect((await runtime.app.inject({ method: 'DELETE', url: `/v1/biz/inproc/tokens/${token.id}`, headers: admin })).statusCode).toBe(204);
     expect((await runtime.app.inject({ method: 'DELETE', url: '/v1/biz/inproc', headers: admin })).statusCode).toBe(204);
@@ -127,9 +133,26 @@ describe('HTTP in process: OpenAPI', () => {
     expect(result.valid).toBe(true);
     // Every route of the HTTP contract (docs/http-api.md, its routes table) is served and documented.
     const contract = [
-      'GET /v1/ids/:bizTag', 'GET /v1/blocks/:bizTag', 'GET /v1/decode/:id', 'POST /v1/biz', 'GET /v1/biz', 'GET /v1/biz/:bizTag', 'PATCH /v1/biz/:bizTag',
-      'DELETE /v1/biz/:bizTag', 'POST /v1/biz/:bizTag/tokens', 'GET /v1/biz/:bizTag/tokens', 'DELETE /v1/biz/:bizTag/tokens/:id', 'GET /api/segment/get/:key',
-      'GET /api/snowflake/get/:key', 'GET /decodeSnowflakeId', 'GET /healthz', 'GET /readyz', 'GET /metrics', 'GET /v1/stats', 'GET /status', 'GET /status.json',
+      'GET /v1/ids/:bizTag',
+      'GET /v1/blocks/:bizTag',
+      'GET /v1/decode/:id',
+      'POST /v1/biz',
+      'GET /v1/biz',
+      'GET /v1/biz/:bizTag',
+      'PATCH /v1/biz/:bizTag',
+      'DELETE /v1/biz/:bizTag',
+      'POST /v1/biz/:bizTag/tokens',
+      'GET /v1/biz/:bizTag/tokens',
+      'DELETE /v1/biz/:bizTag/tokens/:id',
+      'GET /api/segment/get/:key',
+      'GET /api/snowflake/get/:key',
+      'GET /decodeSnowflakeId',
+      'GET /healthz',
+      'GET /readyz',
+      'GET /metrics',
+      'GET /v1/stats',
+      'GET /status',
+      'GET /status.json',
     ];
     const documented = new Set(Object.entries(doc.paths).flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${path}`)));
     const toOpenApi = (path: string): string => path.replace(/:([A-Za-z]+)/g, '{$1}');

@@ -25,7 +25,10 @@ afterAll(async () => {
 });
 
 async function start(extra: Record<string, string>): Promise<Runtime> {
-  const runtime = await startRuntime({ config: loadConfig({ IDMINT_DATA_DIR: mkdtempSync(join(dir, 'data-')), IDMINT_PORT: '0', ...extra }), logger: silentLogger });
+  const runtime = await startRuntime({
+    config: loadConfig({ IDMINT_DATA_DIR: mkdtempSync(join(dir, 'data-')), IDMINT_PORT: '0', ...extra }),
+    logger: silentLogger,
+  });
   runtimes.push(runtime);
   return runtime;
 }
@@ -48,7 +51,12 @@ describe('IDMINT_METRICS_TOKEN', () => {
 
   it('closes /metrics of a process without the API role, and of the standalone Snowflake server', async () => {
     // What a refill or responder process serves.
-    const ops = buildOpsServer({ registry: new Registry(), readiness: async () => ({ status: 'ready', checks: {} }), host: '127.0.0.1', metricsToken: METRICS_TOKEN });
+    const ops = buildOpsServer({
+      registry: new Registry(),
+      readiness: async () => ({ status: 'ready', checks: {} }),
+      host: '127.0.0.1',
+      metricsToken: METRICS_TOKEN,
+    });
     expect((await ops.inject({ url: '/metrics' })).statusCode).toBe(401);
     expect((await ops.inject({ url: '/metrics', headers: { authorization: `Bearer ${METRICS_TOKEN}` } })).statusCode).toBe(200);
     await ops.close();

@@ -40,7 +40,12 @@ describe('per-client rate limit on every issuing route', () => {
 
   it.each(ROUTES)('the API server refuses the request past the limit on %s', async (route) => {
     runtime ??= await startRuntime({
-      config: loadConfig({ IDMINT_DATA_DIR: join(dir, 'api'), IDMINT_PORT: '0', IDMINT_RATE_LIMIT_CLIENT: String(LIMIT), IDMINT_RATE_LIMIT_WINDOW_MS: '600000' }),
+      config: loadConfig({
+        IDMINT_DATA_DIR: join(dir, 'api'),
+        IDMINT_PORT: '0',
+        IDMINT_RATE_LIMIT_CLIENT: String(LIMIT),
+        IDMINT_RATE_LIMIT_WINDOW_MS: '600000',
+      }),
       logger: silentLogger,
     });
     // A fresh client per route: the limit counts a client's requests across routes.
@@ -48,7 +53,12 @@ describe('per-client rate limit on every issuing route', () => {
   });
 
   it('the standalone Snowflake server refuses the request past the limit', async () => {
-    const config = loadConfig({ IDMINT_DATA_DIR: join(dir, 'snowflake'), IDMINT_WORKER_ID: '9', IDMINT_RATE_LIMIT_CLIENT: String(LIMIT), IDMINT_RATE_LIMIT_WINDOW_MS: '600000' });
+    const config = loadConfig({
+      IDMINT_DATA_DIR: join(dir, 'snowflake'),
+      IDMINT_WORKER_ID: '9',
+      IDMINT_RATE_LIMIT_CLIENT: String(LIMIT),
+      IDMINT_RATE_LIMIT_WINDOW_MS: '600000',
+    });
     source = await createSnowflakeSourceFromConfig(config, { logger: silentLogger });
     const app = await buildSnowflakeServer({ source, rateLimits: { perClient: LIMIT, perTag: 0, windowMs: 600_000 } });
     try {

@@ -15,16 +15,26 @@ describe('idmint kafka init and the start-up topic check', () => {
   const tags = [uniqueName('init-a'), uniqueName('init-b')];
 
   afterAll(async () => {
-    await deleteTopics(kafka, tags.map((t) => poolTopic(t)));
+    await deleteTopics(
+      kafka,
+      tags.map((t) => poolTopic(t)),
+    );
   });
 
   it('creates the request topic and the named pool topics, and is idempotent', async () => {
     const admin = kafka.admin();
     await admin.connect();
     try {
-      await expect(assertTopicsExist(topicAdmin(kafka), tags.map((t) => poolTopic(t)))).rejects.toMatchObject({ code: 'NOT_READY' });
+      await expect(
+        assertTopicsExist(
+          topicAdmin(kafka),
+          tags.map((t) => poolTopic(t)),
+        ),
+      ).rejects.toMatchObject({ code: 'NOT_READY' });
       for (let run = 0; run < 2; run++) {
-        await buildProgram().exitOverride().parseAsync(['node', 'idmint', 'kafka', 'init', '--pool-tags', tags.join(',')]);
+        await buildProgram()
+          .exitOverride()
+          .parseAsync(['node', 'idmint', 'kafka', 'init', '--pool-tags', tags.join(',')]);
       }
       await assertTopicsExist(topicAdmin(kafka), [REQUEST_TOPIC, ...tags.map((t) => poolTopic(t))]);
       const [meta] = (await admin.fetchTopicMetadata({ topics: [poolTopic(tags[0]!)] })).topics;
@@ -35,7 +45,8 @@ describe('idmint kafka init and the start-up topic check', () => {
   });
 
   it('a responder refuses to start without its request topic and names the command', async () => {
-    const responder = createResponder({ signer: testSigner,
+    const responder = createResponder({
+      signer: testSigner,
       kafka,
       dispenser: { get: () => Promise.reject(new Error('never called')) } satisfies IdDispenser,
       requestTopic: uniqueName('idmint.requests.absent'),
@@ -45,7 +56,7 @@ describe('idmint kafka init and the start-up topic check', () => {
     await responder.close();
   });
 
-  it('the pool sink deletes a tag\'s topics; another sink that measured it keeps working', async () => {
+  it("the pool sink deletes a tag's topics; another sink that measured it keeps working", async () => {
     const sink = new KafkaPoolSink({ signer: testSigner, kafka });
     const watcher = new KafkaPoolSink({ signer: testSigner, kafka: testKafka('watcher') });
     const admin = kafka.admin();

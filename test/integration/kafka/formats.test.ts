@@ -54,20 +54,23 @@ describe('ID formats over Kafka (real broker)', () => {
     await expect(client.getBlocks(bizTag, 10)).rejects.toMatchObject({ code: 'BAD_REQUEST' });
   });
 
-  it.each(['obfuscated', 'sqids', 'obfuscated+base62'])('%s: the reply names the format, and the SDK over Kafka hands the IDs out with nextString', async (format) => {
-    const bizTag = `k-${format.replace('+', '-')}`;
-    expect((await client.get(bizTag, 3)).format).toBe(format);
-    const codec = formats.codecFor((await ts.store.getBiz(bizTag))!)!;
-    const sdk = createIdmintClient({ transport: kafkaTransport(client), batchSize: 50 });
-    try {
-      const ids = await sdk.nextStrings(bizTag, 120);
-      const distinct = ids.map((id) => codec.decode(id));
-      expectNoDuplicates(distinct);
-      expect(distinct).toHaveLength(120);
-      if (format === 'obfuscated') expect(typeof (await sdk.next(bizTag))).toBe('bigint');
-      else await expect(sdk.next(bizTag)).rejects.toMatchObject({ code: 'BAD_REQUEST' });
-    } finally {
-      await sdk.close();
-    }
-  });
+  it.each(['obfuscated', 'sqids', 'obfuscated+base62'])(
+    '%s: the reply names the format, and the SDK over Kafka hands the IDs out with nextString',
+    async (format) => {
+      const bizTag = `k-${format.replace('+', '-')}`;
+      expect((await client.get(bizTag, 3)).format).toBe(format);
+      const codec = formats.codecFor((await ts.store.getBiz(bizTag))!)!;
+      const sdk = createIdmintClient({ transport: kafkaTransport(client), batchSize: 50 });
+      try {
+        const ids = await sdk.nextStrings(bizTag, 120);
+        const distinct = ids.map((id) => codec.decode(id));
+        expectNoDuplicates(distinct);
+        expect(distinct).toHaveLength(120);
+        if (format === 'obfuscated') expect(typeof (await sdk.next(bizTag))).toBe('bigint');
+        else await expect(sdk.next(bizTag)).rejects.toMatchObject({ code: 'BAD_REQUEST' });
+      } finally {
+        await sdk.close();
+      }
+    },
+  );
 });

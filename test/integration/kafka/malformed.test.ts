@@ -78,7 +78,12 @@ describe('Kafka responder and malformed requests', () => {
 
   /** The bad message and the next valid one may sit on different partitions: poll, do not assume order. */
   async function metricAbove(outcome: string, before: number): Promise<number> {
-    return untilValue(`idmint_kafka_requests_total{outcome="${outcome}"} above ${before}`, () => metric(outcome), (n) => n > before, { timeoutMs: 10_000 });
+    return untilValue(
+      `idmint_kafka_requests_total{outcome="${outcome}"} above ${before}`,
+      () => metric(outcome),
+      (n) => n > before,
+      { timeoutMs: 10_000 },
+    );
   }
 
   async function send(value: string | Buffer): Promise<void> {

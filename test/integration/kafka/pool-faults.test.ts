@@ -17,7 +17,6 @@ import { storeWithDispenser, type DispensingStore } from '../../support/store.js
 import { expectNoDuplicates } from '../../support/unique.js';
 import { TEST_VERIFY_KEY, testSigner } from '../../support/signing.js';
 
-
 /**
  * Kafka pool topics through faults, on a private Kafka: instances joining and leaving while others
  * hold committed blocks (rebalances), and the broker SIGKILLed and restarted under load. Every ID
@@ -57,7 +56,11 @@ describe('Kafka pool topics under rebalances and a Kafka restart', () => {
 
   function instance(i: number): IdmintClient {
     const kafka = testKafka(`faults-${i}`, kafkaServer.url);
-    return new IdmintClient({ transport: kafkaPoolTransport({ verifyKey: TEST_VERIFY_KEY, kafka, takeTimeoutMs: 500, sessionTimeoutMs: 6000 }), maxBatchSize: 50_000, timeoutMs: 20_000 });
+    return new IdmintClient({
+      transport: kafkaPoolTransport({ verifyKey: TEST_VERIFY_KEY, kafka, takeTimeoutMs: 500, sessionTimeoutMs: 6000 }),
+      maxBatchSize: 50_000,
+      timeoutMs: 20_000,
+    });
   }
 
   /** Takes 500 IDs every 10 ms (about 50,000/s, so every ID can be kept) until stopped; a dry or unreachable pool is asked again. */
@@ -132,11 +135,10 @@ describe('Kafka pool topics under rebalances and a Kafka restart', () => {
       await kafkaServer.start();
       // The instances' buffers carry them through the outage; the pool serves again once they
       // commit new blocks on the restarted broker (refilled by the watch meanwhile).
-      await until(
-        'blocks committed on the restarted broker',
-        async () => ((await sink.state(bizTag, 0).catch(() => null))?.committed ?? 0) > committedBefore,
-        { timeoutMs: 120_000, intervalMs: 500 },
-      );
+      await until('blocks committed on the restarted broker', async () => ((await sink.state(bizTag, 0).catch(() => null))?.committed ?? 0) > committedBefore, {
+        timeoutMs: 120_000,
+        intervalMs: 500,
+      });
       const at = got.flat().length;
       await until('IDs flowing after the restart', () => got.flat().length > at + 10_000, { timeoutMs: 60_000 });
       console.log(`Kafka restart: blocks committed again ${Date.now() - killedAt} ms after the kill`);
@@ -148,7 +150,7 @@ describe('Kafka pool topics under rebalances and a Kafka restart', () => {
     console.log(`Kafka restart: ${got.flat().length} IDs from 4 instances, 0 duplicates`);
   }, 240_000);
 
-  it('Kafka down at an instance\'s first take: it answers an error, and serves once Kafka is back', async () => {
+  it("Kafka down at an instance's first take: it answers an error, and serves once Kafka is back", async () => {
     const bizTag = uniqueName('firsttake');
     await ts.store.createBiz({ bizTag, pool: 'kafka', step: 1000 });
     await processor.refill(bizTag, 0, 'manual');
@@ -157,7 +159,10 @@ describe('Kafka pool topics under rebalances and a Kafka restart', () => {
     try {
       // The consumer's start fails (no broker). Before, the transport kept that failed consumer and
       // answered NOT_READY for the life of the process.
-      const error = await client.nextMany(bizTag, 10).then(() => undefined, (err: unknown) => err);
+      const error = await client.nextMany(bizTag, 10).then(
+        () => undefined,
+        (err: unknown) => err,
+      );
       expect(isIdmintError(error), String(error)).toBe(true);
       await kafkaServer.start();
       const ids = await untilValue(

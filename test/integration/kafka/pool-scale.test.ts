@@ -17,7 +17,6 @@ import { sleep, until, untilValue } from '../../support/poll.js';
 import { inlineRefillTrigger } from '../../support/refill-trigger.js';
 import { TEST_VERIFY_KEY, testSigner } from '../../support/signing.js';
 
-
 // Kafka pool topics at rates: the refill's watch measures demand from committed offsets and asks
 // for threshold refills; blocks spread over 16 partitions; each SDK instance (its own Kafka client
 // and consumer, as a pod would have) takes blocks into its tag buffer. Blocks are signed.
@@ -50,61 +49,86 @@ describe('Kafka pool topics: demand-driven refills, every consumer fed', () => {
     await ts?.close();
   });
 
-  it.each([1, 4, 16])('%i SDK instances for up to 4 s: every instance served, zero duplicates, refills asked by the watch', async (instances) => {
-    const bizTag = await newTag(`scale${instances}`);
-    const watch = new KafkaPoolWatch({ sink, store: ts.store, meta, trigger, autoKind: 'redis-counter', everyMs: 200, tagsEveryMs: 200, minDepth: 20_000 });
-    await processor.refill(bizTag, 0, 'manual');
-    watch.start();
-    const clients = Array.from({ length: instances }, (_, i) => {
-      const own = testKafka(`scale-${i}`);
-      return new IdmintClient({ transport: kafkaPoolTransport({ verifyKey: TEST_VERIFY_KEY, kafka: own, takeTimeoutMs: 2000 }), maxBatchSize: 100_000, timeoutMs: 20_000 });
-    });
-    try {
-      const got: number[][] = clients.map(() => []);
-      let empty = 0;
-      // Each starts (joins the group) before any of them measures, so all own partitions. A join
-      // rebalances the others: on a loaded machine a first take can outlast its 2 s take timeout
-      // while partitions move (POOL_EMPTY, as the loop below allows), so it is asked again.
-      await Promise.all(
-        clients.map((c) =>
-          untilValue('a first ID for every instance', () => c.nextMany(bizTag, 1).then(() => true, (err: { code?: string }) => {
-            if (err.code !== 'POOL_EMPTY') throw err;
-            empty++;
-            return false;
-          }), (ok) => ok),
-        ),
-      );
-      const deadline = Date.now() + 4000;
-      await Promise.all(
-        clients.map(async (c, i) => {
-          // Up to 2 M IDs in all (every one kept and checked), or 4 s: enough to feed every instance
-          // through refills, without loading the machine the other integration file shares.
-          while (Date.now() < deadline && got[i]!.length < 2_000_000 / instances) {
-            try {
-              for (const id of await c.nextMany(bizTag, 2000)) got[i]!.push(Number(id));
-            } catch (err) {
-              // A partition run dry for the take timeout before its refill arrived: asked again.
-              if ((err as { code?: string }).code !== 'POOL_EMPTY') throw err;
-              empty++;
+  it.each([1, 4, 16])(
+    '%i SDK instances for up to 4 s: every instance served, zero duplicates, refills asked by the watch',
+    async (instances) => {
+      const bizTag = await newTag(`scale${instances}`);
+      const watch = new KafkaPoolWatch({ sink, store: ts.store, meta, trigger, autoKind: 'redis-counter', everyMs: 200, tagsEveryMs: 200, minDepth: 20_000 });
+      await processor.refill(bizTag, 0, 'manual');
+      watch.start();
+      const clients = Array.from({ length: instances }, (_, i) => {
+        const own = testKafka(`scale-${i}`);
+        return new IdmintClient({
+          transport: kafkaPoolTransport({ verifyKey: TEST_VERIFY_KEY, kafka: own, takeTimeoutMs: 2000 }),
+          maxBatchSize: 100_000,
+          timeoutMs: 20_000,
+        });
+      });
+      try {
+        const got: number[][] = clients.map(() => []);
+        let empty = 0;
+        // Each starts (joins the group) before any of them measures, so all own partitions. A join
+        // rebalances the others: on a loaded machine a first take can outlast its 2 s take timeout
+        // while partitions move (POOL_EMPTY, as the loop below allows), so it is asked again.
+        await Promise.all(
+          clients.map((c) =>
+            untilValue(
+              'a first ID for every instance',
+              () =>
+                c.nextMany(bizTag, 1).then(
+                  () => true,
+                  (err: { code?: string }) => {
+                    if (err.code !== 'POOL_EMPTY') throw err;
+                    empty++;
+                    return false;
+                  },
+                ),
+              (ok) => ok,
+            ),
+          ),
+        );
+        const deadline = Date.now() + 4000;
+        await Promise.all(
+          clients.map(async (c, i) => {
+            // Up to 2 M IDs in all (every one kept and checked), or 4 s: enough to feed every instance
+            // through refills, without loading the machine the other integration file shares.
+            while (Date.now() < deadline && got[i]!.length < 2_000_000 / instances) {
+              try {
+                for (const id of await c.nextMany(bizTag, 2000)) got[i]!.push(Number(id));
+              } catch (err) {
+                // A partition run dry for the take timeout before its refill arrived: asked again.
+                if ((err as { code?: string }).code !== 'POOL_EMPTY') throw err;
+                empty++;
+              }
             }
-          }
-        }),
-      );
-      const all = got.flat();
-      for (const [i, ids] of got.entries()) expect(ids.length, `instance ${i} of ${instances}`).toBeGreaterThan(0);
-      expectNoDuplicates(Float64Array.from(all));
-      console.log(`${instances} instance(s): ${all.length} IDs, per instance min ${Math.min(...got.map((g) => g.length))}, ${empty} POOL_EMPTY`);
-      // The watch saw the consumption and asked for threshold refills (not only the first, manual one).
-      expect(inline.asked.filter((r) => r.bizTag === bizTag && r.reason === 'threshold').length).toBeGreaterThan(0);
-    } finally {
-      await watch.close();
-      await Promise.all(clients.map((c) => c.close()));
-    }
-  }, 120_000);
+          }),
+        );
+        const all = got.flat();
+        for (const [i, ids] of got.entries()) expect(ids.length, `instance ${i} of ${instances}`).toBeGreaterThan(0);
+        expectNoDuplicates(Float64Array.from(all));
+        console.log(`${instances} instance(s): ${all.length} IDs, per instance min ${Math.min(...got.map((g) => g.length))}, ${empty} POOL_EMPTY`);
+        // The watch saw the consumption and asked for threshold refills (not only the first, manual one).
+        expect(inline.asked.filter((r) => r.bizTag === bizTag && r.reason === 'threshold').length).toBeGreaterThan(0);
+      } finally {
+        await watch.close();
+        await Promise.all(clients.map((c) => c.close()));
+      }
+    },
+    120_000,
+  );
 
   it('records consumption as demand and asks for a threshold refill within a tick of the pool running low', async () => {
     const bizTag = await newTag('watch');
-    const watch = new KafkaPoolWatch({ sink, store: ts.store, meta, trigger: { requestRefill: async () => undefined }, autoKind: 'redis-counter', everyMs: 100, tagsEveryMs: 100, minDepth: 20_000 });
+    const watch = new KafkaPoolWatch({
+      sink,
+      store: ts.store,
+      meta,
+      trigger: { requestRefill: async () => undefined },
+      autoKind: 'redis-counter',
+      everyMs: 100,
+      tagsEveryMs: 100,
+      minDepth: 20_000,
+    });
     await processor.refill(bizTag, 0, 'manual');
     // Other tests' tags are in the store too: only this tag's refills are looked at.
     const mine = (asked: Array<{ bizTag: string }>) => asked.filter((a) => a.bizTag === bizTag);
@@ -178,7 +202,10 @@ describe('Kafka pool topics: demand-driven refills, every consumer fed', () => {
     const consumer = new KafkaPoolConsumer({ verifyKey: TEST_VERIFY_KEY, kafka, bizTag: dry });
     await consumer.take(10, { timeoutMs: 20_000 });
     await consumer.close();
-    const fallback = { fetch: async (_t: string, n: number) => ({ ids: Array.from({ length: n }, (_, i) => String(90_000_000 + i)), source: 'segment' as const }), close: async () => undefined };
+    const fallback = {
+      fetch: async (_t: string, n: number) => ({ ids: Array.from({ length: n }, (_, i) => String(90_000_000 + i)), source: 'segment' as const }),
+      close: async () => undefined,
+    };
     const transport = kafkaPoolTransport({ verifyKey: TEST_VERIFY_KEY, kafka: testKafka('dry'), fallback, takeTimeoutMs: 300 });
     try {
       expect(await transport.fetch(dry, 5)).toMatchObject({ source: 'segment', ids: ['90000000', '90000001', '90000002', '90000003', '90000004'] });

@@ -43,7 +43,7 @@ describe('Kafka pool topics', () => {
     await ts?.close();
   });
 
-  it('publishes a segment as blocks and measures depth from the pool group\'s committed offsets', async () => {
+  it("publishes a segment as blocks and measures depth from the pool group's committed offsets", async () => {
     const bizTag = await newTag('depth');
     expect(await sink.depth(bizTag, 0)).toBe(0);
     await sink.push(await ts.store.allocate(bizTag, 1000));
@@ -172,7 +172,9 @@ describe('Kafka pool topics', () => {
 
     const [a, b] = await Promise.all([spawnConsumer(), spawnConsumer()]);
     const idsOf = (c: ChildProcess) => outputs.get(c)!;
-    await until('both consumers serving', () => idsOf(a).length >= 500 && idsOf(b).length >= 500, { detail: () => `a=${idsOf(a).length} b=${idsOf(b).length}` });
+    await until('both consumers serving', () => idsOf(a).length >= 500 && idsOf(b).length >= 500, {
+      detail: () => `a=${idsOf(a).length} b=${idsOf(b).length}`,
+    });
     a.kill('SIGKILL');
     await new Promise((r) => a.once('exit', r));
     const bAtKill = idsOf(b).length;

@@ -97,7 +97,7 @@ describe('Kafka request/reply', () => {
     }
   });
 
-  it('keeps the first reply for a request id and drops a second (a redelivered request\'s)', async () => {
+  it("keeps the first reply for a request id and drops a second (a redelivered request's)", async () => {
     const silentTopic = uniqueName('idmint.requests.dup');
     await createTopic(kafka, silentTopic);
     const dupClient = createKafkaClient({ verifyKey: TEST_VERIFY_KEY, kafka, requestTopic: silentTopic, clientId: 'dup' });
@@ -115,7 +115,11 @@ describe('Kafka request/reply', () => {
           const req = decodeRequest(message.value, { maxCount: 10, maxBytes: 4096 });
           if (!req.ok) return;
           const { id, replyTo } = req.request;
-          const signed = (ids: string[]) => encodeIdsReply(id, ids, 'pool', undefined, { kid: TEST_SIGNING_KEY.kid, sig: TEST_SIGNING_KEY.sign(replyBytes(replyTo, id, { kind: 'ids', source: 'pool', format: '', ids })) });
+          const signed = (ids: string[]) =>
+            encodeIdsReply(id, ids, 'pool', undefined, {
+              kid: TEST_SIGNING_KEY.kid,
+              sig: TEST_SIGNING_KEY.sign(replyBytes(replyTo, id, { kind: 'ids', source: 'pool', format: '', ids })),
+            });
           await producer.send({ topic: replyTo, messages: [{ key: id, value: signed(['11', '12']) }] });
           await producer.send({ topic: replyTo, messages: [{ key: id, value: signed(['21', '22']) }] });
         },
@@ -156,7 +160,9 @@ describe('Kafka request/reply', () => {
   });
 
   it('50 concurrent clients x 200 requests: zero duplicates across all replies', async () => {
-    const clients = Array.from({ length: 50 }, (_, i) => createKafkaClient({ verifyKey: TEST_VERIFY_KEY, kafka, requestTopic, clientId: `many-${i}`, timeoutMs: 30_000 }));
+    const clients = Array.from({ length: 50 }, (_, i) =>
+      createKafkaClient({ verifyKey: TEST_VERIFY_KEY, kafka, requestTopic, clientId: `many-${i}`, timeoutMs: 30_000 }),
+    );
     try {
       await Promise.all(clients.map((c) => c.start()));
       const perClient = await Promise.all(

@@ -71,8 +71,24 @@ describe('signed Kafka pool blocks and replies: what an attacker with write acce
     await sink.push(await ts.store.allocate(bizTag, 1000));
     const topic = poolTopic(bizTag);
     const wrong = generateSigningKey();
-    const signed = (key: SigningKey, place: Parameters<typeof blockBytes>[0]) => encodePoolBlock(place.bizTag, BigInt(place.start), BigInt(place.end), { seq: place.seq, at: place.at, signature: { kid: key.kid, sig: key.sign(blockBytes(place)) } });
-    const at = (start: number, end: number, over: Partial<Parameters<typeof blockBytes>[0]> = {}) => ({ namespace: '', topic, partition: 0, seq: String(start), at: String(Date.now()), bizTag, shard: 0, start: String(start), end: String(end), ...over });
+    const signed = (key: SigningKey, place: Parameters<typeof blockBytes>[0]) =>
+      encodePoolBlock(place.bizTag, BigInt(place.start), BigInt(place.end), {
+        seq: place.seq,
+        at: place.at,
+        signature: { kid: key.kid, sig: key.sign(blockBytes(place)) },
+      });
+    const at = (start: number, end: number, over: Partial<Parameters<typeof blockBytes>[0]> = {}) => ({
+      namespace: '',
+      topic,
+      partition: 0,
+      seq: String(start),
+      at: String(Date.now()),
+      bizTag,
+      shard: 0,
+      start: String(start),
+      end: String(end),
+      ...over,
+    });
     await attacker.send({
       topic,
       messages: [
@@ -80,7 +96,17 @@ describe('signed Kafka pool blocks and replies: what an attacker with write acce
         { partition: 0, value: Buffer.from(JSON.stringify({ v: 1, bizTag, start: '1', end: '5' })) },
         { partition: 0, value: signed(wrong, at(5001, 5005)) },
         // Signed by the deployment for another tag, then relabelled to this one.
-        { partition: 0, value: (() => { const p = at(5006, 5009, { bizTag: other, topic: poolTopic(other) }); return encodePoolBlock(bizTag, 5006, 5009, { seq: p.seq, at: p.at, signature: { kid: TEST_SIGNING_KEY.kid, sig: TEST_SIGNING_KEY.sign(blockBytes(p)) } }); })() },
+        {
+          partition: 0,
+          value: (() => {
+            const p = at(5006, 5009, { bizTag: other, topic: poolTopic(other) });
+            return encodePoolBlock(bizTag, 5006, 5009, {
+              seq: p.seq,
+              at: p.at,
+              signature: { kid: TEST_SIGNING_KEY.kid, sig: TEST_SIGNING_KEY.sign(blockBytes(p)) },
+            });
+          })(),
+        },
         // Genuinely signed for this very place, but three days ago (a copy kept for later).
         { partition: 0, value: signed(TEST_SIGNING_KEY, at(5100, 5200, { at: String(Date.now() - 3 * 86_400_000) })) },
         // Genuinely signed for another namespace's topic.
@@ -98,7 +124,13 @@ describe('signed Kafka pool blocks and replies: what an attacker with write acce
       expectNoDuplicates(ids);
       expect(ids.filter((id) => id > 1000)).toEqual([]);
       await until('eight drops counted', () => consumer.rejectedBlocks === 8, { detail: () => JSON.stringify(consumer.rejected) });
-      expect(consumer.rejected).toMatchObject({ unsigned: 1, 'signed by an unknown key': 1, malformed: 2, 'beyond 2^53': 1, 'signed too long ago (or ahead of this clock)': 1 });
+      expect(consumer.rejected).toMatchObject({
+        unsigned: 1,
+        'signed by an unknown key': 1,
+        malformed: 2,
+        'beyond 2^53': 1,
+        'signed too long ago (or ahead of this clock)': 1,
+      });
       expect(consumer.rejected['badly signed, or signed for another place']).toBe(2);
     } finally {
       await consumer.close();
@@ -117,7 +149,13 @@ describe('signed Kafka pool blocks and replies: what an attacker with write acce
     await first.close();
     expect(seen).toHaveLength(4000);
     // The attacker copies every genuine block back into its own partition, and into the next one.
-    await attacker.send({ topic, messages: genuine.flatMap((b) => [{ partition: b.partition, value: b.value }, { partition: (b.partition + 1) % 4, value: b.value }]) });
+    await attacker.send({
+      topic,
+      messages: genuine.flatMap((b) => [
+        { partition: b.partition, value: b.value },
+        { partition: (b.partition + 1) % 4, value: b.value },
+      ]),
+    });
     // And a fresh refill, so the consumers have something genuine to take.
     await sink.push(await ts.store.allocate(bizTag, 1000));
     const two = [0, 1].map(() => new KafkaPoolConsumer({ verifyKey: TEST_VERIFY_KEY, kafka, bizTag, bufferBlocks: 2 }));
@@ -137,7 +175,14 @@ describe('signed Kafka pool blocks and replies: what an attacker with write acce
     const requestTopic = uniqueName('sig.requests');
     await createTopic(kafka, requestTopic, 2);
     await ts.store.createBiz({ bizTag: 'raced', step: 1000 });
-    const responder: Responder = createResponder({ signer: testSigner, kafka, dispenser: ts.dispenser, groupId: uniqueName('sig.responders'), requestTopic, registry: new Registry() });
+    const responder: Responder = createResponder({
+      signer: testSigner,
+      kafka,
+      dispenser: ts.dispenser,
+      groupId: uniqueName('sig.responders'),
+      requestTopic,
+      registry: new Registry(),
+    });
     await responder.start();
     // The attacker reads every request and answers first with IDs of its choosing: 1..count, always.
     const forger = kafka.consumer({ groupId: uniqueName('forger') });
@@ -155,9 +200,21 @@ describe('signed Kafka pool blocks and replies: what an attacker with write acce
           topic: replyTo,
           messages: [
             { key: id, value: encodeIdsReply(id, ids, 'pool') },
-            { key: id, value: encodeIdsReply(id, ids, 'pool', undefined, { kid: bad.kid, sig: bad.sign(replyBytes(replyTo, id, { kind: 'ids', source: 'pool', format: '', ids })) }) },
+            {
+              key: id,
+              value: encodeIdsReply(id, ids, 'pool', undefined, {
+                kid: bad.kid,
+                sig: bad.sign(replyBytes(replyTo, id, { kind: 'ids', source: 'pool', format: '', ids })),
+              }),
+            },
             // A genuine signature lifted from another request's reply does not fit this one.
-            { key: id, value: encodeIdsReply(id, ids, 'pool', undefined, { kid: TEST_SIGNING_KEY.kid, sig: TEST_SIGNING_KEY.sign(replyBytes(replyTo, 'another-id', { kind: 'ids', source: 'pool', format: '', ids })) }) },
+            {
+              key: id,
+              value: encodeIdsReply(id, ids, 'pool', undefined, {
+                kid: TEST_SIGNING_KEY.kid,
+                sig: TEST_SIGNING_KEY.sign(replyBytes(replyTo, 'another-id', { kind: 'ids', source: 'pool', format: '', ids })),
+              }),
+            },
           ],
         });
         forged += 3;
@@ -205,7 +262,7 @@ describe('signed Kafka pool blocks and replies: what an attacker with write acce
       try {
         expect(await drain(old, 1000)).toHaveLength(300);
         const blocks = 300 / rotating.blockIdsFor(300);
-        await until('the next key\'s blocks dropped', () => old.rejected['signed by an unknown key'] === blocks, { detail: () => JSON.stringify(old.rejected) });
+        await until("the next key's blocks dropped", () => old.rejected['signed by an unknown key'] === blocks, { detail: () => JSON.stringify(old.rejected) });
       } finally {
         await old.close();
       }
@@ -221,7 +278,9 @@ describe('signed Kafka pool blocks and replies: what an attacker with write acce
       expect(() => kafkaPoolTransport({ kafka })).toThrow(/verifyKey .*idmint keys public.*insecureSkipVerify/);
       expect(() => createKafkaClient({ kafka })).toThrow(/verifyKey/);
       expect(() => new KafkaPoolConsumer({ kafka, bizTag: 'order' })).toThrow(/verifyKey/);
-      expect(() => new KafkaPoolConsumer({ kafka, bizTag: 'order', blockKey: 'an-old-hmac-key-0123456789' } as never)).toThrow(/blockKey .*replaced by verifyKey/);
+      expect(() => new KafkaPoolConsumer({ kafka, bizTag: 'order', blockKey: 'an-old-hmac-key-0123456789' } as never)).toThrow(
+        /blockKey .*replaced by verifyKey/,
+      );
       expect(() => kafkaPoolTransport({ kafka, verifyKey: 'ed25519:0000000000000000:AAAA' })).toThrow(/not an idmint public key/);
       process.env.IDMINT_VERIFY_KEY = TEST_VERIFY_KEY;
       expect(() => kafkaPoolTransport({ kafka })).not.toThrow();

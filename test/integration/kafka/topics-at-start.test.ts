@@ -58,6 +58,8 @@ describe('Kafka topics at start', () => {
 
   it('with IDMINT_KAFKA_CREATE_TOPICS=false refuses a missing topic and names the command', async () => {
     const requestTopic = uniqueName('idmint-test.requests.missing');
-    await expect(startResponderRole({ config: configFor(requestTopic, 'false'), logger: silentLogger, dispenser: ts.dispenser, signer: testSigner })).rejects.toThrow(/idmint kafka init/);
+    await expect(
+      startResponderRole({ config: configFor(requestTopic, 'false'), logger: silentLogger, dispenser: ts.dispenser, signer: testSigner }),
+    ).rejects.toThrow(/idmint kafka init/);
   });
 });

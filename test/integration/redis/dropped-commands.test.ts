@@ -44,7 +44,7 @@ describe('commands dropped by a Redis restart', () => {
     expect(await blpopAcrossRestart(new Redis(server.url, { autoResendUnfulfilledCommands: false, maxRetriesPerRequest: null }))).toBe('pending');
   });
 
-  it('settleDroppedCommands rejects it, on the client and on its duplicates (BullMQ\'s blocking connection)', async () => {
+  it("settleDroppedCommands rejects it, on the client and on its duplicates (BullMQ's blocking connection)", async () => {
     const client = settleDroppedCommands(new Redis(server.url, { autoResendUnfulfilledCommands: false, maxRetriesPerRequest: null }));
     expect(await blpopAcrossRestart(client)).toBe(`rejected: ${DROPPED_MESSAGE}`);
     expect(await blpopAcrossRestart(client.duplicate())).toBe(`rejected: ${DROPPED_MESSAGE}`);

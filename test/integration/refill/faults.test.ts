@@ -28,7 +28,10 @@ describe('refill faults, each ending with the zero-duplicate check (private redi
     server = undefined;
   });
 
-  async function setUp(kind: 'redis-list' | 'redis-counter' = 'redis-list', extra: Parameters<typeof startHarness>[0] extends infer O ? Partial<O> : never = {}) {
+  async function setUp(
+    kind: 'redis-list' | 'redis-counter' = 'redis-list',
+    extra: Parameters<typeof startHarness>[0] extends infer O ? Partial<O> : never = {},
+  ) {
     server = await startPrivateServer('redis');
     store = await freshStore();
     const bizTag = `fault-${uid()}`;

@@ -86,7 +86,6 @@ export async function runTakers(opts: {
   return { ids: ids.subarray(0, n), notReady: live.notReady, short, maxInFlight };
 }
 
-
 export interface Harness {
   readonly redis: Redis;
   readonly pool: RedisListPool | RedisCounterPool;
@@ -133,7 +132,15 @@ export async function startHarness(opts: {
   if (opts.worker ?? true) {
     const workerRedis = new Redis(opts.redisUrl, { maxRetriesPerRequest: null, retryStrategy: () => 50 });
     workerRedis.on('error', () => {});
-    worker = new RefillWorker({ connection: workerRedis, processor, name: queueName, concurrency: 2, lockDurationMs: 5000, stalledIntervalMs: 2000, ...opts.worker_ });
+    worker = new RefillWorker({
+      connection: workerRedis,
+      processor,
+      name: queueName,
+      concurrency: 2,
+      lockDurationMs: 5000,
+      stalledIntervalMs: 2000,
+      ...opts.worker_,
+    });
     await worker.waitUntilReady();
     const w = worker;
     const close = w.close.bind(w);

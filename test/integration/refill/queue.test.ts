@@ -30,7 +30,11 @@ describe('refill triggers: threshold and cron (real Redis, Postgres, BullMQ)', (
       await sleep(30); // past the pool's 20 ms debounce, so each take really asks
     }
     const h = harness;
-    const jobs = await untilValue('the refill job', () => h.queue.queue.getJobs(['waiting', 'prioritized', 'delayed', 'active']), (j) => j.length > 0);
+    const jobs = await untilValue(
+      'the refill job',
+      () => h.queue.queue.getJobs(['waiting', 'prioritized', 'delayed', 'active']),
+      (j) => j.length > 0,
+    );
     // Deduplicated: the five asks made one job, and no other arrives later.
     await sleep(100);
     expect((await h.queue.queue.getJobs(['waiting', 'prioritized', 'delayed', 'active'])).length).toBe(jobs.length);
@@ -46,7 +50,11 @@ describe('refill triggers: threshold and cron (real Redis, Postgres, BullMQ)', (
     expect(schedulers.map((s) => [s.key, s.every])).toEqual([[SWEEP_SCHEDULER_ID, 300]]);
 
     const h = harness;
-    await untilValue('the sweep to fill the pool', () => h.pool.depth(tag.bizTag, 0), (depth) => depth >= 500);
+    await untilValue(
+      'the sweep to fill the pool',
+      () => h.pool.depth(tag.bizTag, 0),
+      (depth) => depth >= 500,
+    );
     // The pool fills before its job is marked completed: wait for the record (a loaded machine shows the gap).
     const done = await untilValue(
       'the sweep and its cron refill among the completed jobs',
@@ -150,7 +158,11 @@ describe('refill triggers: threshold and cron (real Redis, Postgres, BullMQ)', (
     harness = await startHarness({ redisUrl: REDIS_URL, store: store.store, processor: { minDepth: 1000 } });
     await harness.queue.requestRefill(tag.bizTag, 0, 'manual');
     const h = harness;
-    const failed = await untilValue('the refill job to fail', () => h.queue.queue.getJobs(['failed']), (f) => f.length > 0);
+    const failed = await untilValue(
+      'the refill job to fail',
+      () => h.queue.queue.getJobs(['failed']),
+      (f) => f.length > 0,
+    );
     expect(failed).toHaveLength(1);
     expect(failed[0]!.failedReason).toContain('SEGMENT_EXHAUSTED');
     expect(failed[0]!.attemptsMade).toBe(1);

@@ -90,7 +90,12 @@ describe('workers/refill.ts as a process', () => {
       IDMINT_REFILL_EVERY_MS: '1000',
     });
     try {
-      const ledger = await untilValue('a segment allocated in the schema', () => store!.ledger('schema-drift'), (l) => l.length > 0, { detail: w.output });
+      const ledger = await untilValue(
+        'a segment allocated in the schema',
+        () => store!.ledger('schema-drift'),
+        (l) => l.length > 0,
+        { detail: w.output },
+      );
       expect(ledger.length).toBeGreaterThan(0);
     } finally {
       w.child.kill('SIGKILL');
@@ -101,7 +106,9 @@ describe('workers/refill.ts as a process', () => {
   it('refuses to start without DATABASE_URL, with one line that says why', async () => {
     const w = await startWorker({ REDIS_URL, DATABASE_URL: '' });
     expect(await w.exited).toBe(1);
-    expect(w.output().trim()).toBe('idmint-refill: CONFIG_INVALID: a refill-only process needs DATABASE_URL: it allocates segments in the Postgres the API uses');
+    expect(w.output().trim()).toBe(
+      'idmint-refill: CONFIG_INVALID: a refill-only process needs DATABASE_URL: it allocates segments in the Postgres the API uses',
+    );
   });
 
   it('refuses a bad refill option, naming the variable', async () => {

@@ -50,7 +50,10 @@ describe('smoke: infra.sh with the Patroni profile in its own IDMINT_INFRA_DIR',
   it('pg-ha.sh kill with no cluster in the directory fails and says where it looked', async () => {
     const empty = mkdtempSync(join(tmpdir(), 'idmint-infra-empty-'));
     try {
-      const err = await run('bash', [script('pg-ha.sh'), 'kill', '1'], { env: { ...process.env, IDMINT_INFRA_DIR: empty, IDMINT_PG_HA_DIR: '' }, cwd: root }).then(
+      const err = await run('bash', [script('pg-ha.sh'), 'kill', '1'], {
+        env: { ...process.env, IDMINT_INFRA_DIR: empty, IDMINT_PG_HA_DIR: '' },
+        cwd: root,
+      }).then(
         () => undefined,
         (e: { code: number; stderr: string }) => e,
       );

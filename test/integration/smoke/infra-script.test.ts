@@ -38,8 +38,7 @@ describe('smoke: scripts/infra.sh lifecycle', () => {
   chmodSync(dir, 0o755);
   let env: NodeJS.ProcessEnv = {};
   const infra = (...args: string[]) => run('bash', [join(root, 'scripts/infra.sh'), ...args], { env, cwd: root, timeout: 300_000 });
-  const pids = () =>
-    ['kafka', 'zookeeper', 'redis', 'postgres'].map((s) => Number(readFileSync(join(dir, 'pids', `${s}.pid`), 'utf8').trim()));
+  const pids = () => ['kafka', 'zookeeper', 'redis', 'postgres'].map((s) => Number(readFileSync(join(dir, 'pids', `${s}.pid`), 'utf8').trim()));
 
   afterAll(async () => {
     await infra('down').catch(() => undefined);

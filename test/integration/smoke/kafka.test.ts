@@ -58,9 +58,7 @@ describe('smoke: kafka', () => {
     const probe = strict.admin();
     await probe.connect();
     try {
-      await expect(probe.fetchTopicMetadata({ topics: [`idmint.smoke.absent.${run}`] })).rejects.toThrow(
-        /does not host this topic-partition|unknown topic/i,
-      );
+      await expect(probe.fetchTopicMetadata({ topics: [`idmint.smoke.absent.${run}`] })).rejects.toThrow(/does not host this topic-partition|unknown topic/i);
     } finally {
       await probe.disconnect();
     }

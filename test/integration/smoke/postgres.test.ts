@@ -25,10 +25,7 @@ describe('smoke: postgres', () => {
   it('takes a segment with one atomic UPDATE ... RETURNING', async () => {
     await client.query(`CREATE TABLE ${schema}.seg (tag text PRIMARY KEY, max_id bigint NOT NULL, step int NOT NULL)`);
     await client.query(`INSERT INTO ${schema}.seg VALUES ('order', 0, 1000)`);
-    const take = () =>
-      client.query<{ max_id: string }>(
-        `UPDATE ${schema}.seg SET max_id = max_id + step WHERE tag = 'order' RETURNING max_id`,
-      );
+    const take = () => client.query<{ max_id: string }>(`UPDATE ${schema}.seg SET max_id = max_id + step WHERE tag = 'order' RETURNING max_id`);
     expect((await take()).rows[0]!.max_id).toBe('1000');
     expect((await take()).rows[0]!.max_id).toBe('2000');
   });

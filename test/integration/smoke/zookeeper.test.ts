@@ -34,12 +34,8 @@ describe('smoke: zookeeper', () => {
   });
 
   it('creates persistent sequential children, as worker-id registration does', async () => {
-    const a = await call<string>((cb) =>
-      client.create(`${root}/w-`, Buffer.from('a'), zookeeper.CreateMode.PERSISTENT_SEQUENTIAL, cb),
-    );
-    const b = await call<string>((cb) =>
-      client.create(`${root}/w-`, Buffer.from('b'), zookeeper.CreateMode.PERSISTENT_SEQUENTIAL, cb),
-    );
+    const a = await call<string>((cb) => client.create(`${root}/w-`, Buffer.from('a'), zookeeper.CreateMode.PERSISTENT_SEQUENTIAL, cb));
+    const b = await call<string>((cb) => client.create(`${root}/w-`, Buffer.from('b'), zookeeper.CreateMode.PERSISTENT_SEQUENTIAL, cb));
     expect(a).toMatch(/\/w-\d{10}$/);
     expect(b! > a!).toBe(true);
     const children = await call<string[]>((cb) => client.getChildren(root, (err, kids) => cb(err, kids)));

@@ -82,7 +82,11 @@ for (const kind of ['postgres', 'pglite'] as const) {
         await db.query("UPDATE idmint_biz SET max_limit = 50, fallback = 'segment' WHERE biz_tag = 'pushed'");
         await db.query("INSERT INTO idmint_tag_token (biz_tag, token_hash, prefix) VALUES ('pushed', 'h', 'p')");
         await new PostgresDeploymentRecord(db, 'p').claim({ 'segment-fence': 'off' });
-        await until('four kinds of change to arrive', () => ['idmint_biz:pushed', 'idmint_tag_token:pushed', 'idmint_setting:'].every((c) => heard.includes(c)), { timeoutMs: 5000 });
+        await until(
+          'four kinds of change to arrive',
+          () => ['idmint_biz:pushed', 'idmint_tag_token:pushed', 'idmint_setting:'].every((c) => heard.includes(c)),
+          { timeoutMs: 5000 },
+        );
         expect(heard.filter((c) => c === 'idmint_biz:pushed').length).toBeGreaterThanOrEqual(2);
       } finally {
         await feed?.close();
@@ -93,7 +97,13 @@ for (const kind of ['postgres', 'pglite'] as const) {
       const db = await open();
       const record = new PostgresDeploymentRecord(db, 'p');
       const registry = new Registry();
-      const watch = new DeploymentWatch({ record, view: { 'worker-id-registry': ZK, region: 'single' }, report: { id: 'w', address: 'here:1', roles: 'api' }, everyMs: 50, registry });
+      const watch = new DeploymentWatch({
+        record,
+        view: { 'worker-id-registry': ZK, region: 'single' },
+        report: { id: 'w', address: 'here:1', roles: 'api' },
+        everyMs: 50,
+        registry,
+      });
       await watch.start();
       try {
         expect(watch.refusal('snowflake')).toBeUndefined();

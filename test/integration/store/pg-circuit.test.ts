@@ -64,7 +64,14 @@ describe('the Postgres circuit', () => {
     }
     // A SQL error is an answer: it neither opens the circuit nor is mistaken for an outage.
     proxy.heal();
-    await until('a probe to find Postgres back', async () => (await db.query('SELECT 1').then(() => true, () => false)));
+    await until(
+      'a probe to find Postgres back',
+      async () =>
+        await db.query('SELECT 1').then(
+          () => true,
+          () => false,
+        ),
+    );
     await expect(db.query('SELECT * FROM no_such_table_for_the_circuit')).rejects.toMatchObject({ code: '42P01' });
     expect((await db.query<{ one: number }>('SELECT 1 AS one')).rows[0]!.one).toBe(1);
   });

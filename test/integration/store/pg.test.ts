@@ -124,7 +124,9 @@ describe('createPgDatabase', () => {
       const sorted = [...got].sort((a, b) => a.start - b.start);
       for (let i = 1; i < sorted.length; i++) expect(sorted[i]!.start).toBeGreaterThan(sorted[i - 1]!.end);
       // Counter and ledger move in one statement: the ledger tiles [1, max_id] exactly, gaps or not in what callers saw.
-      const ledger = await db.query<{ start_id: bigint; end_id: bigint }>("SELECT start_id, end_id FROM idmint_ledger WHERE biz_tag = 'fault' ORDER BY start_id");
+      const ledger = await db.query<{ start_id: bigint; end_id: bigint }>(
+        "SELECT start_id, end_id FROM idmint_ledger WHERE biz_tag = 'fault' ORDER BY start_id",
+      );
       let next = 1n;
       for (const row of ledger.rows) {
         expect(row.start_id).toBe(next);

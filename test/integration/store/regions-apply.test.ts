@@ -21,7 +21,10 @@ describe('idmint regions apply (real Postgres)', () => {
     await zero.store.createBiz({ bizTag: 'sharded', mode: 'sharded', shards: 4, step: 300 });
     await zero.store.createBiz({ bizTag: 'flakes', mode: 'snowflake' });
     await zero.store.createBiz({ bizTag: 'unused', step: 10 });
-    const ids = new Map<string, Array<{ region: number; shard: number; start: number; end: number }>>([['order', []], ['sharded', []]]);
+    const ids = new Map<string, Array<{ region: number; shard: number; start: number; end: number }>>([
+      ['order', []],
+      ['sharded', []],
+    ]);
     // Eight allocators in region 0 all along: before the row, while the floors are taken, after.
     let running = true;
     const allocate = async (store: TestStore, region: number, w: number): Promise<void> => {
@@ -94,7 +97,10 @@ describe('idmint regions apply (real Postgres)', () => {
 
     await other.store.createBiz({ bizTag: 'order', mode: 'snowflake' });
     const conflict = await planRegions(zero.db, [other.db], { regions: 2, stripe: 1000 });
-    expect(conflict.targets[0]!.tags[0]).toMatchObject({ action: 'refuse', reason: expect.stringMatching(/definition differs from region 0's \(mode snowflake\/segment/) });
+    expect(conflict.targets[0]!.tags[0]).toMatchObject({
+      action: 'refuse',
+      reason: expect.stringMatching(/definition differs from region 0's \(mode snowflake\/segment/),
+    });
 
     await holdRegionRecord(other.db, regionLayout(2, 1, 1000), 'test');
     await expect(planRegions(other.db, [zero.db], { regions: 2, stripe: 1000 })).rejects.toThrow(/the source database is already region 1 of 2/);

@@ -53,7 +53,7 @@ describe('segments of several regions (real Postgres)', () => {
     }
   });
 
-  it("maxLimit refuses rather than wraps: a region whose next stripe lies past the limit is exhausted", async () => {
+  it('maxLimit refuses rather than wraps: a region whose next stripe lies past the limit is exhausted', async () => {
     const [a] = stores as [TestStore];
     await a.store.createBiz({ bizTag: 'small', step: 600, maxLimit: 2500 });
     // Region 0 of 2, stripes of 1000: 1–1000 and 2001–2500 are its.
@@ -76,7 +76,9 @@ describe('segments of several regions (real Postgres)', () => {
   it("a tag whose limit ends before this region's first stripe is refused at create and update, not exhausted at its first take", async () => {
     const [, b] = stores as [TestStore, TestStore];
     // Region 1 of 2, stripes of 1000: its first ID is 1001.
-    await expect(b.store.createBiz({ bizTag: 'tiny', step: 10, maxLimit: 1000 })).rejects.toThrow(/maxLimit 1000 of "tiny" leaves region 1 of 2 no IDs: its first stripe starts at 1001 \(stripes of 1000\); give a maxLimit of at least 1001/);
+    await expect(b.store.createBiz({ bizTag: 'tiny', step: 10, maxLimit: 1000 })).rejects.toThrow(
+      /maxLimit 1000 of "tiny" leaves region 1 of 2 no IDs: its first stripe starts at 1001 \(stripes of 1000\); give a maxLimit of at least 1001/,
+    );
     await b.store.createBiz({ bizTag: 'tiny', step: 10, maxLimit: 1001 });
     expect(await b.store.allocate('tiny', 10)).toMatchObject({ start: 1001, end: 1001 });
     await expect(b.store.updateBiz('tiny', { maxLimit: 999 })).rejects.toThrow(/leaves region 1 of 2 no IDs/);
@@ -87,15 +89,21 @@ describe('segments of several regions (real Postgres)', () => {
 
   it('a database holds the layout it recorded: unset, different, or a used single-region database each refused with one line', async () => {
     const [a, , c] = stores as [TestStore, TestStore, TestStore];
-    await expect(holdRegionRecord(a.db, undefined, 'test')).rejects.toThrow(/this database is one of several regions \(IDMINT_REGION=0 IDMINT_REGIONS=2 IDMINT_REGION_STRIPE=1000, recorded .*\); start with those settings/);
-    await expect(holdRegionRecord(a.db, regionLayout(2, 1, 1000), 'test')).rejects.toThrow(/IDMINT_REGION=1 IDMINT_REGIONS=2 IDMINT_REGION_STRIPE=1000 differs from what this database recorded at its first start \(IDMINT_REGION=0 IDMINT_REGIONS=2/);
+    await expect(holdRegionRecord(a.db, undefined, 'test')).rejects.toThrow(
+      /this database is one of several regions \(IDMINT_REGION=0 IDMINT_REGIONS=2 IDMINT_REGION_STRIPE=1000, recorded .*\); start with those settings/,
+    );
+    await expect(holdRegionRecord(a.db, regionLayout(2, 1, 1000), 'test')).rejects.toThrow(
+      /IDMINT_REGION=1 IDMINT_REGIONS=2 IDMINT_REGION_STRIPE=1000 differs from what this database recorded at its first start \(IDMINT_REGION=0 IDMINT_REGIONS=2/,
+    );
     await expect(holdRegionRecord(a.db, regionLayout(3, 0, 1000), 'test')).rejects.toThrow(/differs/);
     await expect(holdRegionRecord(a.db, regionLayout(3, 0, 1000), 'test')).rejects.toMatchObject({ code: 'CONFIG_INVALID' });
     // A single-region database that handed out IDs does not become a region by a setting.
     await c.store.createBiz({ bizTag: 'old', step: 10 });
     await c.store.allocate('old', 10);
     expect(await holdRegionRecord(c.db, undefined, 'test')).toBeUndefined();
-    await expect(holdRegionRecord(c.db, regionLayout(2, 1), 'test')).rejects.toThrow(/already handed out IDs as a single region; make it a region with `idmint regions apply`/);
+    await expect(holdRegionRecord(c.db, regionLayout(2, 1), 'test')).rejects.toThrow(
+      /already handed out IDs as a single region; make it a region with `idmint regions apply`/,
+    );
     expect(await readRegionRecord(c.db)).toBeUndefined();
     expect(await c.store.allocate('old', 10)).toMatchObject({ start: 11, end: 20 });
   });

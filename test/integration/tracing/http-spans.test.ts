@@ -82,10 +82,18 @@ describe('traces of HTTP requests, one per source', () => {
       'idmint.count': 3,
       'idmint.source': 'pool',
     });
-    expect(tracing.one('idmint.pool.take', (s) => s.spanContext().traceId === traceId).attributes).toMatchObject({ 'idmint.pool.kind': 'memory', 'idmint.taken': 3 });
+    expect(tracing.one('idmint.pool.take', (s) => s.spanContext().traceId === traceId).attributes).toMatchObject({
+      'idmint.pool.kind': 'memory',
+      'idmint.taken': 3,
+    });
     const update = tracing.one('UPDATE idmint_segment', (s) => s.spanContext().traceId === traceId);
     expect(update.kind).toBe(SpanKind.CLIENT);
-    expect(update.attributes).toMatchObject({ 'db.system.name': 'postgresql', 'db.collection.name': 'idmint_segment', 'idmint.segment.start': 1, 'idmint.segment.end': 100 });
+    expect(update.attributes).toMatchObject({
+      'db.system.name': 'postgresql',
+      'db.collection.name': 'idmint_segment',
+      'idmint.segment.start': 1,
+      'idmint.segment.end': 100,
+    });
     expect(tracing.one('idmint.fence.claim', (s) => s.spanContext().traceId === traceId).attributes).toMatchObject({ 'idmint.fence.claimed': true });
   });
 
@@ -98,9 +106,16 @@ describe('traces of HTTP requests, one per source', () => {
     const tree = tracing.tree(first.traceId);
     expect(tree.slice(0, 3)).toEqual(['GET /v1/ids/:bizTag', '  idmint.dispense', '    idmint.pool.take']);
     expect(tree).toContain('    idmint.segment.take');
-    expect(tracing.one('idmint.pool.take', (s) => s.spanContext().traceId === first.traceId).attributes).toMatchObject({ 'idmint.pool.kind': 'redis-list', 'idmint.taken': 0 });
+    expect(tracing.one('idmint.pool.take', (s) => s.spanContext().traceId === first.traceId).attributes).toMatchObject({
+      'idmint.pool.kind': 'redis-list',
+      'idmint.taken': 0,
+    });
 
-    await untilValue('the threshold refill', () => harness.pool.depth(tag.bizTag, 0), (depth) => depth > 0);
+    await untilValue(
+      'the threshold refill',
+      () => harness.pool.depth(tag.bizTag, 0),
+      (depth) => depth > 0,
+    );
     // The short take asked for a refill: BullMQ's `add` span sits under the pool take...
     expect(tracing.spans().some((s) => s.name.startsWith('add refill-') && s.spanContext().traceId === first.traceId)).toBe(true);
     // ...and the refill runs in a trace of its own (it outlives the request), linked to it.
@@ -126,7 +141,10 @@ describe('traces of HTTP requests, one per source', () => {
     const { body, traceId } = await get(tag.bizTag);
     expect(body.source).toBe('snowflake');
     expect(tracing.tree(traceId)).toEqual(['GET /v1/ids/:bizTag', '  idmint.dispense', '    idmint.snowflake.issue']);
-    expect(tracing.one('idmint.snowflake.issue', (s) => s.spanContext().traceId === traceId).attributes).toMatchObject({ 'idmint.worker_id': 7, 'idmint.taken': 3 });
+    expect(tracing.one('idmint.snowflake.issue', (s) => s.spanContext().traceId === traceId).attributes).toMatchObject({
+      'idmint.worker_id': 7,
+      'idmint.taken': 3,
+    });
   });
 
   it("continues the caller's trace (traceparent) and records an error on the spans", async () => {
@@ -148,7 +166,12 @@ describe('traces of HTTP requests, one per source', () => {
   it('leaves probes untraced', async () => {
     const before = tracing.spans().length;
     expect((await app.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
-    expect(tracing.spans().slice(before).map((s) => s.name)).toEqual([]);
+    expect(
+      tracing
+        .spans()
+        .slice(before)
+        .map((s) => s.name),
+    ).toEqual([]);
   });
 
   it("the SDK's fetch is a CLIENT span whose traceparent the server continues", async () => {

@@ -29,7 +29,12 @@ export async function startMemoryTracing(): Promise<MemoryTracing> {
     spans,
     one(name, where = () => true) {
       const found = spans().filter((s) => s.name === name && where(s));
-      if (found.length !== 1) throw new Error(`${found.length} spans named ${name}; all: ${spans().map((s) => s.name).join(', ')}`);
+      if (found.length !== 1)
+        throw new Error(
+          `${found.length} spans named ${name}; all: ${spans()
+            .map((s) => s.name)
+            .join(', ')}`,
+        );
       return found[0]!;
     },
     tree(traceId) {

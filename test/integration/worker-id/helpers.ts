@@ -8,10 +8,7 @@ import { Writable } from 'node:stream';
 import { createLogger, type Logger } from '../../../src/app/log.js';
 import { ZkClient } from '../../../src/worker-id/index.js';
 
-
-
 export const tempDir = (): string => mkdtempSync(join(tmpdir(), 'idmint-wid-'));
-
 
 /** A logger whose JSON lines land in `lines`, for asserting on warnings. */
 export function capturingLogger(): { logger: Logger; lines: Array<Record<string, unknown>> } {
@@ -30,7 +27,6 @@ export function steppedClock(offsetMs = 0): { offset: number; now(): number } {
   const c = { offset: offsetMs, now: () => Date.now() + c.offset };
   return c;
 }
-
 
 /** A TCP forwarder to `target` on `port`, started late: "the server came back". */
 export async function startProxy(port: number, target: string): Promise<{ close(): Promise<void> }> {
@@ -62,11 +58,16 @@ export async function startProxy(port: number, target: string): Promise<{ close(
  * SESSION_EXPIRED. (Joining and closing the session while the client can reconnect races its
  * reconnect, which a busy machine can lose for long.) Resolves with the reopened proxy, once the client emitted 'expired'.
  */
-export async function expireSessionBehindProxy(zk: ZkClient, proxy: { close(): Promise<void> }, port: number, target: string): Promise<{ close(): Promise<void> }> {
+export async function expireSessionBehindProxy(
+  zk: ZkClient,
+  proxy: { close(): Promise<void> },
+  port: number,
+  target: string,
+): Promise<{ close(): Promise<void> }> {
   const session = zk.session;
   const expired = new Promise<void>((resolve) => zk.once('expired', () => resolve()));
   await proxy.close();
-  for (const giveUpAt = Date.now() + 30_000; ; ) {
+  for (const giveUpAt = Date.now() + 30_000; ;) {
     try {
       const thief = await ZkClient.connect({ connect: target, session, connectTimeoutMs: 2000 });
       thief.close();

@@ -21,7 +21,9 @@ interface Pod {
 
 /** One "pod": the fixture with a StatefulSet pod's identity and ordinal, in a data dir of its own (an emptyDir). */
 function startPod(address: string, root: string, ordinal: number): Pod {
-  const child = spawn(process.execPath, ['--import', 'tsx', fixture, env('ZK_CONNECT'), address, root, tempDir(), String(ordinal), '4000'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', fixture, env('ZK_CONNECT'), address, root, tempDir(), String(ordinal), '4000'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   children.push(child);
   const pod: Pod = { child, batches: [], log: '', ready: Promise.resolve(-1) };
   let partial = '';
@@ -78,10 +80,12 @@ describe('two live processes with one ordinal (a force-deleted pod that still ru
     const oldLast = stamped(old).reduce((a, b) => Math.max(a, b), 0);
     const replacementFirst = stamped(replacement).reduce((a, b) => Math.min(a, b), Infinity);
     expect(oldLast, 'the old pod issued after it was frozen').toBeLessThanOrEqual(frozenAt);
-    expect(replacementFirst, 'the replacement issued at or below the old pod\'s last timestamp').toBeGreaterThan(oldLast);
+    expect(replacementFirst, "the replacement issued at or below the old pod's last timestamp").toBeGreaterThan(oldLast);
 
     const all = [...idsOf(old), ...idsOf(replacement)];
-    console.info(`ordinal takeover: ${idsOf(old).length} IDs from the old pod, ${idsOf(replacement).length} from the replacement, took over ${tookOverAt - frozenAt} ms after the freeze`);
+    console.info(
+      `ordinal takeover: ${idsOf(old).length} IDs from the old pod, ${idsOf(replacement).length} from the replacement, took over ${tookOverAt - frozenAt} ms after the freeze`,
+    );
     expect(new Set(all.map((id) => LEAF_LAYOUT.decode(BigInt(id)).worker))).toEqual(new Set([0]));
     expectNoDuplicates(all, 'IDs of two live pods with one ordinal');
   }, 120_000);

@@ -89,7 +89,7 @@ async function redisHarness(): Promise<ReclaimingHarness> {
   const redisVia = (port: number) => {
     if (!behind.has(port)) {
       // Commands fail within a reconnect attempt while the proxy is cut, instead of waiting for it.
-      const client = new Redis({ host: "127.0.0.1", port, maxRetriesPerRequest: 0, retryStrategy: () => 100 });
+      const client = new Redis({ host: '127.0.0.1', port, maxRetriesPerRequest: 0, retryStrategy: () => 100 });
       client.on('error', () => undefined);
       behind.set(port, client);
     }

@@ -20,7 +20,13 @@ describe('ZooKeeper worker ids across a Deployment’s restarts', () => {
     const ids: bigint[] = [];
     const started = Date.now();
     for (let i = 0; i < 1100; i++) {
-      const provider = new ZooKeeperWorkerIdProvider({ connect: env('ZK_CONNECT'), address: `10.43.${i >> 8}.${i & 255}:8080`, root, dataDir, markAheadMs: 50 });
+      const provider = new ZooKeeperWorkerIdProvider({
+        connect: env('ZK_CONNECT'),
+        address: `10.43.${i >> 8}.${i & 255}:8080`,
+        root,
+        dataDir,
+        markAheadMs: 50,
+      });
       let source;
       try {
         source = await createSnowflakeSource({ provider });

@@ -19,7 +19,8 @@ function prefix(): string {
   return p;
 }
 
-const provider = (o: Partial<RedisWorkerIdProviderOptions> & { keyPrefix: string; address: string }) => new RedisWorkerIdProvider({ redis, app: 'x', dataDir: tempDir(), ...quick, ...o });
+const provider = (o: Partial<RedisWorkerIdProviderOptions> & { keyPrefix: string; address: string }) =>
+  new RedisWorkerIdProvider({ redis, app: 'x', dataDir: tempDir(), ...quick, ...o });
 
 afterAll(async () => {
   for (const p of prefixes) {
@@ -65,7 +66,16 @@ describe('RedisWorkerIdProvider', () => {
     const viaProxy = new Redis({ host: '127.0.0.1', port, maxRetriesPerRequest: 0, retryStrategy: () => 100 });
     viaProxy.on('error', () => undefined);
     const { logger, lines } = capturingLogger();
-    const lease = (await new RedisWorkerIdProvider({ redis: viaProxy, app: 'x', address: '10.0.2.1:80', keyPrefix, dataDir, logger, ...quick, retryEveryMs: 100 }).acquire({ maxWorkerId: 1023 })) as LeasedWorkerIdLease;
+    const lease = (await new RedisWorkerIdProvider({
+      redis: viaProxy,
+      app: 'x',
+      address: '10.0.2.1:80',
+      keyPrefix,
+      dataDir,
+      logger,
+      ...quick,
+      retryEveryMs: 100,
+    }).acquire({ maxWorkerId: 1023 })) as LeasedWorkerIdLease;
     expect(lines.some((l) => l.level === 40 && String(l.msg).includes('cached worker id'))).toBe(true);
     expect(() => lease.assertIssuable(Date.now())).toThrow(expect.objectContaining({ code: 'NOT_READY' }));
     const proxy = await startProxy(port, new URL(env('REDIS_URL')).host);
@@ -81,7 +91,14 @@ describe('RedisWorkerIdProvider', () => {
   });
 
   it('Redis down and no cache: WORKER_ID_UNAVAILABLE naming the file', async () => {
-    const dead = new Redis({ port: await freePort(), host: '127.0.0.1', lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    const dead = new Redis({
+      port: await freePort(),
+      host: '127.0.0.1',
+      lazyConnect: true,
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+    });
     dead.on('error', () => undefined);
     const err = await new RedisWorkerIdProvider({ redis: dead, app: 'x', address: '10.0.3.1:80', keyPrefix: prefix(), dataDir: tempDir() })
       .acquire({ maxWorkerId: 1023 })

@@ -6,7 +6,7 @@ import { ClockBackwardsError } from '../../../src/core/errors.js';
 import { LEAF_LAYOUT } from '../../../src/core/layout.js';
 import type { BizTag } from '../../../src/core/ports.js';
 import { createSnowflakeSource, type SnowflakeSource } from '../../../src/dispenser/sources/snowflake.js';
-import type { ZooKeeperRegistry} from '../../../src/worker-id/index.js';
+import type { ZooKeeperRegistry } from '../../../src/worker-id/index.js';
 import { ZooKeeperWorkerIdProvider, type ZooKeeperWorkerIdLease } from '../../../src/worker-id/index.js';
 import { capturingLogger, expireSessionBehindProxy, startProxy, steppedClock, tempDir, zkRoots } from './helpers.js';
 import { env } from '../../support/env.js';
@@ -22,8 +22,11 @@ const roots = zkRoots();
 const newRoot = (): string => roots.next();
 const sources: SnowflakeSource[] = [];
 
-
-async function start(root: string, address: string, more: Partial<ConstructorParameters<typeof ZooKeeperWorkerIdProvider>[0]> & { dataDir: string }): Promise<SnowflakeSource> {
+async function start(
+  root: string,
+  address: string,
+  more: Partial<ConstructorParameters<typeof ZooKeeperWorkerIdProvider>[0]> & { dataDir: string },
+): Promise<SnowflakeSource> {
   const clock = more.clock;
   const provider = new ZooKeeperWorkerIdProvider({ connect: env('ZK_CONNECT'), address, root, ...more });
   const source = await createSnowflakeSource({ provider, ...(clock ? { clock } : {}) });
@@ -47,7 +50,6 @@ async function issueFor(source: SnowflakeSource, ms: number, pauses = false): Pr
   return out;
 }
 
-
 afterEach(async () => {
   await Promise.all(sources.splice(0).map((s) => s.close()));
 });
@@ -62,7 +64,10 @@ describe('SnowflakeSource over ZooKeeper worker ids', () => {
     expectNoDuplicates(distinct, 'worker ids');
     expect(distinct).toHaveLength(3);
     const children = [4, 5].map((i) =>
-      run(process.execPath, ['--import', 'tsx', fixture, env('ZK_CONNECT'), `10.5.0.${i}:8080`, root, tempDir(), '30000'], { maxBuffer: 64 << 20, timeout: 60_000 }),
+      run(process.execPath, ['--import', 'tsx', fixture, env('ZK_CONNECT'), `10.5.0.${i}:8080`, root, tempDir(), '30000'], {
+        maxBuffer: 64 << 20,
+        timeout: 60_000,
+      }),
     );
     const [mine, ...theirs] = await Promise.all([Promise.all(local.map((s) => issueFor(s, 1500))), ...children]);
     const all = [...mine.flat(), ...theirs.flatMap((r) => r.stdout.trim().split('\n'))];

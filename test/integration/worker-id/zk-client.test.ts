@@ -34,8 +34,15 @@ describe('ZkClient', () => {
   });
 
   it('rejects a malformed connect string or timeout at construction as a misconfiguration naming it', async () => {
-    await expect(ZkClient.connect({ connect: 'not a host' })).rejects.toMatchObject({ code: 'CONFIG_INVALID', field: 'connect', message: expect.stringContaining('ZK_CONNECT') });
-    await expect(ZkClient.connect({ connect: env('ZK_CONNECT'), operationTimeoutMs: 0 })).rejects.toMatchObject({ code: 'CONFIG_INVALID', field: 'operationTimeoutMs' });
+    await expect(ZkClient.connect({ connect: 'not a host' })).rejects.toMatchObject({
+      code: 'CONFIG_INVALID',
+      field: 'connect',
+      message: expect.stringContaining('ZK_CONNECT'),
+    });
+    await expect(ZkClient.connect({ connect: env('ZK_CONNECT'), operationTimeoutMs: 0 })).rejects.toMatchObject({
+      code: 'CONFIG_INVALID',
+      field: 'operationTimeoutMs',
+    });
   });
 
   it('a reply the library cannot parse drops the connection instead of crashing the process', async () => {

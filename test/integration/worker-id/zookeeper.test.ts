@@ -4,8 +4,16 @@ import { promisify } from 'node:util';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { ClockBackwardsError } from '../../../src/core/errors.js';
 import type { WorkerIdLease } from '../../../src/core/ports.js';
-import type { ZooKeeperRegistry} from '../../../src/worker-id/index.js';
-import { CreateMode, LEGACY_REPORT_GRACE_MS, ZkClient, ZooKeeperWorkerIdProvider, type ZkWorkerRecord, type ZooKeeperWorkerIdLease, type ZooKeeperWorkerIdProviderOptions } from '../../../src/worker-id/index.js';
+import type { ZooKeeperRegistry } from '../../../src/worker-id/index.js';
+import {
+  CreateMode,
+  LEGACY_REPORT_GRACE_MS,
+  ZkClient,
+  ZooKeeperWorkerIdProvider,
+  type ZkWorkerRecord,
+  type ZooKeeperWorkerIdLease,
+  type ZooKeeperWorkerIdProviderOptions,
+} from '../../../src/worker-id/index.js';
 import { capturingLogger, expireSessionBehindProxy, startProxy, steppedClock, tempDir, zkRoots } from './helpers.js';
 import { env } from '../../support/env.js';
 import { sleep, until } from '../../support/poll.js';
@@ -17,9 +25,10 @@ const roots = zkRoots();
 const newRoot = (): string => roots.next();
 const leases: WorkerIdLease[] = [];
 
-
 async function acquire(options: Partial<ZooKeeperWorkerIdProviderOptions> & { root: string; dataDir: string }, maxWorkerId = 1023): Promise<WorkerIdLease> {
-  const lease = await new ZooKeeperWorkerIdProvider({ connect: env('ZK_CONNECT'), address: '10.1.1.1:8080', markAheadMs: 50, ...options }).acquire({ maxWorkerId });
+  const lease = await new ZooKeeperWorkerIdProvider({ connect: env('ZK_CONNECT'), address: '10.1.1.1:8080', markAheadMs: 50, ...options }).acquire({
+    maxWorkerId,
+  });
   leases.push(lease);
   return lease;
 }
@@ -49,7 +58,7 @@ describe('ZooKeeperWorkerIdProvider', () => {
     expect(again.workerId).toBe(a.workerId);
   });
 
-  it('records each id at <root>/workers/<id> (Leaf\'s {ip, port, timestamp}, the mark, the holder) with a lease at <root>/leases/<id>, and reports every few seconds', async () => {
+  it("records each id at <root>/workers/<id> (Leaf's {ip, port, timestamp}, the mark, the holder) with a lease at <root>/leases/<id>, and reports every few seconds", async () => {
     const root = newRoot();
     const lease = await acquire({ root, dataDir: tempDir(), address: '10.3.0.1:9090', reportEveryMs: 100 });
     const zk = await ZkClient.connect({ connect: env('ZK_CONNECT') });
@@ -107,7 +116,7 @@ describe('ZooKeeperWorkerIdProvider', () => {
     expect((err as Error).message).toContain(`ZK_CONNECT=${connect}`);
   });
 
-  it('a clock behind an id\'s mark takes another id; with no other id, it refuses naming both times', async () => {
+  it("a clock behind an id's mark takes another id; with no other id, it refuses naming both times", async () => {
     const root = newRoot();
     const first = await acquire({ root, dataDir: tempDir() }, 1);
     first.assertIssuable(Date.now());
@@ -162,7 +171,16 @@ describe('ZooKeeperWorkerIdProvider', () => {
     const port = await freePort();
     let proxy = await startProxy(port, env('ZK_CONNECT'));
     try {
-      const provider = new ZooKeeperWorkerIdProvider({ connect: `127.0.0.1:${port}`, address: '10.1.1.1:8080', root, dataDir: tempDir(), logger, retryEveryMs: 100, reportEveryMs: 100, markAheadMs: 50 });
+      const provider = new ZooKeeperWorkerIdProvider({
+        connect: `127.0.0.1:${port}`,
+        address: '10.1.1.1:8080',
+        root,
+        dataDir: tempDir(),
+        logger,
+        retryEveryMs: 100,
+        reportEveryMs: 100,
+        markAheadMs: 50,
+      });
       const lease = await provider.acquire({ maxWorkerId: 1023 });
       leases.push(lease);
       const zk = registryOf(lease).client!;
@@ -187,7 +205,10 @@ describe('ZooKeeperWorkerIdProvider after session loss', () => {
     const port = await freePort();
     let proxy = await startProxy(port, env('ZK_CONNECT'));
     try {
-      const a = (await acquire({ root, dataDir: tempDir(), logger, retryEveryMs: 100, sessionTimeoutMs: 4000, reportEveryMs: 500, connect: `127.0.0.1:${port}` }, 0)) as ZooKeeperWorkerIdLease;
+      const a = (await acquire(
+        { root, dataDir: tempDir(), logger, retryEveryMs: 100, sessionTimeoutMs: 4000, reportEveryMs: 500, connect: `127.0.0.1:${port}` },
+        0,
+      )) as ZooKeeperWorkerIdLease;
       a.assertIssuable(Date.now());
       const confirmed = a.confirmedMs;
       const zk = registryOf(a).client!;

@@ -2,7 +2,12 @@ import { describe, expect, it } from 'vitest';
 import { startInBackground } from '../../../src/app/background.js';
 import { memoryLogger } from '../core/helpers.js';
 
-const started = () => ({ closed: 0, async close() { this.closed++; } });
+const started = () => ({
+  closed: 0,
+  async close() {
+    this.closed++;
+  },
+});
 
 describe('startInBackground', () => {
   it('tries again after a failed start, logs the failures as one episode, and reports the start', async () => {

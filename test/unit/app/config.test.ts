@@ -48,8 +48,12 @@ describe('loadConfig is strict', () => {
   });
 
   it("refuses compose/.env.example's placeholder secrets, which would otherwise serve on a published port", () => {
-    expect(() => loadConfig({ IDMINT_ADMIN_TOKEN: 'change-me-admin-token' })).toThrow(/IDMINT_ADMIN_TOKEN: expected a secret of your own, not the example's placeholder/);
-    expect(() => loadConfig({ DATABASE_URL: 'postgres://idmint:change-me-postgres@postgres:5432/idmint' })).toThrow(/DATABASE_URL: expected a password of your own, not the example's placeholder/);
+    expect(() => loadConfig({ IDMINT_ADMIN_TOKEN: 'change-me-admin-token' })).toThrow(
+      /IDMINT_ADMIN_TOKEN: expected a secret of your own, not the example's placeholder/,
+    );
+    expect(() => loadConfig({ DATABASE_URL: 'postgres://idmint:change-me-postgres@postgres:5432/idmint' })).toThrow(
+      /DATABASE_URL: expected a password of your own, not the example's placeholder/,
+    );
     expect(loadConfig({ DATABASE_URL: 'postgres://idmint:s3cret@postgres:5432/idmint' }).DATABASE_URL).toContain('s3cret');
   });
 
@@ -60,7 +64,9 @@ describe('loadConfig is strict', () => {
   it('refuses a pool floor above either pool ceiling, naming both variables', () => {
     expect(() => loadConfig({ IDMINT_POOL_MIN_DEPTH: '2000000' })).toThrow(/IDMINT_POOL_MIN_DEPTH must not exceed IDMINT_POOL_MAX_DEPTH/);
     expect(() => loadConfig({ IDMINT_POOL_MIN_DEPTH: '2000000' })).toThrow(expect.objectContaining({ code: 'CONFIG_INVALID' }));
-    expect(() => loadConfig({ IDMINT_POOL_MIN_DEPTH: '5000', IDMINT_POOL_MAX_RANGE_DEPTH: '4000' })).toThrow(/IDMINT_POOL_MIN_DEPTH must not exceed IDMINT_POOL_MAX_RANGE_DEPTH/);
+    expect(() => loadConfig({ IDMINT_POOL_MIN_DEPTH: '5000', IDMINT_POOL_MAX_RANGE_DEPTH: '4000' })).toThrow(
+      /IDMINT_POOL_MIN_DEPTH must not exceed IDMINT_POOL_MAX_RANGE_DEPTH/,
+    );
     expect(loadConfig({ IDMINT_POOL_MAX_RANGE_DEPTH: '100000000' }).IDMINT_POOL_MAX_RANGE_DEPTH).toBe(100_000_000);
   });
 
@@ -79,7 +85,7 @@ describe('IDMINT_PROCESSES and secured connections', () => {
     expect(() => loadConfig({ ...pg, IDMINT_PROCESSES: 'many' })).toThrow(/IDMINT_PROCESSES/);
   });
 
-  it('names a region only with both IDMINT_REGIONS and IDMINT_REGION; unset or one region is today\'s behaviour', () => {
+  it("names a region only with both IDMINT_REGIONS and IDMINT_REGION; unset or one region is today's behaviour", () => {
     expect(regionOf(loadConfig({}))).toBeUndefined();
     expect(regionOf(loadConfig({ IDMINT_REGIONS: '1' }))).toBeUndefined();
     expect(regionOf(loadConfig({ IDMINT_REGIONS: '3', IDMINT_REGION: '2' }))).toEqual({ regions: 3, region: 2, stripe: 1_000_000 });
@@ -88,13 +94,21 @@ describe('IDMINT_PROCESSES and secured connections', () => {
     expect(() => loadConfig({ IDMINT_REGION: '1' })).toThrow(/IDMINT_REGION and IDMINT_REGION_STRIPE need IDMINT_REGIONS/);
     expect(() => loadConfig({ IDMINT_REGIONS: '2', IDMINT_REGION: '2' })).toThrow(/IDMINT_REGION: region must be an integer from 0 to 1, got 2/);
     expect(() => loadConfig({ IDMINT_REGIONS: '65', IDMINT_REGION: '0' })).toThrow(/IDMINT_REGIONS: expected an integer from 1 to 64/);
-    expect(() => loadConfig({ IDMINT_REGIONS: '2', IDMINT_REGION: '0', IDMINT_REGION_STRIPE: '0' })).toThrow(/IDMINT_REGION_STRIPE: expected an integer from 1 to 140737488355327/);
+    expect(() => loadConfig({ IDMINT_REGIONS: '2', IDMINT_REGION: '0', IDMINT_REGION_STRIPE: '0' })).toThrow(
+      /IDMINT_REGION_STRIPE: expected an integer from 1 to 140737488355327/,
+    );
   });
 
   it('names Kafka topics and groups in IDMINT_KAFKA_NAMESPACE; an explicit request topic or group still wins', () => {
     expect(loadConfig({})).toMatchObject({ IDMINT_KAFKA_REQUEST_TOPIC: 'idmint.requests', IDMINT_KAFKA_RESPONDER_GROUP: 'idmint.responders' });
-    expect(loadConfig({ IDMINT_KAFKA_NAMESPACE: 'eu-1' })).toMatchObject({ IDMINT_KAFKA_REQUEST_TOPIC: 'idmint.eu-1.requests', IDMINT_KAFKA_RESPONDER_GROUP: 'idmint.eu-1.responders' });
-    expect(loadConfig({ IDMINT_KAFKA_NAMESPACE: 'eu', IDMINT_KAFKA_REQUEST_TOPIC: 'mine' })).toMatchObject({ IDMINT_KAFKA_REQUEST_TOPIC: 'mine', IDMINT_KAFKA_RESPONDER_GROUP: 'idmint.eu.responders' });
+    expect(loadConfig({ IDMINT_KAFKA_NAMESPACE: 'eu-1' })).toMatchObject({
+      IDMINT_KAFKA_REQUEST_TOPIC: 'idmint.eu-1.requests',
+      IDMINT_KAFKA_RESPONDER_GROUP: 'idmint.eu-1.responders',
+    });
+    expect(loadConfig({ IDMINT_KAFKA_NAMESPACE: 'eu', IDMINT_KAFKA_REQUEST_TOPIC: 'mine' })).toMatchObject({
+      IDMINT_KAFKA_REQUEST_TOPIC: 'mine',
+      IDMINT_KAFKA_RESPONDER_GROUP: 'idmint.eu.responders',
+    });
     expect(() => loadConfig({ IDMINT_KAFKA_NAMESPACE: 'EU' })).toThrow(/IDMINT_KAFKA_NAMESPACE: expected Kafka namespace "EU": lower-case letters/);
     expect(() => loadConfig({ IDMINT_KAFKA_NAMESPACE: 'replies' })).toThrow(/IDMINT_KAFKA_NAMESPACE: .*a name idmint's own topics use/);
   });
@@ -109,15 +123,28 @@ describe('IDMINT_PROCESSES and secured connections', () => {
     expect(() => loadConfig({ IDMINT_PROCESSES: '2' })).toThrow(/IDMINT_PROCESSES > 1 needs DATABASE_URL/);
   });
 
-  it('wants REDIS_SENTINELS and REDIS_SENTINEL_NAME together; sentinel targets carry REDIS_URL\'s credentials and database', () => {
+  it("wants REDIS_SENTINELS and REDIS_SENTINEL_NAME together; sentinel targets carry REDIS_URL's credentials and database", () => {
     expect(() => loadConfig({ REDIS_SENTINELS: '127.0.0.1:26379' })).toThrow(/REDIS_SENTINELS and REDIS_SENTINEL_NAME go together/);
     expect(() => loadConfig({ REDIS_SENTINEL_NAME: 'm' })).toThrow(/go together/);
     expect(() => loadConfig({ REDIS_SENTINELS: 'nohost', REDIS_SENTINEL_NAME: 'm' })).toThrow(/host:port/);
-    const config = loadConfig({ REDIS_SENTINELS: '10.0.0.1:26379,10.0.0.2:26380', REDIS_SENTINEL_NAME: 'pools', REDIS_URL: 'redis://app:s3cret@ignored:6379/2' });
+    const config = loadConfig({
+      REDIS_SENTINELS: '10.0.0.1:26379,10.0.0.2:26380',
+      REDIS_SENTINEL_NAME: 'pools',
+      REDIS_URL: 'redis://app:s3cret@ignored:6379/2',
+    });
     expect(usesRedis(config)).toBe(true);
     const target = redisTarget(config);
     expect(target.url).toBeUndefined();
-    expect(target.options).toMatchObject({ sentinels: [{ host: '10.0.0.1', port: 26379 }, { host: '10.0.0.2', port: 26380 }], name: 'pools', username: 'app', password: 's3cret', db: 2 });
+    expect(target.options).toMatchObject({
+      sentinels: [
+        { host: '10.0.0.1', port: 26379 },
+        { host: '10.0.0.2', port: 26380 },
+      ],
+      name: 'pools',
+      username: 'app',
+      password: 's3cret',
+      db: 2,
+    });
     expect(target.where).not.toContain('s3cret');
     // A hung master keeps its socket open: the client follows +switch-master, and a READONLY
     // answer (a demoted master) makes it reconnect without resending.
@@ -128,14 +155,19 @@ describe('IDMINT_PROCESSES and secured connections', () => {
     expect(usesRedis(loadConfig({}))).toBe(false);
   });
 
-  it('takes REDIS_CLUSTER_NODES alone, with REDIS_URL\'s credentials but no database; the refill queue\'s prefix becomes a hash tag', () => {
-    expect(() => loadConfig({ REDIS_CLUSTER_NODES: '127.0.0.1:7000', REDIS_SENTINELS: '127.0.0.1:26379', REDIS_SENTINEL_NAME: 'm' })).toThrow(/REDIS_CLUSTER_NODES and REDIS_SENTINELS/);
+  it("takes REDIS_CLUSTER_NODES alone, with REDIS_URL's credentials but no database; the refill queue's prefix becomes a hash tag", () => {
+    expect(() => loadConfig({ REDIS_CLUSTER_NODES: '127.0.0.1:7000', REDIS_SENTINELS: '127.0.0.1:26379', REDIS_SENTINEL_NAME: 'm' })).toThrow(
+      /REDIS_CLUSTER_NODES and REDIS_SENTINELS/,
+    );
     expect(() => loadConfig({ REDIS_CLUSTER_NODES: '127.0.0.1:7000', REDIS_URL: 'redis://h:6379/3' })).toThrow(/database 0 only/);
     expect(() => loadConfig({ REDIS_CLUSTER_NODES: 'nohost' })).toThrow(/host:port/);
     const config = loadConfig({ REDIS_CLUSTER_NODES: '10.0.0.1:7000,10.0.0.2:7001', REDIS_URL: 'redis://app:s3cret@ignored:6379/0' });
     expect(usesRedis(config)).toBe(true);
     const target = redisTarget(config);
-    expect(target.cluster).toEqual([{ host: '10.0.0.1', port: 7000 }, { host: '10.0.0.2', port: 7001 }]);
+    expect(target.cluster).toEqual([
+      { host: '10.0.0.1', port: 7000 },
+      { host: '10.0.0.2', port: 7001 },
+    ]);
     expect(target.options).toMatchObject({ username: 'app', password: 's3cret' });
     expect(target.where).not.toContain('s3cret');
     expect(refillPrefix(config)).toBe('{bull}');
@@ -144,7 +176,9 @@ describe('IDMINT_PROCESSES and secured connections', () => {
 
   it('wants the three Kafka SASL variables together, and a readable CA file', () => {
     expect(() => loadConfig({ IDMINT_KAFKA_SASL_MECHANISM: 'scram-sha-512' })).toThrow(/go together/);
-    expect(() => loadConfig({ IDMINT_KAFKA_SASL_MECHANISM: 'gssapi', IDMINT_KAFKA_SASL_USERNAME: 'u', IDMINT_KAFKA_SASL_PASSWORD: 'p' })).toThrow(/plain, scram-sha-256 or scram-sha-512/);
+    expect(() => loadConfig({ IDMINT_KAFKA_SASL_MECHANISM: 'gssapi', IDMINT_KAFKA_SASL_USERNAME: 'u', IDMINT_KAFKA_SASL_PASSWORD: 'p' })).toThrow(
+      /plain, scram-sha-256 or scram-sha-512/,
+    );
     expect(() => loadConfig({ IDMINT_REDIS_TLS_CA: '/nonexistent/ca.pem' })).toThrow(/IDMINT_REDIS_TLS_CA: expected a readable PEM file/);
     expect(() => loadConfig({ IDMINT_ZK_AUTH: 'no-colon' })).toThrow(/IDMINT_ZK_AUTH: expected user:password/);
   });

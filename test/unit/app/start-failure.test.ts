@@ -12,7 +12,9 @@ describe('startFailure', () => {
         return err;
       }
     })();
-    expect(startFailure(config)).toBe('CONFIG_INVALID: invalid configuration: IDMINT_PROCESSES > 1 needs DATABASE_URL (the embedded database has one owner; run one process, or use Postgres)');
+    expect(startFailure(config)).toBe(
+      'CONFIG_INVALID: invalid configuration: IDMINT_PROCESSES > 1 needs DATABASE_URL (the embedded database has one owner; run one process, or use Postgres)',
+    );
     const option = await ZkClient.connect({ connect: 'zk' }).catch((err: unknown) => err);
     expect(startFailure(option)).toBe('CONFIG_INVALID: ZooKeeper: option connect (ZK_CONNECT) must be host:port[,host:port], got "zk"');
   });

@@ -5,7 +5,10 @@ import { testHooks } from '../../../src/app/test-hooks.js';
 describe('test hooks', () => {
   it('are read by name, outside the configuration users read', () => {
     expect(testHooks({})).toEqual({ clockFile: undefined, pauseAfterAllocateMs: 0 });
-    expect(testHooks({ IDMINT_TEST_CLOCK_FILE: ' /tmp/offset ', IDMINT_REFILL_PAUSE_AFTER_ALLOCATE_MS: '250' })).toEqual({ clockFile: '/tmp/offset', pauseAfterAllocateMs: 250 });
+    expect(testHooks({ IDMINT_TEST_CLOCK_FILE: ' /tmp/offset ', IDMINT_REFILL_PAUSE_AFTER_ALLOCATE_MS: '250' })).toEqual({
+      clockFile: '/tmp/offset',
+      pauseAfterAllocateMs: 250,
+    });
     expect(Object.keys(loadConfig({}))).not.toContain('IDMINT_TEST_CLOCK_FILE');
     expect(Object.keys(loadConfig({}))).not.toContain('IDMINT_REFILL_PAUSE_AFTER_ALLOCATE_MS');
   });

@@ -5,7 +5,16 @@ describe('chaos ledger', () => {
   it('finds overlapping ranges within a tag, names both origins, and ignores other tags', () => {
     const ledger = new Ledger();
     ledger.record('http-blocks', 'a', 'pool', [[1n, 100n]], 1);
-    ledger.record('http-ids', 'a', 'segment', [[101n, 101n], [150n, 150n]], 1);
+    ledger.record(
+      'http-ids',
+      'a',
+      'segment',
+      [
+        [101n, 101n],
+        [150n, 150n],
+      ],
+      1,
+    );
     ledger.record('http-ids', 'b', 'segment', [[50n, 50n]], 1);
     expect(ledger.duplicates()).toEqual([]);
     ledger.record('kafka-request', 'a', 'pool', [[100n, 100n]], 1);
@@ -45,7 +54,16 @@ describe('chaos ledger: consecutive IDs', () => {
     const ranges = (ledger as unknown as { tags: Map<string, { length: number }> }).tags.get('s')!;
     expect(ranges.length).toBe(1);
     expect(ledger.duplicates()).toEqual([]);
-    ledger.record('sdk-http (2 servers)', 's', 'sdk', [[100_001n, 100_001n], [100_001n, 100_001n]], 1);
+    ledger.record(
+      'sdk-http (2 servers)',
+      's',
+      'sdk',
+      [
+        [100_001n, 100_001n],
+        [100_001n, 100_001n],
+      ],
+      1,
+    );
     expect(ledger.duplicates()).toHaveLength(1);
   });
 });

@@ -10,7 +10,6 @@ import { expectNoDuplicates } from '../../support/unique.js';
 
 const range = (from: number, to: number): bigint[] => Array.from({ length: to - from + 1 }, (_, i) => BigInt(from + i));
 
-
 /**
  * Runs each op when the scheduler says, as concurrent callers of one client; NOT_READY (a failed
  * fetch) is an allowed answer. Then: no ID handed out twice, and every ID one the transport issued.
@@ -229,7 +228,15 @@ describe('client double buffer: errors', () => {
 
   it('validates its options (CONFIG_INVALID) and tags (BAD_REQUEST)', async () => {
     const t = new FakeTransport();
-    for (const bad of [{ batchSize: 0 }, { batchSize: 1.5 }, { maxBatchSize: 10 }, { prefetchAt: 1 }, { prefetchAt: -0.1 }, { timeoutMs: 0 }, { batchLifeMs: Number.NaN }]) {
+    for (const bad of [
+      { batchSize: 0 },
+      { batchSize: 1.5 },
+      { maxBatchSize: 10 },
+      { prefetchAt: 1 },
+      { prefetchAt: -0.1 },
+      { timeoutMs: 0 },
+      { batchLifeMs: Number.NaN },
+    ]) {
       expect(() => createIdmintClient({ transport: t, ...bad })).toThrow(expect.objectContaining({ code: 'CONFIG_INVALID' }));
     }
     expect(() => createIdmintClient({})).toThrow(/transport/);

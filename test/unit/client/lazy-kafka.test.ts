@@ -15,7 +15,10 @@ function packagesLoaded(step: 'http' | 'built' | 'started' | 'started-platformat
   const file = join(dir, 'imports.txt');
   writeFileSync(file, '');
   try {
-    execFileSync(process.execPath, ['--import', 'tsx', '--import', RECORDER, FIXTURE, step], { env: { ...process.env, IDMINT_TEST_IMPORTS_FILE: file }, stdio: 'pipe' });
+    execFileSync(process.execPath, ['--import', 'tsx', '--import', RECORDER, FIXTURE, step], {
+      env: { ...process.env, IDMINT_TEST_IMPORTS_FILE: file },
+      stdio: 'pipe',
+    });
     return [...new Set(readFileSync(file, 'utf8').split('\n').filter(Boolean))];
   } finally {
     rmSync(dir, { recursive: true, force: true });

@@ -10,7 +10,10 @@ describe('blocks', () => {
     appendRange(blocks, 1, 5);
     appendRange(blocks, 6, 9);
     appendRange(blocks, 20, 20);
-    expect(blocks).toEqual([{ start: 1, end: 9 }, { start: 20, end: 20 }]);
+    expect(blocks).toEqual([
+      { start: 1, end: 9 },
+      { start: 20, end: 20 },
+    ]);
   });
 
   it('blocksOf and idsOf are inverse on any list of distinct IDs in order', () => {

@@ -3,7 +3,10 @@ import fc from 'fast-check';
 import { DEPLOYMENT_SETTINGS, judge, NOT_SET, unclaimed, type DeploymentSetting, type DeploymentView, type RecordState } from '../../../src/core/deployment.js';
 
 const ZK = 'zookeeper /idmint/snowflake';
-const record = (values: DeploymentView, ever: DeploymentSetting[] = Object.keys(values) as DeploymentSetting[]): RecordState => ({ values, ever: new Set(ever) });
+const record = (values: DeploymentView, ever: DeploymentSetting[] = Object.keys(values) as DeploymentSetting[]): RecordState => ({
+  values,
+  ever: new Set(ever),
+});
 
 describe('the deployment record judged against a process (issue 39)', () => {
   it('a process that agrees has no difference, and one that uses a setting it does not have is not judged on it', () => {

@@ -5,7 +5,8 @@ import { ManualClock, memoryLogger } from './helpers.js';
 
 const WARN = 40;
 const INFO = 30;
-const noisy = (lines: Array<Record<string, unknown>>): Array<[unknown, unknown]> => lines.filter((l) => (l.level as number) >= INFO).map((l) => [l.level, l.msg]);
+const noisy = (lines: Array<Record<string, unknown>>): Array<[unknown, unknown]> =>
+  lines.filter((l) => (l.level as number) >= INFO).map((l) => [l.level, l.msg]);
 
 describe('Episode', () => {
   it('logs a failure once, a reminder a minute and the recovery with its length', () => {
@@ -50,7 +51,10 @@ describe('Episode', () => {
       [INFO, 'ZooKeeper connection lost: recovered after 90.0 s'],
       [INFO, 'redis connection lost: recovered after 0 ms'],
     ]);
-    expect(lines.find((l) => String(l.msg).includes('recovered after 90.0 s'))).toMatchObject({ dependency: 'zookeeper', affected: ['the fence is unreachable', 'segment allocations failing'] });
+    expect(lines.find((l) => String(l.msg).includes('recovered after 90.0 s'))).toMatchObject({
+      dependency: 'zookeeper',
+      affected: ['the fence is unreachable', 'segment allocations failing'],
+    });
     // Over: the next outage starts its own first line.
     fence.fail({}, 'open');
     expect(noisy(lines).at(-1)).toEqual([WARN, 'the fence is unreachable (repeats are logged at debug, with a reminder each minute, until it recovers)']);
@@ -60,7 +64,9 @@ describe('Episode', () => {
   it('dependencyOf reads the server an error names, through its causes', () => {
     expect(dependencyOf(notReady('Redis (take)', new Error('closed'), 'redis'))).toBe('redis');
     expect(dependencyOf(new IdmintError('NOT_READY', 'x', { details: { pgUnreachable: true } }))).toBe('postgres');
-    expect(dependencyOf(new IdmintError('NOT_READY', 'wrapped', { cause: new IdmintError('NOT_READY', 'x', { details: { zkUnreachable: true } }) }))).toBe('zookeeper');
+    expect(dependencyOf(new IdmintError('NOT_READY', 'wrapped', { cause: new IdmintError('NOT_READY', 'x', { details: { zkUnreachable: true } }) }))).toBe(
+      'zookeeper',
+    );
     expect(dependencyOf(new Error('plain'))).toBeUndefined();
     expect(dependencyOf(new IdmintError('BAD_REQUEST', 'x'))).toBeUndefined();
   });

@@ -36,7 +36,9 @@ describe('ID formats', () => {
   });
 
   it('decoding any string either gives an ID or throws BAD_REQUEST naming the format (issue 42: long sqids input threw from Sqids)', () => {
-    const codecs = ID_FORMATS.map((format) => createCodec(format, { first: 1n, domain: (1n << 53n) - 1n, permutation: new FeistelPermutation((1n << 53n) - 1n, keys), sqids }));
+    const codecs = ID_FORMATS.map((format) =>
+      createCodec(format, { first: 1n, domain: (1n << 53n) - 1n, permutation: new FeistelPermutation((1n << 53n) - 1n, keys), sqids }),
+    );
     const inputs = fc.oneof(fc.string({ maxLength: 256 }), fc.stringMatching(/^[0-9A-Za-z]{12,256}$/));
     const refusedOrDecoded = (decode: () => string): void => {
       try {
@@ -45,8 +47,12 @@ describe('ID formats', () => {
         expect(err).toMatchObject({ code: 'BAD_REQUEST', message: expect.stringMatching(/is not an ID of format/) });
       }
     };
-    for (const input of ['zzzzzzzzzzzzzzzzzzzzzz', 'A'.repeat(64), '9999999999999999999999999']) for (const codec of codecs) refusedOrDecoded(() => codec.decode(input));
-    fc.assert(fc.property(inputs, (input) => codecs.forEach((codec) => refusedOrDecoded(() => codec.decode(input)))), { numRuns: 300 });
+    for (const input of ['zzzzzzzzzzzzzzzzzzzzzz', 'A'.repeat(64), '9999999999999999999999999'])
+      for (const codec of codecs) refusedOrDecoded(() => codec.decode(input));
+    fc.assert(
+      fc.property(inputs, (input) => codecs.forEach((codec) => refusedOrDecoded(() => codec.decode(input)))),
+      { numRuns: 300 },
+    );
   });
 
   it('obfuscated IDs of consecutive raw IDs do not look consecutive', () => {

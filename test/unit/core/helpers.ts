@@ -40,7 +40,6 @@ export function memoryLogger(): { logger: pino.Logger; lines: Array<Record<strin
   return { logger: pino({ level: 'debug' }, stream), lines };
 }
 
-
 /** The code of the IdmintError `fn` throws, undefined when it returns. */
 export function codeOf(fn: () => unknown): string | undefined {
   try {

@@ -77,7 +77,9 @@ describe('Layout', () => {
   });
 
   it('rejects negative, fractional and oversized fields, future epochs and unknown units as a misconfiguration naming the option', () => {
-    expect(() => createLayout({ timeBits: 41, workerBits: 10, sequenceBits: 12, epoch: NOW + 60_000 })).toThrow(expect.objectContaining({ field: 'epoch', message: expect.stringMatching(/^layout: option epoch must lie in the past/) }));
+    expect(() => createLayout({ timeBits: 41, workerBits: 10, sequenceBits: 12, epoch: NOW + 60_000 })).toThrow(
+      expect.objectContaining({ field: 'epoch', message: expect.stringMatching(/^layout: option epoch must lie in the past/) }),
+    );
     expectRefused(() => createLayout({ timeBits: 42, workerBits: 11, sequenceBits: 12, datacenterBits: -2, epoch: 0 }), 'CONFIG_INVALID');
     expectRefused(() => createLayout({ timeBits: 41.5, workerBits: 9.5, sequenceBits: 12, epoch: 0 }), 'CONFIG_INVALID');
     expectRefused(() => createLayout({ timeBits: 0, workerBits: 31, sequenceBits: 31, datacenterBits: 1, epoch: 0 }), 'CONFIG_INVALID');
@@ -98,7 +100,7 @@ describe('Layout', () => {
     expectRefused(() => LEAF_LAYOUT.decode(1n << 63n));
   });
 
-  it('builds Leaf\'s layout with its epoch and reports when its time bits run out', () => {
+  it("builds Leaf's layout with its epoch and reports when its time bits run out", () => {
     expect(LEAF_LAYOUT.toJSON()).toMatchObject({ name: 'leaf', timeBits: 41, workerBits: 10, sequenceBits: 12, epoch: '2010-11-04T01:42:54.657Z' });
     expect(LEAF_LAYOUT.exhaustsAt.getTime()).toBe(Date.parse('2010-11-04T01:42:54.657Z') + 2 ** 41);
     // Leaf composes (ms since epoch << 22) | (worker << 12) | sequence.
@@ -111,8 +113,15 @@ describe('Layout', () => {
     expect(LEAF_LAYOUT.encode({ timestamp: LEAF_LAYOUT.safeFrom.getTime(), worker: 0, sequence: 0 })).toBe(MIN_TIME_BASED_ID);
   });
 
-  it('builds uid-generator\'s layout on a 2025 epoch; its own 2016 epoch ran out in November 2024', () => {
-    expect(UID_LAYOUT.toJSON()).toMatchObject({ name: 'uid', timeBits: 28, workerBits: 22, sequenceBits: 13, timeUnit: 's', epoch: '2025-01-01T00:00:00.000Z' });
+  it("builds uid-generator's layout on a 2025 epoch; its own 2016 epoch ran out in November 2024", () => {
+    expect(UID_LAYOUT.toJSON()).toMatchObject({
+      name: 'uid',
+      timeBits: 28,
+      workerBits: 22,
+      sequenceBits: 13,
+      timeUnit: 's',
+      epoch: '2025-01-01T00:00:00.000Z',
+    });
     expect(UID_LAYOUT.exhaustsAt.toISOString()).toBe(new Date(Date.parse('2025-01-01T00:00:00Z') + 2 ** 28 * 1000).toISOString());
     expect(createUidLayout('2016-05-20T00:00:00Z').exhaustsAt.toISOString().slice(0, 10)).toBe('2024-11-20');
     const id = UID_LAYOUT.encode({ timestamp: Date.parse('2026-01-02T03:04:05.678Z'), worker: 4_000_000, sequence: 8191 });

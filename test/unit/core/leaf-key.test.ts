@@ -22,7 +22,10 @@ describe('leafKeyToBizTag', () => {
     expect(leafKeyToBizTag('Order')).not.toBe(leafKeyToBizTag('ORDER'));
     // Distinct keys give distinct tags (a 32-bit hash: collisions are possible in principle, and
     // `idmint import leaf` refuses them; a fixed seed keeps this test deterministic).
-    fc.assert(fc.property(fc.uniqueArray(leafKey, { maxLength: 200 }), (keys) => new Set(keys.map(leafKeyToBizTag)).size === keys.length), { seed: 42 });
+    fc.assert(
+      fc.property(fc.uniqueArray(leafKey, { maxLength: 200 }), (keys) => new Set(keys.map(leafKeyToBizTag)).size === keys.length),
+      { seed: 42 },
+    );
   });
 
   it('is deterministic', () => {

@@ -28,10 +28,14 @@ describe('resolveOptions', () => {
 });
 
 describe('forCaller', () => {
-  it('passes a caller\'s error through and turns a misconfiguration or a bug into the internal fault, keeping the cause', () => {
+  it("passes a caller's error through and turns a misconfiguration or a bug into the internal fault, keeping the cause", () => {
     const bad = new BadRequestError('count must be positive', 'count');
     expect(forCaller(bad)).toBe(bad);
-    for (const raw of [new OptionsError('Thing', 'everyMs', 'must be ≥ 1'), new ConfigError('the layout ran out of time bits; configure a later epoch', 'epoch'), new TypeError('x is undefined')]) {
+    for (const raw of [
+      new OptionsError('Thing', 'everyMs', 'must be ≥ 1'),
+      new ConfigError('the layout ran out of time bits; configure a later epoch', 'epoch'),
+      new TypeError('x is undefined'),
+    ]) {
       const answer = forCaller(raw, 'internal fault while dispensing');
       expect(answer).toBeInstanceOf(IdmintError);
       expect(answer).toMatchObject({ code: 'NOT_READY', status: 503, message: 'internal fault while dispensing; the server logged the details', cause: raw });

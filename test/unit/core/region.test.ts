@@ -59,13 +59,17 @@ describe('region layout', () => {
     );
   });
 
-  it("a region wastes no ID of its own stripes: its segments cover them in order, each as large as step allows", () => {
+  it('a region wastes no ID of its own stripes: its segments cover them in order, each as large as step allows', () => {
     fc.assert(
       fc.property(fc.integer({ min: 2, max: 6 }), fc.integer({ min: 1, max: 40 }), fc.integer({ min: 1, max: 60 }), (regions, stripe, step) => {
         const limit = regions * stripe * 5;
         for (let region = 0; region < regions; region++) {
           const layout = regionLayout(regions, region, stripe);
-          const segs = allocateAll(layout, Array.from({ length: 10_000 }, () => step), limit);
+          const segs = allocateAll(
+            layout,
+            Array.from({ length: 10_000 }, () => step),
+            limit,
+          );
           const ids = segs.flatMap((s) => Array.from({ length: s.end - s.start + 1 }, (_, i) => s.start + i));
           const own = Array.from({ length: limit }, (_, i) => i + 1).filter((id) => regionOf(id, layout) === region);
           expect(ids).toEqual(own);
@@ -75,7 +79,7 @@ describe('region layout', () => {
     );
   });
 
-  it('a counter past the limit, or a limit inside another region\'s stripe, gives no segment (exhausted, never wrapped)', () => {
+  it("a counter past the limit, or a limit inside another region's stripe, gives no segment (exhausted, never wrapped)", () => {
     const layout = regionLayout(2, 1, 10);
     expect(nextSegment(5, 3, 10, layout)).toBeUndefined(); // region 1 starts at 11
     expect(nextSegment(5, 3, 12, layout)).toEqual({ start: 11, end: 12 });

@@ -43,7 +43,9 @@ describe('backoffMs', () => {
 describe('retry', () => {
   it('asks again after doubling waits until the attempt succeeds', async () => {
     const clock = new SteppingClock(0);
-    await expect(retry(failing(4, new Error('moving')), { what: 'test', retriable: always, timeoutMs: 10_000, initialMs: 100, maxMs: 500, clock })).resolves.toBe(5);
+    await expect(
+      retry(failing(4, new Error('moving')), { what: 'test', retriable: always, timeoutMs: 10_000, initialMs: 100, maxMs: 500, clock }),
+    ).resolves.toBe(5);
     expect(clock.waits).toEqual([100, 200, 400, 500]);
   });
 
@@ -92,7 +94,14 @@ describe('retry', () => {
     const clock = new SteppingClock(0);
     const events: RetryEvent[] = [];
     await expect(
-      retry(failing(10, new Error('down')), { what: 'asking the server', retriable: always, attempts: 3, initialMs: 50, clock, onRetry: (e) => void events.push(e) }),
+      retry(failing(10, new Error('down')), {
+        what: 'asking the server',
+        retriable: always,
+        attempts: 3,
+        initialMs: 50,
+        clock,
+        onRetry: (e) => void events.push(e),
+      }),
     ).rejects.toThrow('down');
     expect(clock.waits).toEqual([50, 100]);
     expect(events.map((e) => [e.what, e.attempt, e.waitMs])).toEqual([

@@ -252,7 +252,7 @@ describe('SegmentBuffer', () => {
 
   it('never hands out an ID twice to many concurrent callers under failing and slow allocations', async () => {
     let seed = 7;
-    const rand = (): number => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const rand = (): number => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
     const alloc = counterAllocator();
     const buf = new SegmentBuffer({
       bizTag: 'chaos',

@@ -6,7 +6,6 @@ import { codeOf, ManualClock, memoryLogger } from './helpers.js';
 import { expectNoDuplicates } from '../../support/unique.js';
 import { issueInTightLoop } from '../../support/generator-scale.js';
 
-
 describe('SnowflakeGenerator', () => {
   // At a million here; at 10 million in the chaos project (test/chaos/generators-scale.test.ts).
   it('issues a million IDs from a tight loop, strictly increasing, all ≥ 2^53, none repeated', () => {
@@ -49,7 +48,14 @@ describe('SnowflakeGenerator', () => {
   it('waits out a 3 ms step back for twice the offset and issues no duplicate', () => {
     const clock = new ManualClock(Date.now());
     const slept: number[] = [];
-    const gen = new SnowflakeGenerator({ workerId: 3, clock, sleep: (ms) => { slept.push(ms); clock.advance(ms); } });
+    const gen = new SnowflakeGenerator({
+      workerId: 3,
+      clock,
+      sleep: (ms) => {
+        slept.push(ms);
+        clock.advance(ms);
+      },
+    });
     const ids = [gen.nextId(), gen.nextId()];
     clock.advance(-3);
     ids.push(gen.nextId(), gen.nextId());
@@ -103,7 +109,7 @@ describe('SnowflakeGenerator', () => {
     expect(gen.nextId()).toBe(MIN_TIME_BASED_ID);
   });
 
-  it('refuses to start past the layout\'s exhaustion and warns when less than a year is left', () => {
+  it("refuses to start past the layout's exhaustion and warns when less than a year is left", () => {
     const end = LEAF_LAYOUT.exhaustsAt.getTime();
     expect(codeOf(() => new SnowflakeGenerator({ workerId: 0, clock: new ManualClock(end) }))).toBe('CONFIG_INVALID');
     const { logger, lines } = memoryLogger();
@@ -128,7 +134,11 @@ describe('SnowflakeGenerator', () => {
 
   it('refuses a negative maxBackwardsMs as a misconfiguration naming the option, and takes undefined as the default', () => {
     expect(() => new SnowflakeGenerator({ workerId: 0, maxBackwardsMs: -1 })).toThrow(
-      expect.objectContaining({ code: 'CONFIG_INVALID', field: 'maxBackwardsMs', message: expect.stringMatching(/^SnowflakeGenerator: option maxBackwardsMs must be ≥ 0/) }),
+      expect.objectContaining({
+        code: 'CONFIG_INVALID',
+        field: 'maxBackwardsMs',
+        message: expect.stringMatching(/^SnowflakeGenerator: option maxBackwardsMs must be ≥ 0/),
+      }),
     );
     const gen = new SnowflakeGenerator({ workerId: 7, maxBackwardsMs: undefined, datacenterId: undefined, layout: undefined });
     expect(gen.layout).toBe(LEAF_LAYOUT);
@@ -148,7 +158,7 @@ describe('SnowflakeGenerator', () => {
 
   it('never repeats an ID under a chaotic clock (stalls, small and large steps back, jumps)', () => {
     let seed = 42;
-    const rand = (): number => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const rand = (): number => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
     const clock = new ManualClock(Date.now());
     const gen = new SnowflakeGenerator({ workerId: 9, clock, random: rand, sleep: (ms) => clock.advance(Math.floor(rand() * ms * 2)) });
     const ids: bigint[] = [];

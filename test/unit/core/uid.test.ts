@@ -9,12 +9,18 @@ import { expectNoDuplicates } from '../../support/unique.js';
 import { until } from '../../support/poll.js';
 import { serveWhilePadding } from '../../support/generator-scale.js';
 
-
 describe('DefaultUidGenerator', () => {
   it('fills a second, then waits for the next one instead of wrapping', () => {
     const clock = new ManualClock(Date.parse('2026-03-01T00:00:00.250Z'));
     const slept: number[] = [];
-    const gen = new DefaultUidGenerator({ workerId: 77, clock, sleep: (ms) => { slept.push(ms); clock.advance(ms); } });
+    const gen = new DefaultUidGenerator({
+      workerId: 77,
+      clock,
+      sleep: (ms) => {
+        slept.push(ms);
+        clock.advance(ms);
+      },
+    });
     const ids = gen.getUids(8192 * 3 + 5);
     expectNoDuplicates(ids);
     expect(slept).toEqual([750, 1000, 1000]);
@@ -62,7 +68,7 @@ describe('CachedUidGenerator', () => {
     await serveWhilePadding(1_000_000, 1_000_000);
   });
 
-  it('never repeats when takers outrun padding and takes are rejected (uid-generator\'s throwing policy)', async () => {
+  it("never repeats when takers outrun padding and takes are rejected (uid-generator's throwing policy)", async () => {
     let rejected = 0;
     const gen = new CachedUidGenerator({
       workerId: 3,
@@ -150,7 +156,9 @@ describe('CachedUidGenerator', () => {
     expect(() => new CachedUidGenerator({ workerId: 1, boostPower: 10, layout: wide })).toThrow(
       expect.objectContaining({ code: 'CONFIG_INVALID', field: 'boostPower', message: expect.stringMatching(/lower it$/) }),
     );
-    expect(() => new CachedUidGenerator({ workerId: 1, paddingFactor: 0 })).toThrow(expect.objectContaining({ field: 'paddingFactor', message: expect.stringMatching(/^CachedUidGenerator: option paddingFactor/) }));
+    expect(() => new CachedUidGenerator({ workerId: 1, paddingFactor: 0 })).toThrow(
+      expect.objectContaining({ field: 'paddingFactor', message: expect.stringMatching(/^CachedUidGenerator: option paddingFactor/) }),
+    );
     const defaults = new CachedUidGenerator({ workerId: 1, boostPower: undefined, paddingFactor: undefined });
     expect(defaults.bufferSize).toBe(8192 << 3);
     expect(defaults.paddingThreshold).toBe((8192 << 3) / 2);

@@ -4,11 +4,27 @@ import { processRows } from '../../../src/dashboard/processes.js';
 import type { PoolPoint, ProcessReport, RefillEvent, Sample } from '../../../src/dashboard/store.js';
 
 const NOW = 1_800_000_000_000;
-const tag = (bizTag: string, fields: Partial<TagInfo> = {}): TagInfo => ({ bizTag, mode: 'segment', pool: 'redis-list', shards: 1, fallback: 'snowflake', ...fields });
+const tag = (bizTag: string, fields: Partial<TagInfo> = {}): TagInfo => ({
+  bizTag,
+  mode: 'segment',
+  pool: 'redis-list',
+  shards: 1,
+  fallback: 'snowflake',
+  ...fields,
+});
 const pool = (bizTag: string, depth: number, target: number | null, shard = 0): PoolPoint => ({ bizTag, shard, kind: 'redis-list', depth, target, rate: 1 });
 const sample = (at: number, pools: PoolPoint[]): Sample => ({ at, pools, issued: {} });
 const refill = (bizTag: string, at: number, status: RefillEvent['status'], fields: Partial<RefillEvent> = {}): RefillEvent => ({
-  at, bizTag, shard: 0, reason: 'threshold', status, ms: 5, segments: status === 'pushed' ? 1 : 0, ids: status === 'pushed' ? 100 : 0, by: 'vm:1', ...fields,
+  at,
+  bizTag,
+  shard: 0,
+  reason: 'threshold',
+  status,
+  ms: 5,
+  segments: status === 'pushed' ? 1 : 0,
+  ids: status === 'pushed' ? 100 : 0,
+  by: 'vm:1',
+  ...fields,
 });
 
 describe('tag rows', () => {
@@ -53,11 +69,31 @@ describe('tag rows', () => {
 });
 
 describe('servers down and the summary', () => {
-  const report = (id: string, fields: Partial<ProcessReport>): ProcessReport => ({ id, host: 'vm', pid: 1, roles: ['api'], version: 't', startedAt: 0, at: NOW, status: 'ready', checks: {}, issued: {}, ...fields });
+  const report = (id: string, fields: Partial<ProcessReport>): ProcessReport => ({
+    id,
+    host: 'vm',
+    pid: 1,
+    roles: ['api'],
+    version: 't',
+    startedAt: 0,
+    at: NOW,
+    status: 'ready',
+    checks: {},
+    issued: {},
+    ...fields,
+  });
 
   it('names each server once: first what this page could not read, then the failing checks of fresh reports only', () => {
-    const self = report('vm:1', { address: 'a:1', status: 'degraded', checks: { database: { ok: false, message: 'ECONNREFUSED' }, redis: { ok: true }, snowflake: { ok: false, message: 'not a server' } } });
-    const responder = report('vm:2', { address: 'b:1', roles: ['responder'], checks: { kafka: { ok: false, message: 'broker down' }, zookeeper: { ok: false, message: 'lost' } } });
+    const self = report('vm:1', {
+      address: 'a:1',
+      status: 'degraded',
+      checks: { database: { ok: false, message: 'ECONNREFUSED' }, redis: { ok: true }, snowflake: { ok: false, message: 'not a server' } },
+    });
+    const responder = report('vm:2', {
+      address: 'b:1',
+      roles: ['responder'],
+      checks: { kafka: { ok: false, message: 'broker down' }, zookeeper: { ok: false, message: 'lost' } },
+    });
     const silent = report('vm:3', { address: 'c:1', at: NOW - 60_000, checks: { redis: { ok: false, message: 'old news' } } });
     const processes = processRows({ reports: [responder, silent], self, now: NOW, sampleMs: 1000, heard: true });
     const down = serversDown(processes, [{ id: 'postgres', name: 'Postgres', message: 'the tags cannot be read' }]);
@@ -67,6 +103,12 @@ describe('servers down and the summary', () => {
       { id: 'zookeeper', name: 'ZooKeeper', message: 'lost', by: ['b:1 (responder)'] },
     ]);
     const rows = tagRows([tag('low'), tag('ok'), tag('broken')], [sample(NOW, [pool('low', 1, 100), pool('ok', 90, 100)])], [refill('broken', NOW, 'failed')]);
-    expect(summarize(rows, processes, down)).toEqual({ tags: 3, belowTarget: ['low'], failingRefills: ['broken'], silentProcesses: ['c:1 (api)'], serversDown: ['Postgres', 'Kafka', 'ZooKeeper'] });
+    expect(summarize(rows, processes, down)).toEqual({
+      tags: 3,
+      belowTarget: ['low'],
+      failingRefills: ['broken'],
+      silentProcesses: ['c:1 (api)'],
+      serversDown: ['Postgres', 'Kafka', 'ZooKeeper'],
+    });
   });
 });

@@ -7,7 +7,18 @@ import type { BizTag } from '../../../src/core/ports.js';
 
 const NOW = 1_800_000_000_000;
 const limits = { samples: 100, refills: 100 };
-const report = (id: string, at = NOW): ProcessReport => ({ id, host: 'vm', pid: 1, roles: ['api'], version: 't', startedAt: 0, at, status: 'ready', checks: {}, issued: {} });
+const report = (id: string, at = NOW): ProcessReport => ({
+  id,
+  host: 'vm',
+  pid: 1,
+  roles: ['api'],
+  version: 't',
+  startedAt: 0,
+  at,
+  status: 'ready',
+  checks: {},
+  issued: {},
+});
 const refill = (at: number, bizTag = 'a'): RefillEvent => ({ at, bizTag, shard: 0, reason: 'cron', status: 'pushed', ms: 1, segments: 1, ids: 10, by: 'vm:2' });
 
 /** A shared store (Redis in production) that can be switched off. */
@@ -18,12 +29,30 @@ class Switchable extends MemoryDashboardStore {
     if (this.hang) return new Promise(() => undefined);
     return this.down ? Promise.reject(new Error('connect ECONNREFUSED 127.0.0.1:6379')) : Promise.resolve();
   }
-  override async samples(since: number) { await this.check(); return super.samples(since); }
-  override async refills(since: number) { await this.check(); return super.refills(since); }
-  override async reports() { await this.check(); return super.reports(); }
-  override async putReport(r: ProcessReport) { await this.check(); return super.putReport(r); }
-  override async addSample(s: Parameters<MemoryDashboardStore['addSample']>[0]) { await this.check(); return super.addSample(s); }
-  override async claimSample(at: number, ttl: number) { await this.check(); return super.claimSample(at, ttl); }
+  override async samples(since: number) {
+    await this.check();
+    return super.samples(since);
+  }
+  override async refills(since: number) {
+    await this.check();
+    return super.refills(since);
+  }
+  override async reports() {
+    await this.check();
+    return super.reports();
+  }
+  override async putReport(r: ProcessReport) {
+    await this.check();
+    return super.putReport(r);
+  }
+  override async addSample(s: Parameters<MemoryDashboardStore['addSample']>[0]) {
+    await this.check();
+    return super.addSample(s);
+  }
+  override async claimSample(at: number, ttl: number) {
+    await this.check();
+    return super.claimSample(at, ttl);
+  }
 }
 
 describe('MirroredDashboardStore', () => {
@@ -88,10 +117,20 @@ describe('LastKnown', () => {
 
 describe('dashboardView', () => {
   const tags = [{ bizTag: 'a', mode: 'segment', pool: 'redis-list', shards: 1, fallback: 'snowflake' }] as BizTag[];
-  const base = { now: NOW, sampleMs: 1000, storeKind: 'redis' as const, self: { ...report('vm:1'), status: 'degraded' as const, checks: { database: { ok: false, message: 'ECONNREFUSED' } } } };
+  const base = {
+    now: NOW,
+    sampleMs: 1000,
+    storeKind: 'redis' as const,
+    self: { ...report('vm:1'), status: 'degraded' as const, checks: { database: { ok: false, message: 'ECONNREFUSED' } } },
+  };
 
   it('with Postgres down: the tags as last read, Postgres named as down (once), and where the tags come from', () => {
-    const view = dashboardView({ ...base, tags: { value: tags, at: NOW - 30_000, error: 'ECONNREFUSED' }, history: { samples: [], refills: [], reports: [] }, held: { samples: [], refills: [] } });
+    const view = dashboardView({
+      ...base,
+      tags: { value: tags, at: NOW - 30_000, error: 'ECONNREFUSED' },
+      history: { samples: [], refills: [], reports: [] },
+      held: { samples: [], refills: [] },
+    });
     expect(view.tags.map((t) => t.bizTag)).toEqual(['a']);
     expect(view.tagsFrom).toEqual({ source: 'memory', at: NOW - 30_000 });
     expect(view.down.map((d) => [d.id, d.name])).toEqual([['postgres', 'Postgres']]);
@@ -101,16 +140,33 @@ describe('dashboardView', () => {
   });
 
   it('with no tag list ever read: the tags the history names', () => {
-    const held = { samples: [{ at: NOW, pools: [{ bizTag: 'b', shard: 0, kind: 'redis-list', depth: 1, target: 100, rate: 0 }], issued: {} }], refills: [refill(NOW, 'c')] };
-    const view = dashboardView({ ...base, tags: { value: undefined, at: undefined, error: 'timeout' }, history: { samples: [], refills: [], reports: [] }, held });
-    expect(view.tags.map((t) => [t.bizTag, t.mode])).toEqual([['b', 'unknown'], ['c', 'unknown']]);
+    const held = {
+      samples: [{ at: NOW, pools: [{ bizTag: 'b', shard: 0, kind: 'redis-list', depth: 1, target: 100, rate: 0 }], issued: {} }],
+      refills: [refill(NOW, 'c')],
+    };
+    const view = dashboardView({
+      ...base,
+      tags: { value: undefined, at: undefined, error: 'timeout' },
+      history: { samples: [], refills: [], reports: [] },
+      held,
+    });
+    expect(view.tags.map((t) => [t.bizTag, t.mode])).toEqual([
+      ['b', 'unknown'],
+      ['c', 'unknown'],
+    ]);
     expect(view.tagsFrom).toEqual({ source: 'history' });
     expect(view.summary.belowTarget).toEqual(['b']);
   });
 
   it('with Redis down: Redis named as down, the history from memory, the other processes unheard', () => {
     const self = { ...report('vm:1'), checks: { redis: { ok: false, message: 'redis is reconnecting' } } };
-    const view = dashboardView({ ...base, self, tags: { value: tags, at: NOW }, history: { samples: [], refills: [], reports: [report('vm:2', NOW - 60_000)], error: 'ECONNREFUSED' }, held: { samples: [], refills: [] } });
+    const view = dashboardView({
+      ...base,
+      self,
+      tags: { value: tags, at: NOW },
+      history: { samples: [], refills: [], reports: [report('vm:2', NOW - 60_000)], error: 'ECONNREFUSED' },
+      held: { samples: [], refills: [] },
+    });
     expect(view.down.map((d) => d.id)).toEqual(['redis']);
     expect(view.storeError).toBe('ECONNREFUSED');
     expect(view.processes.map((p) => p.state)).toEqual(['ready', 'unheard']);

@@ -6,7 +6,19 @@ const SAMPLE_MS = 1000;
 const NOW = 1_800_000_000_000;
 
 function report(id: string, fields: Partial<ProcessReport> = {}): ProcessReport {
-  return { id, host: 'vm', pid: Number(id.split(':')[1] ?? 1), roles: ['api'], version: 't', startedAt: NOW - 60_000, at: NOW, status: 'ready', checks: {}, issued: {}, ...fields };
+  return {
+    id,
+    host: 'vm',
+    pid: Number(id.split(':')[1] ?? 1),
+    roles: ['api'],
+    version: 't',
+    startedAt: NOW - 60_000,
+    at: NOW,
+    status: 'ready',
+    checks: {},
+    issued: {},
+    ...fields,
+  };
 }
 
 const self = report('vm:1', { address: '10.0.0.5:8080', roles: ['api', 'refill'] });

@@ -7,7 +7,11 @@ import type { RefillProcessor } from '../../../src/refill/processor.js';
 
 const SAMPLE_MS = 1000;
 
-function reporter(store: DashboardStore, id: string, options: { sampler?: boolean; issued?: Record<string, IssuedCounts>; health?: () => Promise<HealthReport> } = {}) {
+function reporter(
+  store: DashboardStore,
+  id: string,
+  options: { sampler?: boolean; issued?: Record<string, IssuedCounts>; health?: () => Promise<HealthReport> } = {},
+) {
   return new DashboardReporter({
     store,
     identity: { id, host: 'h', pid: 1, roles: ['api'], version: 't', startedAt: 0 },
@@ -36,7 +40,18 @@ describe('MemoryDashboardStore', () => {
 describe('DashboardReporter', () => {
   it('writes its own report and, winning the interval, a sample with the pools and the IDs issued summed over live processes', async () => {
     const store = new MemoryDashboardStore({ samples: 10, refills: 10 });
-    const other: ProcessReport = { id: 'other', host: 'h', pid: 2, roles: ['api'], version: 't', startedAt: 0, at: Date.now(), status: 'ready', checks: {}, issued: { orders: { pool: 5, segment: 1, snowflake: 0 } } };
+    const other: ProcessReport = {
+      id: 'other',
+      host: 'h',
+      pid: 2,
+      roles: ['api'],
+      version: 't',
+      startedAt: 0,
+      at: Date.now(),
+      status: 'ready',
+      checks: {},
+      issued: { orders: { pool: 5, segment: 1, snowflake: 0 } },
+    };
     const gone: ProcessReport = { ...other, id: 'gone', at: Date.now() - 60_000, issued: { orders: { pool: 1000, segment: 0, snowflake: 0 } } };
     await store.putReport(other);
     await store.putReport(gone);
@@ -109,7 +124,10 @@ describe('DashboardReporter: stopping, naming, hung servers', () => {
     failure = new KafkaPoolReadError(new Error('Connection error: connect ECONNREFUSED 127.0.0.1:9092'));
     await r.tick();
     await new Promise((resolve) => setImmediate(resolve));
-    expect((await r.report()).checks.kafka).toEqual({ ok: false, message: 'the Kafka pool topics cannot be read: Connection error: connect ECONNREFUSED 127.0.0.1:9092' });
+    expect((await r.report()).checks.kafka).toEqual({
+      ok: false,
+      message: 'the Kafka pool topics cannot be read: Connection error: connect ECONNREFUSED 127.0.0.1:9092',
+    });
   });
 
   it('reports readiness checks that hang as not ready (a hung server must not hang the page)', async () => {
@@ -130,11 +148,39 @@ describe('recordingRefills', () => {
   it('puts each refill job on the timeline: pushed with its segments and IDs, skipped with why, failed with the error (and rethrows)', async () => {
     const store = new MemoryDashboardStore({ samples: 1, refills: 10 });
     const job = { name: 'refill', data: { bizTag: 'orders', shard: 1, reason: 'threshold' } };
-    const pushed = recordingRefills(processor(async () => ({ status: 'pushed', bizTag: 'orders', shard: 1, target: 3000, depthBefore: 10, segments: [{ start: 1, end: 1000 }, { start: 2001, end: 3000 }] })), store, 'p1');
+    const pushed = recordingRefills(
+      processor(async () => ({
+        status: 'pushed',
+        bizTag: 'orders',
+        shard: 1,
+        target: 3000,
+        depthBefore: 10,
+        segments: [
+          { start: 1, end: 1000 },
+          { start: 2001, end: 3000 },
+        ],
+      })),
+      store,
+      'p1',
+    );
     await pushed.process(job);
-    await recordingRefills(processor(async () => ({ status: 'skipped', bizTag: 'orders', shard: 1, why: 'pool above threshold' })), store, 'p1').process(job);
-    await expect(recordingRefills(processor(async () => Promise.reject(new Error('database down'))), store, 'p1').process(job)).rejects.toThrow('database down');
-    await recordingRefills(processor(async () => ({ checked: 1, requested: [], removed: [] })), store, 'p1').process({ name: 'sweep', data: {} });
+    await recordingRefills(
+      processor(async () => ({ status: 'skipped', bizTag: 'orders', shard: 1, why: 'pool above threshold' })),
+      store,
+      'p1',
+    ).process(job);
+    await expect(
+      recordingRefills(
+        processor(async () => Promise.reject(new Error('database down'))),
+        store,
+        'p1',
+      ).process(job),
+    ).rejects.toThrow('database down');
+    await recordingRefills(
+      processor(async () => ({ checked: 1, requested: [], removed: [] })),
+      store,
+      'p1',
+    ).process({ name: 'sweep', data: {} });
     await new Promise((r) => setImmediate(r));
     const events = await store.refills(0);
     expect(events.map((e) => [e.status, e.reason, e.shard, e.segments, e.ids, e.why, e.by])).toEqual([

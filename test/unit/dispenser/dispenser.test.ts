@@ -201,7 +201,11 @@ describe('Dispenser', () => {
   it('runs plugins in order: before may veto, after sees the IDs, onError sees failures', async () => {
     const seen: string[] = [];
     const plugins: DispenserPlugin[] = [
-      { name: 'a', before: (r) => void seen.push(`a.before:${r.bizTag}`), after: (_r, res) => void seen.push(`a.after:${'ids' in res ? res.ids.length : res.blocks.length}`) },
+      {
+        name: 'a',
+        before: (r) => void seen.push(`a.before:${r.bizTag}`),
+        after: (_r, res) => void seen.push(`a.after:${'ids' in res ? res.ids.length : res.blocks.length}`),
+      },
       {
         name: 'gate',
         before: (r) => {
@@ -251,7 +255,16 @@ describe('Dispenser', () => {
       await ask(2);
       await expect(ask(11)).rejects.toMatchObject({ code: 'BAD_REQUEST', message: 'too many for this caller' });
     }
-    expect(seen).toEqual(['before:ids', 'after:ids', 'before:ids', 'onError:ids:BAD_REQUEST', 'before:blocks', 'after:blocks', 'before:blocks', 'onError:blocks:BAD_REQUEST']);
+    expect(seen).toEqual([
+      'before:ids',
+      'after:ids',
+      'before:ids',
+      'onError:ids:BAD_REQUEST',
+      'before:blocks',
+      'after:blocks',
+      'before:blocks',
+      'onError:blocks:BAD_REQUEST',
+    ]);
     // An internal fault in the pool: the same NOT_READY, logged cause hidden from the caller, counted.
     pool.failWith = new TypeError('boom') as unknown as IdmintError;
     const strict = new Dispenser({ store: new TagTable(tag('order', { fallback: 'error' })), pools: { memory: pool }, metrics, poolWaitMs: 0 });

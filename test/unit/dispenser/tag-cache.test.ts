@@ -5,7 +5,19 @@ import { ManualClock } from '../core/helpers.js';
 
 function tag(bizTag: string, step: number): BizTag {
   const at = new Date(0);
-  return { bizTag, mode: 'segment', step, maxLimit: null, shards: 1, fallback: 'snowflake', pool: 'redis-list', format: 'decimal', description: '', createdAt: at, updatedAt: at };
+  return {
+    bizTag,
+    mode: 'segment',
+    step,
+    maxLimit: null,
+    shards: 1,
+    fallback: 'snowflake',
+    pool: 'redis-list',
+    format: 'decimal',
+    description: '',
+    createdAt: at,
+    updatedAt: at,
+  };
 }
 
 describe('TagCache options', () => {

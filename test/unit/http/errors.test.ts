@@ -30,7 +30,7 @@ describe('HTTP errors: CONFIG_INVALID never reaches a caller', () => {
     expect(last?.err.stack).toMatch(/ConfigError|OptionsError/);
   });
 
-  it('still answers a caller\'s mistake as 400 BAD_REQUEST', async () => {
+  it("still answers a caller's mistake as 400 BAD_REQUEST", async () => {
     const response = await app.inject({ url: '/caller' });
     expect(response.statusCode).toBe(400);
     expect(response.json()).toEqual({ error: { code: 'BAD_REQUEST', message: 'count must be an integer from 1 to 10' } });

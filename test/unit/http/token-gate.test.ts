@@ -23,7 +23,8 @@ class Hashes implements TagTokenStore {
   async accessAll(): Promise<Map<string, TagAccess>> {
     if (this.failing) throw new Error('connect ECONNREFUSED');
     const all = new Map<string, TagAccess>();
-    for (const name of new Set([...this.names, ...this.tokens.keys()])) all.set(name, { closed: this.tokens.has(name), hashes: (this.tokens.get(name) ?? []).map(sha) });
+    for (const name of new Set([...this.names, ...this.tokens.keys()]))
+      all.set(name, { closed: this.tokens.has(name), hashes: (this.tokens.get(name) ?? []).map(sha) });
     return all;
   }
   async open(bizTag: string): Promise<number> {

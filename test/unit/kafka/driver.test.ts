@@ -17,17 +17,26 @@ describe('Kafka driver choice and connection options', () => {
     expect(() => loadConfig({ IDMINT_KAFKA_DRIVER: 'librdkafka' })).toThrow(/IDMINT_KAFKA_DRIVER/);
   });
 
-  it('maps idmint\'s TLS, SASL and timeouts onto KafkaJS\'s settings', () => {
+  it("maps idmint's TLS, SASL and timeouts onto KafkaJS's settings", () => {
     expect(kafkaJsConfig({ brokers: 'b:1' })).toEqual({});
     expect(kafkaJsConfig({ brokers: 'b:1', tls: true }).ssl).toBe(true);
     expect(kafkaJsConfig({ brokers: 'b:1', tls: { ca: 'PEM', rejectUnauthorized: false } }).ssl).toEqual({ ca: ['PEM'], rejectUnauthorized: false });
-    expect(kafkaJsConfig({ brokers: 'b:1', sasl: { mechanism: 'scram-sha-512', username: 'u', password: 'p' } }).sasl).toEqual({ mechanism: 'scram-sha-512', username: 'u', password: 'p' });
+    expect(kafkaJsConfig({ brokers: 'b:1', sasl: { mechanism: 'scram-sha-512', username: 'u', password: 'p' } }).sasl).toEqual({
+      mechanism: 'scram-sha-512',
+      username: 'u',
+      password: 'p',
+    });
     const quick = kafkaJsConfig({ brokers: 'b:1', retries: 0, connectionTimeoutMs: 200, requestTimeoutMs: 300 });
     expect(quick).toMatchObject({ connectionTimeout: 200, authenticationTimeout: 200, requestTimeout: 300, retry: { retries: 0 } });
   });
 
-  it('the server\'s TLS and SASL variables become the same connection options', () => {
-    const config = loadConfig({ IDMINT_KAFKA_TLS: 'true', IDMINT_KAFKA_SASL_MECHANISM: 'plain', IDMINT_KAFKA_SASL_USERNAME: 'u', IDMINT_KAFKA_SASL_PASSWORD: 'p' });
+  it("the server's TLS and SASL variables become the same connection options", () => {
+    const config = loadConfig({
+      IDMINT_KAFKA_TLS: 'true',
+      IDMINT_KAFKA_SASL_MECHANISM: 'plain',
+      IDMINT_KAFKA_SASL_USERNAME: 'u',
+      IDMINT_KAFKA_SASL_PASSWORD: 'p',
+    });
     expect(kafkaSecurity(config)).toEqual({ tls: true, sasl: { mechanism: 'plain', username: 'u', password: 'p' } });
   });
 
@@ -45,7 +54,7 @@ describe('Kafka driver choice and connection options', () => {
     await expect(openKafka({ brokers: '127.0.0.1:1', driver: 'other' as never })).rejects.toThrow(/driver/);
   });
 
-  it('tells its client library\'s errors, and refused credentials, from others', async () => {
+  it("tells its client library's errors, and refused credentials, from others", async () => {
     const { KafkaJSConnectionError, KafkaJSNumberOfRetriesExceeded, KafkaJSSASLAuthenticationError } = await import('kafkajs');
     const driver = await openKafka({ brokers: '127.0.0.1:1' });
     expect(driver.isClientError(new KafkaJSConnectionError('Connection error: ECONNREFUSED'))).toBe(true);

@@ -44,7 +44,10 @@ describe('the KafkaJS fetch guard', () => {
 
   it('a stopped runner: its fetcher ends with a retriable error instead of looping', async () => {
     const r = runner(false);
-    const { turns, error } = await fetcherLoop(() => r.fetch(0), () => false);
+    const { turns, error } = await fetcherLoop(
+      () => r.fetch(0),
+      () => false,
+    );
     expect(turns).toBe(0);
     expect(error).toBeInstanceOf(StoppedConsumerFetch);
     expect((error as StoppedConsumerFetch).retriable).toBe(true);
@@ -54,7 +57,10 @@ describe('the KafkaJS fetch guard', () => {
     const r = runner(true);
     let fired = false;
     setTimeout(() => (fired = true), 300);
-    const { turns, error } = await fetcherLoop(() => r.fetch(0), () => fired);
+    const { turns, error } = await fetcherLoop(
+      () => r.fetch(0),
+      () => fired,
+    );
     expect(error).toBeUndefined();
     expect(fired).toBe(true);
     // Unguarded, this loop never ends: each turn is a resolved promise and the timer never runs.

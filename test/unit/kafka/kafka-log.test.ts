@@ -77,7 +77,7 @@ describe("KafkaJS's retried start-up conditions", () => {
   it.each([
     ['Response GroupCoordinator(key: 10, version: 2)', 'The group coordinator is not available'],
     ['Response OffsetFetch(key: 9, version: 2)', 'This is not the correct coordinator for this group'],
-    ['Response JoinGroup(key: 11, version: 5)', 'The coordinator is loading and hence can\'t process requests'],
+    ['Response JoinGroup(key: 11, version: 5)', "The coordinator is loading and hence can't process requests"],
     ['Response Metadata(key: 3, version: 6)', 'There is no leader for this topic-partition as we are in the middle of a leadership election'],
     ['Response Metadata(key: 3, version: 6)', 'This server does not host this topic-partition'],
     ['Producer configured with retries greater than 0 may invalidate EoS guarantees', undefined],
@@ -97,7 +97,9 @@ describe('KafkaJS while Kafka cannot be reached', () => {
     const log = pinoLogCreator(logger)(logLevel.INFO);
     for (let i = 0; i < 50; i++) {
       log(entry(logLevel.ERROR, 'Connection error: connect ECONNREFUSED 127.0.0.1:19092'));
-      log(entry(logLevel.ERROR, 'Failed to connect to seed broker, trying another broker from the list: Connection error: connect ECONNREFUSED 127.0.0.1:19092'));
+      log(
+        entry(logLevel.ERROR, 'Failed to connect to seed broker, trying another broker from the list: Connection error: connect ECONNREFUSED 127.0.0.1:19092'),
+      );
       log(entry(logLevel.ERROR, 'Crash: KafkaJSNumberOfRetriesExceeded: Connection error: connect ECONNREFUSED 127.0.0.1:19092'));
       log(entry(logLevel.ERROR, 'Restarting the consumer in 739.5ms'));
     }

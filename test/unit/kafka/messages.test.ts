@@ -1,13 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import {
-  decodePoolBlock,
-  decodeReply,
-  decodeRequest,
-  encodeErrorReply,
-  encodeIdsReply,
-  encodePoolBlock,
-  encodeRequest,
-} from '../../../src/kafka/messages.js';
+import { decodePoolBlock, decodeReply, decodeRequest, encodeErrorReply, encodeIdsReply, encodePoolBlock, encodeRequest } from '../../../src/kafka/messages.js';
 import { poolGroup, poolTopic } from '../../../src/kafka/names.js';
 
 const limits = { maxCount: 10_000, maxBytes: 4096 };

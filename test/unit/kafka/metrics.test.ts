@@ -18,7 +18,12 @@ describe('Kafka metrics', () => {
     const pool = kafkaPoolMetrics(registry);
     responderMetrics(registry);
     expect(kafkaPoolMetrics(registry)).toBe(pool);
-    expect(registry.getMetricsAsArray().map((m) => m.name).sort()).toEqual([
+    expect(
+      registry
+        .getMetricsAsArray()
+        .map((m) => m.name)
+        .sort(),
+    ).toEqual([
       'idmint_kafka_ids_served_total',
       'idmint_kafka_pool_blocks_published_total',
       'idmint_kafka_pool_depth_ids',

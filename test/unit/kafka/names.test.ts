@@ -15,7 +15,12 @@ describe('Kafka names in a namespace (IDMINT_KAFKA_NAMESPACE)', () => {
     expect(names.poolTopic('order')).toBe(poolTopic('order'));
     expect(names.poolGroup('order', 2)).toBe(poolGroup('order', 2));
     expect(names.poolTopic('order', 2)).toBe('idmint.ids.order.S2');
-    expect([REQUEST_TOPIC, RESPONDER_GROUP, POOL_TOPIC_PREFIX, POOL_GROUP_PREFIX]).toEqual(['idmint.requests', 'idmint.responders', 'idmint.ids.', 'idmint.pool.']);
+    expect([REQUEST_TOPIC, RESPONDER_GROUP, POOL_TOPIC_PREFIX, POOL_GROUP_PREFIX]).toEqual([
+      'idmint.requests',
+      'idmint.responders',
+      'idmint.ids.',
+      'idmint.pool.',
+    ]);
   });
 
   it('in a namespace: every name carries it', () => {

@@ -30,7 +30,12 @@ describe('Kafka component options', () => {
     ['client retries -1', () => createKafkaClient({ verifyKey: TEST_VERIFY_KEY, kafka, retries: -1 }), /retries/, 'CONFIG_INVALID'],
     ['sink block size 0', () => new KafkaPoolSink({ signer: testSigner, kafka, blockSize: 0 }), /blockSize/, 'CONFIG_INVALID'],
     ['consumer bad tag', () => new KafkaPoolConsumer({ verifyKey: TEST_VERIFY_KEY, kafka, bizTag: 'Not A Tag' }), /invalid biz tag/, 'BAD_REQUEST'],
-    ['consumer buffer 0', () => new KafkaPoolConsumer({ verifyKey: TEST_VERIFY_KEY, kafka, bizTag: 'order', bufferBlocks: 0 }), /bufferBlocks/, 'CONFIG_INVALID'],
+    [
+      'consumer buffer 0',
+      () => new KafkaPoolConsumer({ verifyKey: TEST_VERIFY_KEY, kafka, bizTag: 'order', bufferBlocks: 0 }),
+      /bufferBlocks/,
+      'CONFIG_INVALID',
+    ],
   ])('refuses %s', (_name, make, message, code) => {
     expect(make).toThrow(message);
     try {
@@ -40,14 +45,18 @@ describe('Kafka component options', () => {
     }
   });
 
-  it('builds the refill\'s Kafka pool sink only when KAFKA_BROKERS is set', () => {
+  it("builds the refill's Kafka pool sink only when KAFKA_BROKERS is set", () => {
     const closers = new Closers(silentLogger);
     expect(openKafkaPoolSink(loadConfig({}), { logger: silentLogger, closers, signer: testSigner })).toBeUndefined();
     const sink = openKafkaPoolSink(loadConfig({ KAFKA_BROKERS: '127.0.0.1:1' }), { logger: silentLogger, closers, signer: testSigner });
     expect(sink).toBeInstanceOf(KafkaPoolSink);
     expect((sink as KafkaPoolSink).settings.blockSize).toBe(KAFKA_POOL_SINK_DEFAULTS.blockSize);
     expect((sink as KafkaPoolSink).settings.partitions).toBe(16);
-    const narrow = openKafkaPoolSink(loadConfig({ KAFKA_BROKERS: '127.0.0.1:1', IDMINT_KAFKA_POOL_PARTITIONS: '3' }), { logger: silentLogger, closers, signer: testSigner });
+    const narrow = openKafkaPoolSink(loadConfig({ KAFKA_BROKERS: '127.0.0.1:1', IDMINT_KAFKA_POOL_PARTITIONS: '3' }), {
+      logger: silentLogger,
+      closers,
+      signer: testSigner,
+    });
     expect(narrow?.settings.partitions).toBe(3);
   });
 
@@ -60,7 +69,7 @@ describe('Kafka component options', () => {
     expect(() => new KafkaPoolSink({ signer: testSigner, kafka, blockSize: 100, maxBlockSize: 50 })).toThrow(/maxBlockSize/);
   });
 
-  it('names a client\'s reply topic and group after its clientId, uniquely', () => {
+  it("names a client's reply topic and group after its clientId, uniquely", () => {
     const a = createKafkaClient({ verifyKey: TEST_VERIFY_KEY, kafka, clientId: 'svc one' });
     const b = createKafkaClient({ verifyKey: TEST_VERIFY_KEY, kafka, clientId: 'svc one' });
     expect(a.replyTopic).toMatch(/^idmint\.replies\.svc_one\.[0-9a-f-]{36}$/);

@@ -3,23 +3,48 @@ import { describe, expect, it } from 'vitest';
 import { AuthenticationError, MultipleErrors, NetworkError, ProtocolError, ResponseError } from '@platformatic/kafka';
 import { openKafka } from '../../../src/kafka/driver.js';
 import { isCoordinatorMoving, isLeaderNotAvailable, isUnknownTopic } from '../../../src/kafka/errors.js';
-import { brokerList, isLibraryAuthFailure, isLibraryError, platformaticOptions, protocolErrorName, REQUEST_TIMEOUT_MS, typed } from '../../../src/kafka/platformatic/options.js';
+import {
+  brokerList,
+  isLibraryAuthFailure,
+  isLibraryError,
+  platformaticOptions,
+  protocolErrorName,
+  REQUEST_TIMEOUT_MS,
+  typed,
+} from '../../../src/kafka/platformatic/options.js';
 import { batchesOf, fetchWindowMs } from '../../../src/kafka/platformatic/reader.js';
 import { headersOf, partitionerFor } from '../../../src/kafka/platformatic/writer.js';
 
 // The @platformatic/kafka driver's pure parts: options, errors, batches, partitions, headers.
 describe('@platformatic/kafka driver', () => {
-  it('maps idmint\'s connection options onto the library\'s', () => {
+  it("maps idmint's connection options onto the library's", () => {
     expect(brokerList(' a:1, b:2 ,,')).toEqual(['a:1', 'b:2']);
     const plain = platformaticOptions({ brokers: 'a:1,b:2' });
-    expect(plain).toEqual({ clientId: 'idmint', bootstrapBrokers: ['a:1', 'b:2'], requestTimeout: REQUEST_TIMEOUT_MS, retries: 5, retryDelay: 250, metadataMaxAge: 5000, autocreateTopics: false });
+    expect(plain).toEqual({
+      clientId: 'idmint',
+      bootstrapBrokers: ['a:1', 'b:2'],
+      requestTimeout: REQUEST_TIMEOUT_MS,
+      retries: 5,
+      retryDelay: 250,
+      metadataMaxAge: 5000,
+      autocreateTopics: false,
+    });
     expect(platformaticOptions({ brokers: ['a:1'], tls: true })).toMatchObject({ tls: {}, tlsServerName: true });
     expect(platformaticOptions({ brokers: ['a:1'], tls: { ca: 'PEM', rejectUnauthorized: false, servername: 'kafka.local' } })).toMatchObject({
       tls: { ca: ['PEM'], rejectUnauthorized: false },
       tlsServerName: 'kafka.local',
     });
-    expect(platformaticOptions({ brokers: ['a:1'], sasl: { mechanism: 'scram-sha-256', username: 'u', password: 'p' } }).sasl).toEqual({ mechanism: 'SCRAM-SHA-256', username: 'u', password: 'p' });
-    expect(platformaticOptions({ brokers: ['a:1'], clientId: 'c', retries: 0, connectionTimeoutMs: 200, requestTimeoutMs: 300 })).toMatchObject({ clientId: 'c', retries: 0, connectTimeout: 200, requestTimeout: 300 });
+    expect(platformaticOptions({ brokers: ['a:1'], sasl: { mechanism: 'scram-sha-256', username: 'u', password: 'p' } }).sasl).toEqual({
+      mechanism: 'SCRAM-SHA-256',
+      username: 'u',
+      password: 'p',
+    });
+    expect(platformaticOptions({ brokers: ['a:1'], clientId: 'c', retries: 0, connectionTimeoutMs: 200, requestTimeoutMs: 300 })).toMatchObject({
+      clientId: 'c',
+      retries: 0,
+      connectTimeout: 200,
+      requestTimeout: 300,
+    });
   });
 
   it('opens from connection options with driver platformatic, without connecting', async () => {
@@ -32,7 +57,7 @@ describe('@platformatic/kafka driver', () => {
     expect(driver.isAuthFailure(new NetworkError('Connection closed'))).toBe(false);
   });
 
-  it('gives the library\'s protocol errors the names idmint recognises, through its aggregates', () => {
+  it("gives the library's protocol errors the names idmint recognises, through its aggregates", () => {
     const unknown = typed(new MultipleErrors('metadata failed', [new ProtocolError('UNKNOWN_TOPIC_OR_PARTITION')]));
     expect(protocolErrorName(unknown)).toBe('UNKNOWN_TOPIC_OR_PARTITION');
     expect(isUnknownTopic(unknown)).toBe(true);
@@ -43,7 +68,7 @@ describe('@platformatic/kafka driver', () => {
     expect(isCoordinatorMoving(response)).toBe(true);
     expect(isLibraryError(response)).toBe(true);
     expect(isLibraryAuthFailure(typed(new ProtocolError('SASL_AUTHENTICATION_FAILED')))).toBe(true);
-    const plain = new Error('not the library\'s');
+    const plain = new Error("not the library's");
     expect(typed(plain)).toBe(plain);
     expect(protocolErrorName(plain)).toBeUndefined();
   });
@@ -51,12 +76,16 @@ describe('@platformatic/kafka driver', () => {
   it('splits a round of records into batches by partition and the membership they were fetched under, keeping order', () => {
     const at = (partition: number, generationId: number, offset: number) => ({ partition, membership: { generationId, memberId: 'm' }, offset });
     const round = [at(0, 1, 5), at(1, 1, 0), at(0, 1, 6), at(0, 2, 3), at(1, 1, 1)];
-    expect(batchesOf(round).map((b) => b.map((r) => `${r.partition}@${r.membership.generationId}:${r.offset}`))).toEqual([['0@1:5', '0@1:6'], ['1@1:0', '1@1:1'], ['0@2:3']]);
+    expect(batchesOf(round).map((b) => b.map((r) => `${r.partition}@${r.membership.generationId}:${r.offset}`))).toEqual([
+      ['0@1:5', '0@1:6'],
+      ['1@1:0', '1@1:1'],
+      ['0@2:3'],
+    ]);
     expect(fetchWindowMs(undefined)).toBe(15_000);
     expect(fetchWindowMs(10_000)).toBe(30_000);
   });
 
-  it('partitions a key as Java\'s client and KafkaJS do, and spreads keyless records', () => {
+  it("partitions a key as Java's client and KafkaJS do, and spreads keyless records", () => {
     const partition = partitionerFor();
     const message = { topic: 't' };
     // murmur2 with the sign bit dropped: the record goes to (this % partitions), as KafkaJS's DefaultPartitioner.
@@ -69,6 +98,9 @@ describe('@platformatic/kafka driver', () => {
 
   it('sends headers as one Buffer per name', () => {
     expect(headersOf(undefined)).toBeUndefined();
-    expect(headersOf({ traceparent: '00-a-b-01', multi: ['x', Buffer.from('y')], none: undefined })).toEqual({ traceparent: Buffer.from('00-a-b-01'), multi: Buffer.from('y') });
+    expect(headersOf({ traceparent: '00-a-b-01', multi: ['x', Buffer.from('y')], none: undefined })).toEqual({
+      traceparent: Buffer.from('00-a-b-01'),
+      multi: Buffer.from('y'),
+    });
   });
 });

@@ -8,7 +8,12 @@ describe("the guard on KafkaJS's request queue", () => {
   const queue = (pending: unknown[], throttledUntil: number) => {
     const proto = installQueueGuard();
     let checked = 0;
-    const q = Object.assign(Object.create(proto) as ReturnType<typeof installQueueGuard>, { pending, throttledUntil, throttleCheckTimeoutId: null, checkPendingRequests: () => void checked++ });
+    const q = Object.assign(Object.create(proto) as ReturnType<typeof installQueueGuard>, {
+      pending,
+      throttledUntil,
+      throttleCheckTimeoutId: null,
+      checkPendingRequests: () => void checked++,
+    });
     return { q, checked: () => checked };
   };
 

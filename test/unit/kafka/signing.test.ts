@@ -1,6 +1,14 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { blockBytes, generateSigningKey, parseSigningKey, parseVerifyKeys, replyBytes, type BlockPlace, type ReplyContent } from '../../../src/kafka/signing.js';
+import {
+  blockBytes,
+  generateSigningKey,
+  parseSigningKey,
+  parseVerifyKeys,
+  replyBytes,
+  type BlockPlace,
+  type ReplyContent,
+} from '../../../src/kafka/signing.js';
 
 const key = generateSigningKey();
 const keys = parseVerifyKeys(key.publicKey);
@@ -41,7 +49,12 @@ describe('Ed25519 signatures on blocks and replies (issue 40)', () => {
 
   it('property: a reply verifies only for its reply topic, request id and content', () => {
     const content = fc.oneof(
-      fc.record({ kind: fc.constant('ids' as const), source: fc.constantFrom('pool', 'segment'), format: fc.constantFrom('', 'base62'), ids: fc.array(fc.bigInt({ min: 1n, max: 99n }).map(String), { minLength: 1, maxLength: 4 }) }),
+      fc.record({
+        kind: fc.constant('ids' as const),
+        source: fc.constantFrom('pool', 'segment'),
+        format: fc.constantFrom('', 'base62'),
+        ids: fc.array(fc.bigInt({ min: 1n, max: 99n }).map(String), { minLength: 1, maxLength: 4 }),
+      }),
       fc.record({ kind: fc.constant('error' as const), code: fc.constantFrom('NOT_READY', 'BAD_REQUEST'), message: fc.constantFrom('a', 'b') }),
     ) as fc.Arbitrary<ReplyContent>;
     const reply = fc.record({ replyTo: fc.constantFrom('idmint.replies.a.1', 'idmint.replies.b.2'), id: fc.constantFrom('r1', 'r2'), content });

@@ -1,13 +1,14 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 
-const read = (path: string) => JSON.parse(readFileSync(new URL(`../../../${path}`, import.meta.url), 'utf8')) as {
-  version: string;
-  engines: { node: string };
-  dependencies: Record<string, string>;
-  peerDependencies?: Record<string, string>;
-  peerDependenciesMeta?: Record<string, { optional?: boolean }>;
-};
+const read = (path: string) =>
+  JSON.parse(readFileSync(new URL(`../../../${path}`, import.meta.url), 'utf8')) as {
+    version: string;
+    engines: { node: string };
+    dependencies: Record<string, string>;
+    peerDependencies?: Record<string, string>;
+    peerDependenciesMeta?: Record<string, { optional?: boolean }>;
+  };
 
 // packages/client is idmint's SDK built alone (idmint-client): it must never drift from idmint.
 describe('the idmint-client package', () => {

@@ -43,7 +43,13 @@ function logged() {
 describe('Circuit', () => {
   const circuits: Circuit[] = [];
   const make = (s: ReturnType<typeof server>, logger = logged().logger): Circuit => {
-    const c = new Circuit({ name: 'the test server', isOutage: (e) => e instanceof IdmintError && e.code === 'NOT_READY', probe: s.probe, probeEveryMs: 20, logger });
+    const c = new Circuit({
+      name: 'the test server',
+      isOutage: (e) => e instanceof IdmintError && e.code === 'NOT_READY',
+      probe: s.probe,
+      probeEveryMs: 20,
+      logger,
+    });
     circuits.push(c);
     return c;
   };
@@ -125,7 +131,13 @@ describe('Circuit', () => {
   });
 
   it('abandonOnOpen: calls already waiting on the server fail at once when it opens', async () => {
-    const c = new Circuit({ name: 'the test server', isOutage: (e) => e instanceof IdmintError, probe: () => new Promise(() => undefined), probeEveryMs: 20, abandonOnOpen: true });
+    const c = new Circuit({
+      name: 'the test server',
+      isOutage: (e) => e instanceof IdmintError,
+      probe: () => new Promise(() => undefined),
+      probeEveryMs: 20,
+      abandonOnOpen: true,
+    });
     circuits.push(c);
     const waiting = Array.from({ length: 5 }, () => c.run(() => new Promise(() => undefined)).catch((e: unknown) => e));
     await c.run(() => Promise.reject(outage())).catch(() => undefined);

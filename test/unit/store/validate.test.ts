@@ -12,7 +12,16 @@ describe('validateBizInput', () => {
   });
 
   it('keeps every valid field', () => {
-    const input = { bizTag: 'a.b_c-9', mode: 'sharded', step: 1, maxLimit: MAX_SEGMENT_ID, shards: MAX_SHARDS, fallback: 'error', pool: 'kafka', description: 'x' } as const;
+    const input = {
+      bizTag: 'a.b_c-9',
+      mode: 'sharded',
+      step: 1,
+      maxLimit: MAX_SEGMENT_ID,
+      shards: MAX_SHARDS,
+      fallback: 'error',
+      pool: 'kafka',
+      description: 'x',
+    } as const;
     expect(validateBizInput(input)).toEqual({ ...input, startAfter: 0, format: 'decimal' });
   });
 
@@ -83,7 +92,7 @@ describe('validateBizTag, validateStep, validateShard', () => {
 
 describe('splitStatements', () => {
   it('splits at line-ending semicolons, keeps leading comments, drops comment-only pieces', () => {
-    expect(splitStatements('-- head\nCREATE TABLE a (x int);\n\n-- why\nCREATE TABLE b (y text DEFAULT \'a;b\');\n-- tail\n')).toEqual([
+    expect(splitStatements("-- head\nCREATE TABLE a (x int);\n\n-- why\nCREATE TABLE b (y text DEFAULT 'a;b');\n-- tail\n")).toEqual([
       '-- head\nCREATE TABLE a (x int)',
       "-- why\nCREATE TABLE b (y text DEFAULT 'a;b')",
     ]);
@@ -103,7 +112,11 @@ describe('mapDriverError', () => {
     expect(mapDriverError('postgres', constraint)).toBe(constraint);
     const own = new IdmintError('BAD_REQUEST', 'x');
     expect(mapDriverError('postgres', own)).toBe(own);
-    for (const cause of [Object.assign(new Error('refused'), { code: 'ECONNREFUSED' }), Object.assign(new Error('shutdown'), { code: '57P01' }), new Error('Connection terminated')]) {
+    for (const cause of [
+      Object.assign(new Error('refused'), { code: 'ECONNREFUSED' }),
+      Object.assign(new Error('shutdown'), { code: '57P01' }),
+      new Error('Connection terminated'),
+    ]) {
       const mapped = mapDriverError('postgres', cause);
       expect(mapped).toMatchObject({ code: 'NOT_READY', retriable: true, cause });
     }

@@ -11,7 +11,10 @@ describe('test/support duplicate checks', () => {
         const ids = [...values, ...picks.filter((i) => i < values.length).map((i) => values[i]!)].map(String);
         const counts = new Map<string, number>();
         for (const id of ids) counts.set(id, (counts.get(id) ?? 0) + 1);
-        const expected = [...counts].filter(([, n]) => n > 1).map(([id]) => BigInt(id)).sort((a, b) => (a < b ? -1 : 1));
+        const expected = [...counts]
+          .filter(([, n]) => n > 1)
+          .map(([id]) => BigInt(id))
+          .sort((a, b) => (a < b ? -1 : 1));
         expect(duplicatesOf(ids)).toEqual(expected);
       }),
     );

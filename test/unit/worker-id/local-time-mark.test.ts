@@ -72,7 +72,9 @@ describe('LocalTimeMark', () => {
   it('refuses to start when the clock is behind the mark by more than the start wait, naming both times', async () => {
     const dataDir = dir();
     await LocalTimeMark.start({ dataDir, key: 'k', workerId: 1, source: 'file', clock: fixedClock(T0), markAheadMs: 1000 });
-    const err = await LocalTimeMark.start({ dataDir, key: 'k', workerId: 1, source: 'file', clock: fixedClock(T0 - 2000), maxStartWaitMs: 1500 }).catch((e: unknown) => e);
+    const err = await LocalTimeMark.start({ dataDir, key: 'k', workerId: 1, source: 'file', clock: fixedClock(T0 - 2000), maxStartWaitMs: 1500 }).catch(
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(ClockBackwardsError);
     const e = err as ClockBackwardsError;
     expect(e.code).toBe('CLOCK_BACKWARDS');
@@ -94,8 +96,14 @@ describe('LocalTimeMark', () => {
 
   it('refuses a bad markAheadMs or maxStartWaitMs as a misconfiguration naming it, before touching the file', async () => {
     const dataDir = dir();
-    await expect(LocalTimeMark.start({ dataDir, key: 'k', workerId: 1, source: 'file', markAheadMs: 0 })).rejects.toMatchObject({ code: 'CONFIG_INVALID', field: 'markAheadMs' });
-    await expect(LocalTimeMark.start({ dataDir, key: 'k', workerId: 1, source: 'file', maxStartWaitMs: -1 })).rejects.toMatchObject({ code: 'CONFIG_INVALID', field: 'maxStartWaitMs' });
+    await expect(LocalTimeMark.start({ dataDir, key: 'k', workerId: 1, source: 'file', markAheadMs: 0 })).rejects.toMatchObject({
+      code: 'CONFIG_INVALID',
+      field: 'markAheadMs',
+    });
+    await expect(LocalTimeMark.start({ dataDir, key: 'k', workerId: 1, source: 'file', maxStartWaitMs: -1 })).rejects.toMatchObject({
+      code: 'CONFIG_INVALID',
+      field: 'maxStartWaitMs',
+    });
     expect(readLocalMark(localMarkPath(dataDir, 'k'))).toBeNull();
   });
 
@@ -125,12 +133,16 @@ describe('FileWorkerIdProvider', () => {
   });
 
   it('refuses an id that does not fit the layout', async () => {
-    await expect(new FileWorkerIdProvider({ dataDir: dir(), workerId: 4 }).acquire({ maxWorkerId: 3 })).rejects.toMatchObject({ code: 'WORKER_ID_UNAVAILABLE' });
+    await expect(new FileWorkerIdProvider({ dataDir: dir(), workerId: 4 }).acquire({ maxWorkerId: 3 })).rejects.toMatchObject({
+      code: 'WORKER_ID_UNAVAILABLE',
+    });
   });
 
   it('validates options at construction', () => {
     expect(() => new FileWorkerIdProvider({ dataDir: dir(), workerId: -1 })).toThrow(expect.objectContaining({ code: 'CONFIG_INVALID', field: 'workerId' }));
-    expect(() => new FileWorkerIdProvider({ dataDir: '' })).toThrow(expect.objectContaining({ code: 'CONFIG_INVALID', field: 'dataDir', message: expect.stringMatching(/IDMINT_DATA_DIR/) }));
+    expect(() => new FileWorkerIdProvider({ dataDir: '' })).toThrow(
+      expect.objectContaining({ code: 'CONFIG_INVALID', field: 'dataDir', message: expect.stringMatching(/IDMINT_DATA_DIR/) }),
+    );
   });
 
   it('refuses to start behind the mark left by a previous run', async () => {
@@ -150,7 +162,9 @@ describe('StaticWorkerIdProvider', () => {
     expect(lease.workerId).toBe(3);
     expect(lease.provider).toBe('static');
     await expect(new StaticWorkerIdProvider(4).acquire({ maxWorkerId: 3 })).rejects.toMatchObject({ code: 'WORKER_ID_UNAVAILABLE' });
-    expect(() => new StaticWorkerIdProvider(1.5)).toThrow(expect.objectContaining({ code: 'CONFIG_INVALID', field: 'workerId', message: expect.stringMatching(/IDMINT_WORKER_ID/) }));
+    expect(() => new StaticWorkerIdProvider(1.5)).toThrow(
+      expect.objectContaining({ code: 'CONFIG_INVALID', field: 'workerId', message: expect.stringMatching(/IDMINT_WORKER_ID/) }),
+    );
   });
 
   it('keeps a local mark when given a data dir', async () => {

@@ -54,13 +54,26 @@ describe('worker ids of several regions', () => {
     await b!.close();
   });
 
-  it('a local id past the region\'s part, or a layout too narrow for the regions, is refused', async () => {
-    await expect(new RegionalWorkerIdProvider(new StaticWorkerIdProvider(512), regionLayout(2, 0)).acquire({ maxWorkerId: 1023 })).rejects.toMatchObject({ code: 'WORKER_ID_UNAVAILABLE' });
-    await expect(new RegionalWorkerIdProvider(new StaticWorkerIdProvider(0), regionLayout(4, 3)).acquire({ maxWorkerId: 3 })).rejects.toThrow(/a worker field of 2 bits cannot hold 4 regions/);
+  it("a local id past the region's part, or a layout too narrow for the regions, is refused", async () => {
+    await expect(new RegionalWorkerIdProvider(new StaticWorkerIdProvider(512), regionLayout(2, 0)).acquire({ maxWorkerId: 1023 })).rejects.toMatchObject({
+      code: 'WORKER_ID_UNAVAILABLE',
+    });
+    await expect(new RegionalWorkerIdProvider(new StaticWorkerIdProvider(0), regionLayout(4, 3)).acquire({ maxWorkerId: 3 })).rejects.toThrow(
+      /a worker field of 2 bits cannot hold 4 regions/,
+    );
   });
 
   it('IDMINT_REGIONS wraps whichever provider the config names', async () => {
-    const base = { IDMINT_DATA_DIR: '/tmp/x', IDMINT_HOST: '127.0.0.1', IDMINT_PORT: 8080, IDMINT_WORKER_ID_PROVIDER: 'auto' as const, IDMINT_POOL_KEY_PREFIX: '', IDMINT_PROCESSES: 1, IDMINT_WORKER_ID_LEASE_MS: 10_000, IDMINT_WORKER_ID_WAIT_MS: 60_000 };
+    const base = {
+      IDMINT_DATA_DIR: '/tmp/x',
+      IDMINT_HOST: '127.0.0.1',
+      IDMINT_PORT: 8080,
+      IDMINT_WORKER_ID_PROVIDER: 'auto' as const,
+      IDMINT_POOL_KEY_PREFIX: '',
+      IDMINT_PROCESSES: 1,
+      IDMINT_WORKER_ID_LEASE_MS: 10_000,
+      IDMINT_WORKER_ID_WAIT_MS: 60_000,
+    };
     const provider = await workerIdProviderFromConfig({ ...base, IDMINT_WORKER_ID: 3, IDMINT_REGIONS: 4, IDMINT_REGION: 2 });
     expect(provider).toBeInstanceOf(RegionalWorkerIdProvider);
     const lease = await provider.acquire({ maxWorkerId: LEAF_LAYOUT.maxWorkerId });

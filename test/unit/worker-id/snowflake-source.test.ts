@@ -90,10 +90,25 @@ describe('SnowflakeSource', () => {
 });
 
 describe('workerIdProviderFromConfig', () => {
-  const base = { IDMINT_DATA_DIR: '/tmp/x', IDMINT_HOST: '127.0.0.1', IDMINT_PORT: 8080, ZK_CONNECT: undefined, IDMINT_WORKER_ID: undefined, IDMINT_ADVERTISE: undefined, DATABASE_URL: undefined, REDIS_URL: undefined, IDMINT_WORKER_ID_PROVIDER: 'auto' as const, IDMINT_POOL_KEY_PREFIX: '', IDMINT_PROCESSES: 1, IDMINT_WORKER_ID_LEASE_MS: 10_000, IDMINT_WORKER_ID_WAIT_MS: 60_000 };
-  const externalIpv4 = Object.values(networkInterfaces())
-    .flat()
-    .find((a) => a?.family === 'IPv4' && !a.internal)?.address ?? '127.0.0.1';
+  const base = {
+    IDMINT_DATA_DIR: '/tmp/x',
+    IDMINT_HOST: '127.0.0.1',
+    IDMINT_PORT: 8080,
+    ZK_CONNECT: undefined,
+    IDMINT_WORKER_ID: undefined,
+    IDMINT_ADVERTISE: undefined,
+    DATABASE_URL: undefined,
+    REDIS_URL: undefined,
+    IDMINT_WORKER_ID_PROVIDER: 'auto' as const,
+    IDMINT_POOL_KEY_PREFIX: '',
+    IDMINT_PROCESSES: 1,
+    IDMINT_WORKER_ID_LEASE_MS: 10_000,
+    IDMINT_WORKER_ID_WAIT_MS: 60_000,
+  };
+  const externalIpv4 =
+    Object.values(networkInterfaces())
+      .flat()
+      .find((a) => a?.family === 'IPv4' && !a.internal)?.address ?? '127.0.0.1';
 
   it('static wins, then ZooKeeper, then a shared Postgres, then the file', async () => {
     expect((await workerIdProviderFromConfig({ ...base, IDMINT_WORKER_ID: 3, ZK_CONNECT: 'zk:2181' })).constructor.name).toBe('StaticWorkerIdProvider');
@@ -112,17 +127,23 @@ describe('workerIdProviderFromConfig', () => {
     const redis = { defineCommand: () => undefined } as never;
     const viaRedis = await workerIdProviderFromConfig({ ...base, IDMINT_WORKER_ID_PROVIDER: 'redis', REDIS_URL: 'redis://r:6379' }, { redis });
     expect(viaRedis.constructor.name).toBe('RedisWorkerIdProvider');
-    expect((await workerIdProviderFromConfig({ ...base, IDMINT_WORKER_ID_PROVIDER: 'file', ZK_CONNECT: 'zk:2181' })).constructor.name).toBe('FileWorkerIdProvider');
-    await expect(workerIdProviderFromConfig({ ...base, IDMINT_WORKER_ID_PROVIDER: 'redis' })).rejects.toThrow(/IDMINT_WORKER_ID_PROVIDER=redis needs REDIS_URL/);
+    expect((await workerIdProviderFromConfig({ ...base, IDMINT_WORKER_ID_PROVIDER: 'file', ZK_CONNECT: 'zk:2181' })).constructor.name).toBe(
+      'FileWorkerIdProvider',
+    );
+    await expect(workerIdProviderFromConfig({ ...base, IDMINT_WORKER_ID_PROVIDER: 'redis' })).rejects.toThrow(
+      /IDMINT_WORKER_ID_PROVIDER=redis needs REDIS_URL/,
+    );
     await expect(workerIdProviderFromConfig({ ...base, IDMINT_WORKER_ID_PROVIDER: 'zookeeper' })).rejects.toThrow(/needs ZK_CONNECT/);
   });
 
-  it('IDMINT_WORKER_ID_ORDINAL: a number or the host name\'s last number, spread over IDMINT_PROCESSES; only with a leasing registry', async () => {
+  it("IDMINT_WORKER_ID_ORDINAL: a number or the host name's last number, spread over IDMINT_PROCESSES; only with a leasing registry", async () => {
     expect(preferredId({ IDMINT_WORKER_ID_ORDINAL: '3', IDMINT_PROCESSES: 1, IDMINT_PROCESS_INDEX: undefined })).toBe(3);
     expect(preferredId({ IDMINT_WORKER_ID_ORDINAL: 'hostname', IDMINT_PROCESSES: 1, IDMINT_PROCESS_INDEX: undefined }, 'idmint-api-12')).toBe(12);
     expect(preferredId({ IDMINT_WORKER_ID_ORDINAL: '3', IDMINT_PROCESSES: 4, IDMINT_PROCESS_INDEX: 2 })).toBe(14);
     expect(preferredId({ IDMINT_WORKER_ID_ORDINAL: undefined, IDMINT_PROCESSES: 1, IDMINT_PROCESS_INDEX: undefined })).toBeUndefined();
-    expect(() => preferredId({ IDMINT_WORKER_ID_ORDINAL: 'hostname', IDMINT_PROCESSES: 1, IDMINT_PROCESS_INDEX: undefined }, 'laptop')).toThrow(/does not end in -<number>/);
+    expect(() => preferredId({ IDMINT_WORKER_ID_ORDINAL: 'hostname', IDMINT_PROCESSES: 1, IDMINT_PROCESS_INDEX: undefined }, 'laptop')).toThrow(
+      /does not end in -<number>/,
+    );
     const zk = await workerIdProviderFromConfig({ ...base, ZK_CONNECT: 'zk:2181', IDMINT_WORKER_ID_ORDINAL: '5' });
     expect((zk as unknown as { options: { preferredWorkerId: number } }).options.preferredWorkerId).toBe(5);
     await expect(workerIdProviderFromConfig({ ...base, IDMINT_WORKER_ID_ORDINAL: '5' })).rejects.toThrow(/needs a registry that leases ids/);
