@@ -1,4 +1,4 @@
-import { IdmintError } from '../core/errors.js';
+import { ConfigError } from '../core/errors.js';
 import { redactUrl } from '../core/redact.js';
 import { silentLogger, type Logger } from '../core/logger.js';
 import { sqlState } from '../store/errors.js';
@@ -48,12 +48,10 @@ async function checkRedis(config: Config, logger: Logger): Promise<void> {
     const err = reason ?? thrown;
     const message = describe(err);
     if (/^(WRONGPASS|NOAUTH|NOPERM)/.test(message) || /invalid username-password|ERR AUTH/i.test(message)) {
-      throw new IdmintError('BAD_REQUEST', `Redis at ${url} refused idmint's credentials (${message}); check the user and password in REDIS_URL`, {
-        cause: err,
-      });
+      throw new ConfigError(`Redis at ${url} refused idmint's credentials (${message}); check the user and password in REDIS_URL`, 'REDIS_URL', { cause: err });
     }
     if (TLS_FAILURE.test(message)) {
-      throw new IdmintError('BAD_REQUEST', `Redis at ${url}: TLS failed (${message}); check REDIS_URL (rediss://) and IDMINT_REDIS_TLS_CA`, { cause: err });
+      throw new ConfigError(`Redis at ${url}: TLS failed (${message}); check REDIS_URL (rediss://) and IDMINT_REDIS_TLS_CA`, 'REDIS_URL', { cause: err });
     }
     logger.warn({ redis: url, err: message }, 'Redis did not answer at start; serving by fallback until it does');
   } finally {
@@ -73,16 +71,18 @@ async function checkKafka(config: Config, logger: Logger): Promise<void> {
   } catch (err) {
     const message = describe(err);
     if (driver.isAuthFailure(err) || /SASL|authentication/i.test(message)) {
-      throw new IdmintError(
-        'BAD_REQUEST',
+      throw new ConfigError(
         `Kafka at ${config.KAFKA_BROKERS} refused idmint's credentials (${message}); check IDMINT_KAFKA_SASL_MECHANISM, _USERNAME and _PASSWORD`,
+        'IDMINT_KAFKA_SASL_USERNAME',
         { cause: err },
       );
     }
     if (TLS_FAILURE.test(message)) {
-      throw new IdmintError('BAD_REQUEST', `Kafka at ${config.KAFKA_BROKERS}: TLS failed (${message}); check IDMINT_KAFKA_TLS and IDMINT_KAFKA_TLS_CA`, {
-        cause: err,
-      });
+      throw new ConfigError(
+        `Kafka at ${config.KAFKA_BROKERS}: TLS failed (${message}); check IDMINT_KAFKA_TLS and IDMINT_KAFKA_TLS_CA`,
+        'IDMINT_KAFKA_TLS_CA',
+        { cause: err },
+      );
     }
     logger.warn({ brokers: config.KAFKA_BROKERS, err: message }, 'Kafka did not answer at start; its roles keep trying');
   } finally {
@@ -95,14 +95,16 @@ export function postgresCredentialError(url: string, err: unknown): unknown {
   const code = sqlState(err);
   const message = describe(err);
   if (code?.startsWith('28')) {
-    return new IdmintError(
-      'BAD_REQUEST',
+    return new ConfigError(
       `Postgres at ${redactUrl(url)} refused idmint's credentials (${message}); check the user, password and sslmode in DATABASE_URL`,
-      { cause: err },
+      'DATABASE_URL',
+      {
+        cause: err,
+      },
     );
   }
   if (TLS_FAILURE.test(message) || /does not support SSL/i.test(message)) {
-    return new IdmintError('BAD_REQUEST', `Postgres at ${redactUrl(url)}: TLS failed (${message}); check sslmode and sslrootcert in DATABASE_URL`, {
+    return new ConfigError(`Postgres at ${redactUrl(url)}: TLS failed (${message}); check sslmode and sslrootcert in DATABASE_URL`, 'DATABASE_URL', {
       cause: err,
     });
   }

@@ -196,28 +196,28 @@ describe('secured connections', () => {
     [
       'a wrong Redis password',
       (e) => ({ ...e, REDIS_URL: e.REDIS_URL!.replace(/:[^:@/]+@/, ':wrong-password@') }),
-      /^idmint: BAD_REQUEST: Redis at rediss:\/\/idmint:\*\*\*@.* refused idmint's credentials .*REDIS_URL$/,
+      /^idmint: CONFIG_INVALID: Redis at rediss:\/\/idmint:\*\*\*@.* refused idmint's credentials .*REDIS_URL$/,
     ],
-    ['Redis without its CA', (e) => ({ ...e, IDMINT_REDIS_TLS_CA: '' }), /^idmint: BAD_REQUEST: Redis at .*: TLS failed .*IDMINT_REDIS_TLS_CA$/],
+    ['Redis without its CA', (e) => ({ ...e, IDMINT_REDIS_TLS_CA: '' }), /^idmint: CONFIG_INVALID: Redis at .*: TLS failed .*IDMINT_REDIS_TLS_CA$/],
     [
       'a wrong Postgres password',
       (e) => ({ ...e, DATABASE_URL: e.DATABASE_URL!.replace(/:[^:@/]+@/, ':wrong-password@') }),
-      /^idmint: BAD_REQUEST: Postgres at postgres:\/\/postgres:\*\*\*@.* refused idmint's credentials .*DATABASE_URL$/,
+      /^idmint: CONFIG_INVALID: Postgres at postgres:\/\/postgres:\*\*\*@.* refused idmint's credentials .*DATABASE_URL$/,
     ],
     [
       'Postgres without its CA',
       (e) => ({ ...e, DATABASE_URL: e.DATABASE_URL!.replace(/&sslrootcert=[^&]*/, '') }),
-      /^idmint: BAD_REQUEST: Postgres at .*: TLS failed .*DATABASE_URL$/,
+      /^idmint: CONFIG_INVALID: Postgres at .*: TLS failed .*DATABASE_URL$/,
     ],
     [
       'a wrong Kafka password',
       (e) => ({ ...e, IDMINT_KAFKA_SASL_PASSWORD: 'wrong-password' }),
-      /^idmint: BAD_REQUEST: Kafka at .* refused idmint's credentials .*_PASSWORD$/,
+      /^idmint: CONFIG_INVALID: Kafka at .* refused idmint's credentials .*_PASSWORD$/,
     ],
     [
       'Kafka without its CA',
       (e) => ({ ...e, IDMINT_KAFKA_TLS_CA: '', IDMINT_KAFKA_TLS: 'true' }),
-      /^idmint: BAD_REQUEST: Kafka at .*: TLS failed .*IDMINT_KAFKA_TLS_CA$/,
+      /^idmint: CONFIG_INVALID: Kafka at .*: TLS failed .*IDMINT_KAFKA_TLS_CA$/,
     ],
     [
       'wrong ZooKeeper credentials',
