@@ -1,0 +1,17 @@
+import { afterEach, expect, it } from 'vitest';
+import { openDatabase } from '../../../src/cli/open-db.js';
+
+const saved = process.env.IDMINT_PG_SCHEMA;
+afterEach(() => {
+  if (saved === undefined) delete process.env.IDMINT_PG_SCHEMA;
+  else process.env.IDMINT_PG_SCHEMA = saved;
+});
+
+// Issue 46: the CLI read IDMINT_PG_SCHEMA raw; it is checked as the servers check it, before any connection.
+it('refuses an IDMINT_PG_SCHEMA the servers would refuse, naming it, before connecting', async () => {
+  process.env.IDMINT_PG_SCHEMA = 'Bad-Schema';
+  await expect(openDatabase({ url: 'postgres://127.0.0.1:1/none' }, 'the record')).rejects.toMatchObject({
+    code: 'CONFIG_INVALID',
+    field: 'IDMINT_PG_SCHEMA',
+  });
+});
