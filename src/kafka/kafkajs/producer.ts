@@ -3,6 +3,7 @@ import { Partitioners } from 'kafkajs';
 import type { Logger } from '../../core/logger.js';
 import { isUnknownTopic } from '../errors.js';
 import type { OutgoingRecord, TopicWriter } from '../ports.js';
+import { PerTopicSends, RetiredProducers } from '../writer-parts.js';
 
 /**
  * acks=-1 on every send: the leader answers once every in-sync replica has the message, and a
@@ -22,10 +23,10 @@ export class TopicProducer implements TopicWriter {
   private connecting: Promise<Producer> | undefined;
   private closed = false;
   /** Replaced producers linger so sends already in flight on them can finish. */
-  private readonly retired = new Set<Producer>();
+  private readonly retired: RetiredProducers<Producer>;
 
-  /** The send in flight per topic, when sends to one topic are serialised (appendOnce). */
-  private readonly tails = new Map<string, Promise<unknown>>();
+  /** Sends to one topic one at a time (appendOnce). */
+  private readonly sends = new PerTopicSends();
 
   constructor(
     private readonly kafka: Kafka,
@@ -49,7 +50,9 @@ export class TopicProducer implements TopicWriter {
      *   new producer id. Nothing is resent: the caller publishes a new segment.
      */
     private readonly appendOnce = false,
-  ) {}
+  ) {
+    this.retired = new RetiredProducers((p) => p.disconnect(), logger);
+  }
 
   async connect(): Promise<void> {
     await this.current();
@@ -58,13 +61,7 @@ export class TopicProducer implements TopicWriter {
   /** Sends to one topic; a deleted topic rejects with the KafkaJS error after one fresh retry (not with appendOnce). */
   send(topic: string, messages: readonly OutgoingRecord[]): Promise<void> {
     if (!this.appendOnce) return this.sendOrResend(topic, messages);
-    const sent = (this.tails.get(topic) ?? Promise.resolve()).catch(() => undefined).then(() => this.sendOnce(topic, messages));
-    this.tails.set(topic, sent);
-    const forget = (): void => {
-      if (this.tails.get(topic) === sent) this.tails.delete(topic);
-    };
-    sent.then(forget, forget);
-    return sent;
+    return this.sends.run(topic, () => this.sendOnce(topic, messages));
   }
 
   private async sendOrResend(topic: string, messages: readonly OutgoingRecord[]): Promise<void> {
@@ -99,8 +96,7 @@ export class TopicProducer implements TopicWriter {
     this.closed = true;
     const producer = this.producer ?? (await this.connecting?.catch(() => undefined));
     this.producer = undefined;
-    const all = [...this.retired, ...(producer ? [producer] : [])];
-    this.retired.clear();
+    const all = [...this.retired.takeAll(), ...(producer ? [producer] : [])];
     await Promise.all(all.map((p) => p.disconnect().catch(() => undefined)));
   }
 
@@ -128,9 +124,5 @@ export class TopicProducer implements TopicWriter {
     if (this.producer !== old) return;
     this.producer = undefined;
     this.retired.add(old);
-    setTimeout(() => {
-      if (!this.retired.delete(old)) return;
-      old.disconnect().catch((err: unknown) => this.logger.debug({ err }, 'disconnecting a replaced producer failed'));
-    }, 5000).unref();
   }
 }

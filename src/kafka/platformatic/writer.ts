@@ -2,10 +2,8 @@ import { compatibilityPartitioner, ProduceAcks, Producer, type MessageToProduce 
 import type { Logger } from '../../core/logger.js';
 import { isUnknownTopic } from '../errors.js';
 import type { OutgoingRecord, RecordHeaders, TopicWriter } from '../ports.js';
+import { PerTopicSends, RetiredProducers } from '../writer-parts.js';
 import { type PlatformaticBaseOptions, typed } from './options.js';
-
-/** A replaced producer is closed this much later, so sends in flight on it finish. */
-const RETIRED_LINGER_MS = 5000;
 
 /** Record headers as the library sends them: one Buffer per name (a repeated header keeps its last value). */
 export function headersOf(headers: RecordHeaders | undefined): Record<string, Buffer> | undefined {
@@ -45,14 +43,17 @@ export function partitionerFor(): (message: MessageToProduce, key: Buffer | unde
 export class PlatformaticTopicWriter implements TopicWriter {
   private producer: Producer | undefined;
   private closed = false;
-  private readonly retired = new Set<Producer>();
-  private readonly tails = new Map<string, Promise<unknown>>();
+  private readonly sends = new PerTopicSends();
+  /** Replaced producers linger so sends already in flight on them can finish. */
+  private readonly retired: RetiredProducers<Producer>;
 
   constructor(
     private readonly options: PlatformaticBaseOptions,
     private readonly logger: Logger,
     private readonly appendOnce = false,
-  ) {}
+  ) {
+    this.retired = new RetiredProducers((p) => p.close(), logger);
+  }
 
   async connect(): Promise<void> {
     try {
@@ -64,13 +65,7 @@ export class PlatformaticTopicWriter implements TopicWriter {
 
   send(topic: string, records: readonly OutgoingRecord[]): Promise<void> {
     if (!this.appendOnce) return this.sendOrResend(topic, records);
-    const sent = (this.tails.get(topic) ?? Promise.resolve()).catch(() => undefined).then(() => this.sendOnce(topic, records));
-    this.tails.set(topic, sent);
-    const forget = (): void => {
-      if (this.tails.get(topic) === sent) this.tails.delete(topic);
-    };
-    sent.then(forget, forget);
-    return sent;
+    return this.sends.run(topic, () => this.sendOnce(topic, records));
   }
 
   refresh(): void {
@@ -79,9 +74,8 @@ export class PlatformaticTopicWriter implements TopicWriter {
 
   async close(): Promise<void> {
     this.closed = true;
-    const all = [...this.retired, ...(this.producer ? [this.producer] : [])];
+    const all = [...this.retired.takeAll(), ...(this.producer ? [this.producer] : [])];
     this.producer = undefined;
-    this.retired.clear();
     await Promise.all(all.map((p) => p.close().catch(() => undefined)));
   }
 
@@ -128,10 +122,6 @@ export class PlatformaticTopicWriter implements TopicWriter {
     if (this.producer !== old) return;
     this.producer = undefined;
     this.retired.add(old);
-    setTimeout(() => {
-      if (!this.retired.delete(old)) return;
-      old.close().catch((err: unknown) => this.logger.debug({ err }, 'closing a replaced producer failed'));
-    }, RETIRED_LINGER_MS).unref();
   }
 }
 
