@@ -5,6 +5,7 @@ import { silentLogger } from '../../src/core/logger.js';
 import { createKafka } from '../../src/kafka/kafkajs/client.js';
 import { KafkaPoolSink } from '../../src/pool/kafka/sink.js';
 import { startKafkaCluster, type KafkaCluster } from '../support/kafka-cluster.js';
+import { testKafka } from '../support/kafka.js';
 import { uniqueName } from '../support/names.js';
 import { sleep, until } from '../support/poll.js';
 import { expectDisjoint, type Range } from '../support/unique.js';
@@ -25,7 +26,7 @@ import { TEST_VERIFY_KEY, testSigner } from '../support/signing.js';
 function poolOf(brokers: string, bizTag: string, transport: ReturnType<typeof kafkaPoolTransport>) {
   const sink = new KafkaPoolSink({
     signer: testSigner,
-    kafka: createKafka({ brokers, clientId: `${bizTag}-refill`, logger: silentLogger }),
+    kafka: testKafka(`${bizTag}-refill`, brokers),
     partitions: 2,
     blockSize: 100,
   });
@@ -66,6 +67,7 @@ describe('Kafka pool consumer: a crash KafkaJS does not restart from', () => {
   }, 120_000);
 
   it('is replaced by a new consumer that serves again, with no block served twice', async () => {
+    // KafkaJS whatever IDMINT_KAFKA_DRIVER says: the crash is KafkaJS's own (its runner told not to restart).
     const kafka = createKafka({
       brokers: cluster.brokers,
       clientId: 'kcrash-sdk',
@@ -98,7 +100,7 @@ describe('Kafka pool consumer: a crash KafkaJS does not restart from', () => {
   }, 600_000);
 
   it('a consumer that completes no fetch for stallTimeoutMs is replaced, and serving resumes after the hang', async () => {
-    const kafka = createKafka({ brokers: cluster.brokers, clientId: 'kstall-sdk', logger: silentLogger });
+    const kafka = testKafka('kstall-sdk', cluster.brokers);
     const transport = kafkaPoolTransport({
       verifyKey: TEST_VERIFY_KEY,
       kafka,

@@ -2,9 +2,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { IdmintClient } from '../../src/client/client.js';
 import { kafkaPoolTransport } from '../../src/client/kafka/transports.js';
-import { silentLogger } from '../../src/core/logger.js';
 import { isIdmintError } from '../../src/core/errors.js';
-import { createKafka } from '../../src/kafka/kafkajs/client.js';
 import { poolGroup, poolTopic } from '../../src/kafka/names.js';
 import { KafkaPoolSink } from '../../src/pool/kafka/sink.js';
 import { KafkaPoolWatch } from '../../src/pool/kafka/watch.js';
@@ -12,6 +10,7 @@ import { RedisPoolMeta } from '../../src/pool/redis/meta.js';
 import { createRefillProcessor, type RefillProcessor } from '../../src/refill/processor.js';
 import { env } from '../support/env.js';
 import { startKafkaCluster, type KafkaCluster } from '../support/kafka-cluster.js';
+import { testKafka } from '../support/kafka.js';
 import { uniqueName } from '../support/names.js';
 import { sleep, until } from '../support/poll.js';
 import { inlineRefillTrigger, type InlineRefillTrigger } from '../support/refill-trigger.js';
@@ -48,7 +47,7 @@ describe('Kafka pool topics on three brokers, a broker lost under load', () => {
     ts = await storeWithDispenser();
     sink = new KafkaPoolSink({
       signer: testSigner,
-      kafka: createKafka({ brokers: cluster.brokers, clientId: 'prepl-refill', logger: silentLogger }),
+      kafka: testKafka('prepl-refill', cluster.brokers),
       partitions: 6,
     });
     redis = new Redis(env('REDIS_URL'));
@@ -85,7 +84,7 @@ describe('Kafka pool topics on three brokers, a broker lost under load', () => {
     const taken: number[] = [];
     const errors = new Map<string, number>();
     const clients = got.map((_, i) => {
-      const kafka = createKafka({ brokers: cluster.brokers, clientId: `prepl-${i}`, logger: silentLogger });
+      const kafka = testKafka(`prepl-${i}`, cluster.brokers);
       return new IdmintClient({
         transport: kafkaPoolTransport({ verifyKey: TEST_VERIFY_KEY, kafka, takeTimeoutMs: 500, sessionTimeoutMs: 6000 }),
         maxBatchSize: 50_000,

@@ -5,11 +5,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { IdmintClient } from '../../src/client/client.js';
 import { kafkaPoolTransport } from '../../src/client/kafka/transports.js';
 import { isIdmintError } from '../../src/core/errors.js';
-import { silentLogger } from '../../src/core/logger.js';
-import { createKafka } from '../../src/kafka/kafkajs/client.js';
 import { KafkaPoolSink } from '../../src/pool/kafka/sink.js';
 import { env } from '../support/env.js';
 import { startKafkaCluster, type KafkaCluster } from '../support/kafka-cluster.js';
+import { testKafka } from '../support/kafka.js';
 import { uniqueName } from '../support/names.js';
 import { sleep, until } from '../support/poll.js';
 import { spawnServer, type SpawnedServer } from '../support/spawn.js';
@@ -64,13 +63,13 @@ describe('Kafka pool topics refilled by refill processes, each broker hung in tu
         }),
       );
     }
-    const kafka = createKafka({ brokers: cluster.brokers, clientId: 'kproles-sdk', logger: silentLogger });
+    const kafka = testKafka('kproles-sdk', cluster.brokers);
     const client = new IdmintClient({
       transport: kafkaPoolTransport({ verifyKey: TEST_VERIFY_KEY, kafka, takeTimeoutMs: 2000 }),
       timeoutMs: 5000,
       batchSize: 100,
     });
-    const sink = new KafkaPoolSink({ signer: testSigner, kafka: createKafka({ brokers: cluster.brokers, clientId: 'kproles-look', logger: silentLogger }) });
+    const sink = new KafkaPoolSink({ signer: testSigner, kafka: testKafka('kproles-look', cluster.brokers) });
     const ids: number[] = [];
     const errors = new Map<string, number>();
     let running = true;

@@ -1,10 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { silentLogger } from '../../src/core/logger.js';
-import { createKafka } from '../../src/kafka/kafkajs/client.js';
 import { decodePoolBlock } from '../../src/kafka/messages.js';
 import { poolTopic } from '../../src/kafka/names.js';
 import { KafkaPoolSink } from '../../src/pool/kafka/sink.js';
 import { startKafkaCluster, type KafkaCluster } from '../support/kafka-cluster.js';
+import { testKafka } from '../support/kafka.js';
 import { uniqueName } from '../support/names.js';
 import { sleep } from '../support/poll.js';
 import { overlapsOf, type Range } from '../support/unique.js';
@@ -12,7 +11,7 @@ import { testSigner } from '../support/signing.js';
 
 /** Every block in the topic, read from the beginning to its end offsets by a group of its own. */
 async function readTopic(brokers: string, topic: string): Promise<Range[]> {
-  const kafka = createKafka({ brokers, clientId: uniqueName('read'), logger: silentLogger });
+  const kafka = testKafka(uniqueName('read'), brokers);
   const admin = kafka.admin();
   await admin.connect();
   const ends = new Map((await admin.fetchTopicOffsets(topic)).map((p) => [p.partition, Number(p.high)]));
@@ -60,7 +59,7 @@ describe('Kafka pool sink: concurrent pushes through a hung broker', () => {
     const topic = poolTopic(bizTag, 0);
     const sink = new KafkaPoolSink({
       signer: testSigner,
-      kafka: createKafka({ brokers: cluster.brokers, clientId: 'sinkhang', logger: silentLogger }),
+      kafka: testKafka('sinkhang', cluster.brokers),
       partitions: 2,
       blockSize: 10,
     });
