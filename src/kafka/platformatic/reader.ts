@@ -149,11 +149,13 @@ export class PlatformaticGroupReader implements GroupReader {
     this.events = events;
     const { joinTimeoutMs } = this.options;
     let timer: NodeJS.Timeout | undefined;
+    // At the deadline, what the joins met (Kafka unreachable: NOT_READY to the caller), else a timeout.
+    let lastFailure: unknown;
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new TimeoutError('joining the Kafka consumer group', joinTimeoutMs)), joinTimeoutMs);
+      timer = setTimeout(() => reject(lastFailure ?? new TimeoutError('joining the Kafka consumer group', joinTimeoutMs)), joinTimeoutMs);
     });
     try {
-      this.attach(await Promise.race([this.consume(joinTimeoutMs), timeout]));
+      this.attach(await Promise.race([this.consume(joinTimeoutMs, (err) => (lastFailure = err)), timeout]));
     } catch (err) {
       this.failed = true;
       await this.shut();
@@ -195,7 +197,7 @@ export class PlatformaticGroupReader implements GroupReader {
   }
 
   /** Joins (asking again while the coordinator loads or moves) and opens the stream, from the committed offsets or the beginning. */
-  private consume(timeoutMs: number): Promise<MessagesStream<Buffer, Buffer, Buffer, Buffer>> {
+  private consume(timeoutMs: number, failed?: (err: unknown) => void): Promise<MessagesStream<Buffer, Buffer, Buffer, Buffer>> {
     return retry(
       () =>
         this.consumer.consume({
@@ -206,7 +208,7 @@ export class PlatformaticGroupReader implements GroupReader {
           maxWaitTime: this.options.maxWaitMs ?? DEFAULT_MAX_WAIT_MS,
           ...this.groupOptions(),
         }),
-      { what: 'joining the Kafka consumer group', retriable: (err) => !this.closed && isRetriable(err), timeoutMs },
+      { what: 'joining the Kafka consumer group', retriable: (err) => !this.closed && isRetriable(err), timeoutMs, onRetry: ({ err }) => failed?.(err) },
     );
   }
 
