@@ -119,6 +119,15 @@ export function isLibraryError(err: unknown): boolean {
   return false;
 }
 
+/**
+ * The broker refused the idempotent producer an id (InitProducerId: a fresh cluster's transaction
+ * coordinator still loading, or moving): no record was sent, so sending again is safe.
+ */
+export function isProducerIdRefusal(err: unknown): boolean {
+  for (const e of errorTree(err)) if (typeof e.message === 'string' && e.message.includes('InitProducerId')) return true;
+  return false;
+}
+
 /** The brokers refused the credentials. */
 export function isLibraryAuthFailure(err: unknown): boolean {
   for (const e of errorTree(err)) {

@@ -1,9 +1,13 @@
 import { compatibilityPartitioner, ProduceAcks, Producer, type MessageToProduce } from '@platformatic/kafka';
 import type { Logger } from '../../core/logger.js';
+import { retry } from '../../core/retry.js';
 import { isUnknownTopic } from '../errors.js';
 import type { OutgoingRecord, RecordHeaders, TopicWriter } from '../ports.js';
 import { PerTopicSends, RetiredProducers } from '../writer-parts.js';
-import { type PlatformaticBaseOptions, typed } from './options.js';
+import { isProducerIdRefusal, type PlatformaticBaseOptions, typed } from './options.js';
+
+/** How long an append-once send asks again for a producer id the brokers refuse (a fresh cluster). */
+const PRODUCER_ID_RETRY_MS = 30_000;
 
 /** Record headers as the library sends them: one Buffer per name (a repeated header keeps its last value). */
 export function headersOf(headers: RecordHeaders | undefined): Record<string, Buffer> | undefined {
@@ -95,7 +99,19 @@ export class PlatformaticTopicWriter implements TopicWriter {
     }
   }
 
-  private async sendOnce(topic: string, records: readonly OutgoingRecord[]): Promise<void> {
+  private sendOnce(topic: string, records: readonly OutgoingRecord[]): Promise<void> {
+    // A producer id refused (KafkaJS retries this inside its producer; this library does not):
+    // nothing was sent, so the send is made again on a fresh producer.
+    return retry(() => this.sendOnceNow(topic, records), {
+      what: 'getting the idempotent producer an id',
+      retriable: (err) => !this.closed && isProducerIdRefusal(err),
+      timeoutMs: PRODUCER_ID_RETRY_MS,
+      initialMs: 200,
+      maxMs: 2000,
+    });
+  }
+
+  private async sendOnceNow(topic: string, records: readonly OutgoingRecord[]): Promise<void> {
     const producer = this.current();
     try {
       await producer.send({ messages: messagesOf(topic, records) });
