@@ -1,4 +1,4 @@
-import { BadRequestError, ConfigError } from '../core/errors.js';
+import { BadRequestError } from '../core/errors.js';
 import type { Database } from '../store/db.js';
 
 /** Where a CLI command finds Postgres: `--url` and `--schema`, else DATABASE_URL and IDMINT_PG_SCHEMA. */
@@ -15,15 +15,9 @@ export interface DatabaseFlags {
 export async function openDatabase(flags: DatabaseFlags, what: string): Promise<Database> {
   const url = flags.url ?? process.env.DATABASE_URL;
   if (!url) throw new BadRequestError(`${what} in Postgres: pass --url postgres://… or set DATABASE_URL`, 'url');
-  const [{ createPgDatabase }, { migrate }, { envSchema }] = await Promise.all([
-    import('../store/pg.js'),
-    import('../store/migrations.js'),
-    import('../app/config.js'),
-  ]);
-  // IDMINT_PG_SCHEMA checked as the servers check it (config.ts), not read raw.
-  const fromEnv = envSchema.shape.IDMINT_PG_SCHEMA.safeParse(process.env.IDMINT_PG_SCHEMA || undefined);
-  if (!fromEnv.success) throw new ConfigError(`IDMINT_PG_SCHEMA: ${fromEnv.error.issues[0]?.message ?? 'invalid'}`, 'IDMINT_PG_SCHEMA');
-  const db = createPgDatabase({ connectionString: url, schema: flags.schema ?? fromEnv.data, max: 2 });
+  const [{ createPgDatabase }, { migrate }] = await Promise.all([import('../store/pg.js'), import('../store/migrations.js')]);
+  // The schema is checked by createPgDatabase, before any connection (CONFIG_INVALID naming it).
+  const db = createPgDatabase({ connectionString: url, schema: flags.schema ?? (process.env.IDMINT_PG_SCHEMA?.trim() || undefined), max: 2 });
   await migrate(db);
   return db;
 }

@@ -54,7 +54,8 @@ const INT8_ARRAY_OID = 1016 as TypeId;
 export function createPgDatabase(options: PgDatabaseOptions): PgDatabase {
   const opts = resolveOptions(PG_DATABASE_DEFAULTS, options, (o) => {
     if (typeof o.connectionString !== 'string' || o.connectionString === '') throw new OptionsError('Postgres', 'connectionString', 'is required');
-    if (o.schema !== undefined && !SCHEMA_PATTERN.test(o.schema)) throw new OptionsError('Postgres', 'schema', `must match ${String(SCHEMA_PATTERN)}`);
+    if (o.schema !== undefined && !SCHEMA_PATTERN.test(o.schema))
+      throw new OptionsError('Postgres', 'schema', `(IDMINT_PG_SCHEMA, --schema) must be a lower-case SQL identifier matching ${String(SCHEMA_PATTERN)}`);
     checkInteger('Postgres', o, 'max', 1);
     checkInteger('Postgres', o, 'connectionTimeoutMillis', 1);
     checkInteger('Postgres', o, 'probeEveryMs', 1);
