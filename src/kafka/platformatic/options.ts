@@ -120,12 +120,14 @@ export function isLibraryError(err: unknown): boolean {
 }
 
 /**
- * The broker refused the idempotent producer an id (InitProducerId: a fresh cluster's transaction
- * coordinator still loading, or moving): no record was sent, so sending again is safe.
+ * The send failed because the broker refused the idempotent producer an id (InitProducerId: a
+ * fresh cluster's transaction coordinator still loading, or moving): no record was sent, so sending
+ * again is safe. An error that also tells of a Produce request is never this: that request may
+ * have landed.
  */
 export function isProducerIdRefusal(err: unknown): boolean {
-  for (const e of errorTree(err)) if (typeof e.message === 'string' && e.message.includes('InitProducerId')) return true;
-  return false;
+  const messages = [...errorTree(err)].map((e) => (typeof e.message === 'string' ? e.message : ''));
+  return messages.some((m) => m.includes('InitProducerId')) && !messages.some((m) => /\bProduce\(/.test(m));
 }
 
 /** The brokers refused the credentials. */

@@ -7,6 +7,7 @@ import {
   brokerList,
   isLibraryAuthFailure,
   isLibraryError,
+  isProducerIdRefusal,
   platformaticOptions,
   protocolErrorName,
   REQUEST_TIMEOUT_MS,
@@ -102,5 +103,18 @@ describe('@platformatic/kafka driver', () => {
       traceparent: Buffer.from('00-a-b-01'),
       multi: Buffer.from('y'),
     });
+  });
+});
+
+describe('isProducerIdRefusal', () => {
+  const refused = new AggregateError([new Error('COORDINATOR_NOT_AVAILABLE')], 'Received response with error while executing API InitProducerId(v5)');
+  it('is a send refused its producer id, nothing sent: safe to send again', () => {
+    expect(isProducerIdRefusal(refused)).toBe(true);
+    expect(isProducerIdRefusal(new Error('send failed', { cause: refused }))).toBe(true);
+  });
+  it('is never a failure that tells of a Produce request (it may have landed)', () => {
+    expect(isProducerIdRefusal(new AggregateError([refused], 'Received response with error while executing API Produce(v9)'))).toBe(false);
+    expect(isProducerIdRefusal(new Error('Received response with error while executing API Produce(v9)'))).toBe(false);
+    expect(isProducerIdRefusal(undefined)).toBe(false);
   });
 });
